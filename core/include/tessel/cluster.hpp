@@ -1,0 +1,114 @@
+// The cluster data model: nodes, their GPUs, and who holds each GPU.
+//
+// ClusterState answers the questions placement asks on every call (free GPUs
+// per node, largest free block) in O(1) or O(GPUs per node). Only the core
+// mutates it; plugins receive `const ClusterState&` through the view.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessel/ids.hpp"
+#include "tessel/job.hpp"
+#include "tessel/slots.hpp"
+
+namespace tessel {
+
+struct NodeSpec {
+  std::string name;
+  std::string gpu_type = "v100";
+  int gpus = 4;
+  double cpus = 32;
+  double mem_gb = 256;
+  int rack = 0;  // rack or switch; jobs spanning racks may run slower
+};
+
+struct Node {
+  NodeId id = 0;
+  NodeSpec spec;
+  bool up = true;
+  GpuId first_gpu = 0;  // this node's GPUs are [first_gpu, first_gpu + spec.gpus)
+  int free_gpus = 0;    // whole GPUs with no tenant
+  double free_cpus = 0;
+  double free_mem_gb = 0;
+  SlotStorage slots;  // plugin-owned, see slots.hpp
+};
+
+struct Gpu {
+  NodeId node = 0;
+  int used_milli = 0;       // sum of the tenants' shares, at most 1000
+  std::vector<JobId> jobs;  // tenants; more than one only for fractional shares
+
+  bool free() const { return used_milli == 0; }
+  int free_milli() const { return 1000 - used_milli; }
+};
+
+// The shape of an allocation, which is what throughput models price.
+struct Shape {
+  int gpus = 0;
+  std::string gpu_type;  // of the first GPU; placements should not mix types
+  int nodes = 1;
+  int racks = 1;
+  int gpu_milli = 1000;
+  double cpus = 0;
+  double mem_gb = 0;
+};
+
+class ClusterState {
+ public:
+  ClusterState() = default;
+  explicit ClusterState(const std::vector<NodeSpec>& nodes);
+
+  std::span<const Node> nodes() const { return nodes_; }
+  const Node& node(NodeId id) const { return nodes_[id]; }
+  std::span<const Gpu> gpus() const { return gpus_; }
+  const Gpu& gpu(GpuId id) const { return gpus_[id]; }
+  std::span<const Gpu> gpus_of(NodeId id) const {
+    return std::span<const Gpu>(gpus_).subspan(nodes_[id].first_gpu, nodes_[id].spec.gpus);
+  }
+
+  int installed_gpus() const { return static_cast<int>(gpus_.size()); }  // up or down
+  int total_gpus() const { return total_gpus_; }  // on nodes that are up
+  int free_gpus() const { return free_gpus_; }    // whole free GPUs on nodes that are up
+  int largest_free_block() const;                 // most whole free GPUs on one node
+  int max_gpus_per_node() const { return static_cast<int>(nodes_with_free_.size()) - 1; }
+  int rack_count() const { return rack_count_; }
+  // Distinct GPU types, in order of first appearance.
+  const std::vector<std::string>& gpu_types() const { return gpu_types_; }
+
+  Shape shape_of(const Allocation& allocation) const;
+  // The shape of `gpus` GPUs packed onto as few nodes as possible, of the
+  // first GPU type: the reference for trace durations and the usual oracle
+  // shape for ordering policies.
+  Shape packed_shape(const JobSpec& job, int gpus) const;
+
+  // How many of the job's GPUs node `id` could take now: GPUs with at least
+  // `want.gpu_milli` free, limited by the node's free CPU and memory for the
+  // job's per-GPU share of `want.cpus` and `want.mem_gb`. 0 if the node is down.
+  int fits_on(NodeId id, const Resources& want) const;
+  // Appends `count` GPUs of node `id` that can take `want.gpu_milli`, lowest first.
+  void take(NodeId id, const Resources& want, int count, std::vector<GpuId>& out) const;
+
+  // Would `allocation` fit in what is free now? Reports the first obstacle.
+  bool can_assign(const Allocation& allocation, std::string* why = nullptr) const;
+
+  // --- mutation: the core only ---
+  void assign(JobId job, const Allocation& allocation);
+  void release(JobId job, const Allocation& allocation);
+  void set_up(NodeId id, bool up);
+  NodeId add_node(const NodeSpec& spec);
+
+ private:
+  void count_free(const Node& node, int delta);
+
+  std::vector<Node> nodes_;
+  std::vector<Gpu> gpus_;
+  std::vector<int> nodes_with_free_;  // [k] = up nodes with exactly k free GPUs
+  std::vector<std::string> gpu_types_;
+  int total_gpus_ = 0;
+  int free_gpus_ = 0;
+  int rack_count_ = 0;
+};
+
+}  // namespace tessel

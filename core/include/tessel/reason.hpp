@@ -1,0 +1,42 @@
+// Why a decision was made, in words a user can act on:
+//   Reason("needs {} GPUs on one node, largest free block is {}", 8, 4)
+//
+// Every decision carries one. Most rounds record none of them, so a Reason
+// keeps its format string and numbers and only builds text when asked; that
+// keeps the simulation's hot path free of string work. The format must be a
+// string literal (it is stored by pointer). Placeholders are `{}`.
+#pragma once
+
+#include <array>
+#include <string>
+#include <type_traits>
+
+namespace tessel {
+
+class Reason {
+ public:
+  Reason() = default;
+
+  template <class... Numbers>
+    requires(sizeof...(Numbers) <= 4 && (std::is_arithmetic_v<Numbers> && ...))
+  Reason(const char* format, Numbers... numbers)
+      : format_(format), args_{static_cast<double>(numbers)...}, arg_count_(sizeof...(Numbers)) {}
+
+  // For reasons that need words computed at run time (names, lists).
+  static Reason text(std::string words) {
+    Reason reason;
+    reason.text_ = std::move(words);
+    return reason;
+  }
+
+  bool empty() const { return format_ == nullptr && text_.empty(); }
+  std::string str() const;
+
+ private:
+  const char* format_ = nullptr;
+  std::array<double, 4> args_{};
+  unsigned char arg_count_ = 0;
+  std::string text_;
+};
+
+}  // namespace tessel

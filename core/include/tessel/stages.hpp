@@ -1,0 +1,116 @@
+// The four stage interfaces, and the decisions they return.
+//
+// A round runs admission -> allocation -> placement -> elasticity. Each stage
+// reads a SchedulerView and returns decisions; the core checks them against
+// the contracts below, applies them, and may record them with their reasons
+// (`tessel explain`). A plugin that breaks a contract stops the run with an
+// error naming the plugin.
+#pragma once
+
+#include <vector>
+
+#include "tessel/job.hpp"
+#include "tessel/plugin.hpp"
+#include "tessel/reason.hpp"
+#include "tessel/view.hpp"
+
+namespace tessel {
+
+// ---------------------------------------------------------------- admission
+
+enum class AdmissionVerdict : unsigned char { admit, hold, reject };
+
+struct AdmissionDecision {
+  JobId job;
+  AdmissionVerdict verdict;
+  Reason reason;
+};
+
+// Which newly arrived jobs enter the queue now?
+class BOOST_SYMBOL_VISIBLE AdmissionPolicy : public Plugin {
+ public:
+  // Called once per round while view.pending() is not empty. Decide for any
+  // of the pending jobs, at most once each; jobs left out are held until the
+  // next round. Rejection is final.
+  virtual std::vector<AdmissionDecision> admit(const SchedulerView& view) = 0;
+};
+
+// --------------------------------------------------------------- allocation
+
+// A job the policy wants to run, with what it should get. `resources.gpus`
+// is 0 (do not run it now) or within [min_gpus, max_gpus] of the job; for a
+// rigid job that means exactly its request. `gpu_milli` must be the job's own.
+struct Grant {
+  JobId job;
+  Resources resources;
+  Reason reason;
+};
+
+struct AllocationPlan {
+  // Highest priority first. Active jobs missing from the list are not wanted
+  // this round: they keep running until a ranked job needs their GPUs.
+  std::vector<Grant> ranked;
+  // When true, once a ranked job cannot be placed no job after it is started
+  // (FIFO without backfill). Running jobs after it keep running.
+  bool stop_at_first_unplaced = false;
+};
+
+// Which jobs should run, with how many GPUs (and CPUs, memory), in what order?
+class BOOST_SYMBOL_VISIBLE AllocationPolicy : public Plugin {
+ public:
+  // Called once per round. Ranks any subset of view.active(), each job once.
+  virtual AllocationPlan allocate(const SchedulerView& view) = 0;
+};
+
+// ---------------------------------------------------------------- placement
+
+struct PlacementChoice {
+  std::vector<GpuId> gpus;  // empty: does not fit now
+  Reason reason;
+
+  bool placed() const { return !gpus.empty(); }
+};
+
+// Which exact GPUs?
+//
+// The core walks the ranked plan and asks `place` for each job that should
+// start or change size. When a job does not fit, the core releases running
+// jobs of lower rank one at a time (lowest first) and asks again; it preempts
+// only the jobs whose GPUs the final choice uses, and none at all if the job
+// still does not fit. So `place` is called on hypothetical states and must
+// depend only on its arguments and the view, not on how often it is called.
+class BOOST_SYMBOL_VISIBLE PlacementPolicy : public Plugin {
+ public:
+  // Choose exactly `want.gpus` distinct GPUs, each with at least
+  // `want.gpu_milli` free, on nodes that are up (and with room for the CPU
+  // and memory share if the job declares one); or none, with the reason.
+  virtual PlacementChoice place(const SchedulerView& view, const JobState& job,
+                                const Resources& want) = 0;
+};
+
+// --------------------------------------------------------------- elasticity
+
+struct ResizeProposal {
+  JobId job;
+  int gpus;  // within [min_gpus, max_gpus]
+  Reason reason;
+};
+
+// Should a running elastic job grow or shrink, and what does the change cost?
+class BOOST_SYMBOL_VISIBLE ElasticityPolicy : public Plugin {
+ public:
+  // Called once per round after placement. Proposes new sizes for running
+  // elastic jobs, each at most once; placement realizes them from free GPUs
+  // (shrinks first), and a proposal that does not fit is dropped.
+  virtual std::vector<ResizeProposal> resize(const SchedulerView& view) = 0;
+
+  // Seconds of no progress when `job` moves from `from` to `to`, for every
+  // size change whichever stage asked for it.
+  virtual double reconfiguration_seconds(const SchedulerView& view, const JobState& job,
+                                         const Allocation& from, const Allocation& to) const {
+    (void)job, (void)from, (void)to;
+    return view.settings().restart_seconds;
+  }
+};
+
+}  // namespace tessel

@@ -1,0 +1,32 @@
+// Throughput models: how fast a job progresses on what it is given.
+//
+// A job's size is `JobSpec::total_work`, in units the model chooses (the
+// linear model uses GPU-seconds at one reference GPU). The simulator advances
+// a running job at `rate(job, shape)` units per second; allocation and
+// placement plugins may query the same model as an oracle (Optimus, Gavel,
+// Synergy do).
+#pragma once
+
+#include <string_view>
+
+#include "tessel/cluster.hpp"
+#include "tessel/job.hpp"
+
+namespace tessel {
+
+class ThroughputModel {
+ public:
+  virtual ~ThroughputModel() = default;
+  virtual std::string_view name() const = 0;
+
+  // Work units per second for `job` on an allocation of this shape. Must be
+  // positive for any shape with at least one GPU.
+  virtual double rate(const JobSpec& job, const Shape& shape) const = 0;
+
+  // Seconds to finish `work` units on `shape`.
+  double seconds_for(const JobSpec& job, double work, const Shape& shape) const {
+    return work / rate(job, shape);
+  }
+};
+
+}  // namespace tessel

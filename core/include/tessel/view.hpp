@@ -1,0 +1,64 @@
+// SchedulerView: everything a plugin may look at during a round, read-only.
+//
+// The same view is built by the simulator and by the real-cluster daemon, so
+// a policy cannot tell which one it runs in.
+#pragma once
+
+#include <span>
+
+#include "tessel/cluster.hpp"
+#include "tessel/job.hpp"
+#include "tessel/throughput.hpp"
+
+namespace tessel {
+
+// What attained service counts: GPU-seconds (Tiresias's 2D-LAS) or plain
+// seconds of running (classic LAS).
+enum class ServiceUnit : unsigned char { gpu_seconds, seconds };
+
+struct SchedulerSettings {
+  double round_seconds = 300;
+  ServiceUnit service = ServiceUnit::gpu_seconds;
+  // Modelled seconds of no progress when a job restarts after a preemption
+  // or a resize. Set by the simulator; 0 on real nodes, where a restart costs
+  // what it really costs.
+  double restart_seconds = 0;
+};
+
+class SchedulerView {
+ public:
+  SchedulerView(const SchedulerSettings& settings, const ClusterState& cluster,
+                const ThroughputModel& throughput, std::span<JobState* const> all_jobs,
+                std::span<JobState* const> pending, std::span<JobState* const> active, double now)
+      : settings_(settings), cluster_(cluster), throughput_(throughput), all_(all_jobs),
+        pending_(pending), active_(active), now_(now) {}
+
+  double now() const { return now_; }
+  const SchedulerSettings& settings() const { return settings_; }
+  const ClusterState& cluster() const { return cluster_; }
+  const ThroughputModel& throughput() const { return throughput_; }
+
+  // Jobs that arrived and await admission, in arrival order.
+  std::span<const JobState* const> pending() const { return pending_; }
+  // Admitted jobs that are not done (queued, running, preempted), in arrival order.
+  std::span<const JobState* const> active() const { return active_; }
+  // Any job the core knows, by id.
+  const JobState& job(JobId id) const { return *all_[id]; }
+
+  // Seconds `job` still needs on `shape`, by the throughput model (an oracle
+  // in simulation, an estimate on real nodes).
+  double remaining_seconds(const JobState& job, const Shape& shape) const {
+    return throughput_.seconds_for(job.spec, job.remaining_work(), shape);
+  }
+
+ private:
+  const SchedulerSettings& settings_;
+  const ClusterState& cluster_;
+  const ThroughputModel& throughput_;
+  std::span<const JobState* const> all_;
+  std::span<const JobState* const> pending_;
+  std::span<const JobState* const> active_;
+  double now_;
+};
+
+}  // namespace tessel

@@ -1,0 +1,128 @@
+#include "config/experiment.hpp"
+
+namespace tessel {
+
+namespace {
+
+ClusterConfig read_cluster(TableReader reader) {
+  ClusterConfig config;
+  const auto nodes = reader.integer("nodes", std::nullopt, 1, 1'000'000);
+  const auto gpus = reader.integer("gpus_per_node", std::nullopt, 1, 1024);
+  const auto type = reader.string("gpu_type", "v100");
+  const auto cpus = reader.number("cpus_per_node", 32, 0);
+  const auto mem = reader.number("mem_gb_per_node", 256, 0);
+  const auto per_rack = reader.integer("nodes_per_rack", nodes.value_or(1), 1);
+  reader.finish();
+  if (!nodes || !gpus || !type || !cpus || !mem || !per_rack) return config;
+  for (std::int64_t i = 0; i < *nodes; ++i) {
+    NodeSpec node;
+    node.name = "n" + std::to_string(i);
+    node.gpu_type = *type;
+    node.gpus = static_cast<int>(*gpus);
+    node.cpus = *cpus;
+    node.mem_gb = *mem;
+    node.rack = static_cast<int>(i / *per_rack);
+    config.nodes.push_back(std::move(node));
+  }
+  return config;
+}
+
+StageConfig read_stage(TableReader& scheduler, const TomlDocument& document, PluginKind kind,
+                       const char* default_plugin) {
+  const std::string key(to_string(kind));
+  StageConfig stage;
+  stage.kind = kind;
+  const toml::table* table = scheduler.table(key);
+  if (table == nullptr) {
+    if (default_plugin == nullptr && !scheduler.present(key))
+      scheduler.error(key, "[scheduler] needs '" + key + " = { plugin = \"...\" }'");
+    stage.plugin = default_plugin ? default_plugin : "";
+    stage.where = scheduler.where();
+    return stage;
+  }
+  TableReader reader = scheduler.nested(table, "scheduler." + key);
+  stage.plugin = reader.string("plugin", std::nullopt).value_or("");
+  stage.where = reader.where("plugin");
+  if (reader.present("path")) {
+    std::filesystem::path library(reader.string("path", std::nullopt).value_or(""));
+    if (library.is_relative() && !reader.where("path").starts_with("--set"))
+      library = document.base_directory() / library;
+    stage.library = library.lexically_normal().string();
+  }
+  for (auto&& [name, value] : *table) {
+    if (name == "plugin" || name == "path") continue;
+    stage.args.insert_or_assign(name.str(), value);
+    stage.arg_where[std::string(name.str())] = document.where(value);
+  }
+  // Arguments are the plugin's to check; the reader only checks its own keys.
+  return stage;
+}
+
+SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document) {
+  SchedulerConfig config;
+  config.settings.round_seconds =
+      reader.number("round_seconds", 300).value_or(300);
+  if (config.settings.round_seconds <= 0) {
+    reader.error("round_seconds", "'round_seconds' in [scheduler] must be > 0");
+    config.settings.round_seconds = 300;
+  }
+  const auto service = reader.choice("attained_service", {"gpu_seconds", "seconds"}, "gpu_seconds");
+  config.settings.service = service == "seconds" ? ServiceUnit::seconds : ServiceUnit::gpu_seconds;
+  config.plugin_path = reader.strings("plugin_path", std::vector<std::string>{}).value_or(std::vector<std::string>{});
+  for (auto& dir : config.plugin_path) {
+    std::filesystem::path p(dir);
+    if (p.is_relative()) dir = (document.base_directory() / p).lexically_normal().string();
+  }
+  config.stages[0] = read_stage(reader, document, PluginKind::admission, "accept_all");
+  config.stages[1] = read_stage(reader, document, PluginKind::allocation, nullptr);
+  config.stages[2] = read_stage(reader, document, PluginKind::placement, nullptr);
+  config.stages[3] = read_stage(reader, document, PluginKind::elasticity, "none");
+  reader.finish();
+  return config;
+}
+
+SimulationConfig read_simulation(TableReader reader) {
+  SimulationConfig config;
+  config.completion_at_round_end = reader.choice("completion", {"exact", "round"}, "exact") == "round";
+  config.preemption_overhead_seconds =
+      reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
+  reader.finish();
+  return config;
+}
+
+OutputConfig read_output(TableReader reader) {
+  OutputConfig config;
+  config.database = reader.string("database", config.database).value_or(config.database);
+  config.label = reader.string("label", "").value_or("");
+  config.decisions = reader.boolean("decisions", false).value_or(false);
+  reader.finish();
+  return config;
+}
+
+}  // namespace
+
+ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
+  Diagnostics diagnostics;
+  ExperimentConfig config;
+  config.document = document;
+  TableReader root(*document, diagnostics, &document->root(), "");
+  config.cluster = read_cluster(root.nested(root.table("cluster"), "cluster"));
+  {
+    TableReader workload = root.nested(root.table("workload"), "workload");
+    config.workload = read_workload_config(workload, *document);
+    workload.finish();
+  }
+  config.scheduler = read_scheduler(root.nested(root.table("scheduler"), "scheduler"), *document);
+  config.simulation = read_simulation(root.nested(root.table("simulation"), "simulation"));
+  config.output = read_output(root.nested(root.table("output"), "output"));
+  root.finish();
+  diagnostics.raise_if_any();
+  return config;
+}
+
+ExperimentConfig load_experiment(const std::filesystem::path& path,
+                                 const std::vector<std::string>& overrides) {
+  return read_experiment(std::make_shared<const TomlDocument>(TomlDocument::load(path, overrides)));
+}
+
+}  // namespace tessel

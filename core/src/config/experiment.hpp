@@ -1,0 +1,77 @@
+// An experiment: one TOML file (plus --set overrides) read into typed
+// settings for every section. Reading checks every key against what the
+// engine reads and reports all problems at once (ConfigError, exit code 2).
+//
+//   [cluster]     the simulated machines
+//   [workload]    where jobs come from (workloads/workload.hpp)
+//   [scheduler]   the round length and the four plugins with their arguments
+//   [simulation]  fidelity knobs of the simulator
+//   [output]      where results go
+//
+// Plugin arguments are checked later, against the schema each plugin
+// declares, when the scheduler is composed (plugins/composition.hpp).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/toml_document.hpp"
+#include "tessel/cluster.hpp"
+#include "tessel/plugin.hpp"
+#include "tessel/view.hpp"
+#include "workloads/workload.hpp"
+
+namespace tessel {
+
+struct ClusterConfig {
+  std::vector<NodeSpec> nodes;
+};
+
+struct StageConfig {
+  PluginKind kind = PluginKind::admission;
+  std::string plugin;   // name
+  std::string library;  // explicit library file (`path`), or empty
+  toml::table args;     // the stage's table without `plugin` and `path`
+  std::map<std::string, std::string, std::less<>> arg_where;
+  std::string where;  // of the `plugin` key, or of the table
+};
+
+struct SchedulerConfig {
+  SchedulerSettings settings;
+  std::array<StageConfig, 4> stages;  // admission, allocation, placement, elasticity
+  std::vector<std::string> plugin_path;
+
+  const StageConfig& stage(PluginKind kind) const {
+    return stages[static_cast<std::size_t>(kind) - 1];
+  }
+};
+
+struct SimulationConfig {
+  bool completion_at_round_end = false;  // completion = "round"
+  double preemption_overhead_seconds = 0;
+};
+
+struct OutputConfig {
+  std::string database = "results.db";
+  std::string label;
+  bool decisions = false;
+};
+
+struct ExperimentConfig {
+  std::shared_ptr<const TomlDocument> document;
+  ClusterConfig cluster;
+  WorkloadConfig workload;
+  SchedulerConfig scheduler;
+  SimulationConfig simulation;
+  OutputConfig output;
+};
+
+// Throws ConfigError listing every problem.
+ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document);
+ExperimentConfig load_experiment(const std::filesystem::path& path,
+                                 const std::vector<std::string>& overrides = {});
+
+}  // namespace tessel

@@ -1,0 +1,375 @@
+#include "config/toml_document.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace tessel {
+
+namespace {
+
+std::string location(const toml::source_region& region, const std::string& fallback_name) {
+  const std::string file = region.path ? *region.path : fallback_name;
+  if (region.begin.line == 0) return file;
+  return file + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+}
+
+std::string join(const std::set<std::string, std::less<>>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+std::string shown(const toml::node& node) {
+  std::ostringstream out;
+  if (const auto* s = node.as_string())
+    out << '\'' << s->get() << '\'';
+  else
+    node.visit([&](auto&& n) { out << n; });
+  return out.str();
+}
+
+std::string number_text(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+}  // namespace
+
+std::string_view type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+TomlDocument TomlDocument::load(const std::filesystem::path& path,
+                                const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    throw ConfigError(path.string(), std::string("cannot open config: ") + std::strerror(error));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path.string(), overrides);
+}
+
+TomlDocument TomlDocument::parse(std::string_view text, std::string name,
+                                 const std::vector<std::string>& overrides) {
+  TomlDocument document;
+  document.name_ = std::move(name);
+  try {
+    document.root_ = toml::parse(text, document.name_);
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(location(e.source(), document.name_), std::string(e.description()));
+  }
+  document.apply_overrides(overrides);
+  return document;
+}
+
+std::filesystem::path TomlDocument::base_directory() const {
+  return std::filesystem::path(name_).parent_path();
+}
+
+std::string TomlDocument::where(const toml::node& node) const {
+  if (auto it = override_origin_.find(&node); it != override_origin_.end()) return it->second;
+  return location(node.source(), name_);
+}
+
+std::string TomlDocument::text() const {
+  std::ostringstream out;
+  out << root_;
+  return out.str();
+}
+
+void TomlDocument::apply_overrides(const std::vector<std::string>& overrides) {
+  Diagnostics diagnostics;
+  for (const std::string& override_text : overrides) {
+    const std::string origin = "--set " + override_text;
+    const auto equals = override_text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      diagnostics.error(origin, "expected key=value, e.g. --set workload.seed=7");
+      continue;
+    }
+    std::vector<std::string> path;
+    std::istringstream keys(override_text.substr(0, equals));
+    for (std::string part; std::getline(keys, part, '.');) path.push_back(part);
+    const std::string value_text = override_text.substr(equals + 1);
+
+    toml::table parsed;
+    try {
+      parsed = toml::parse("v = " + value_text);
+    } catch (const toml::parse_error&) {
+      parsed.insert_or_assign("v", value_text);  // a bare word is a string
+    }
+
+    toml::table* table = &root_;
+    bool ok = true;
+    for (std::size_t i = 0; i + 1 < path.size() && ok; ++i) {
+      if (path[i].empty()) {
+        ok = false;
+      } else if (toml::node* existing = table->get(path[i])) {
+        if (!existing->is_table()) {
+          diagnostics.error(origin, "'" + path[i] + "' is " + std::string(type_name(*existing)) +
+                                        ", not a table");
+          ok = false;
+        } else {
+          table = existing->as_table();
+        }
+      } else {
+        table = table->insert_or_assign(path[i], toml::table{}).first->second.as_table();
+      }
+    }
+    if (!ok || path.back().empty()) {
+      if (ok) diagnostics.error(origin, "empty key segment");
+      continue;
+    }
+    parsed.get("v")->visit([&](auto&& value) {
+      table->insert_or_assign(path.back(), std::move(value));
+    });
+    override_origin_[table->get(path.back())] = origin;
+    // Nested nodes of an overriding table or array are located at the override too.
+    if (auto* nested = table->get(path.back()); nested->is_array() || nested->is_table()) {
+      auto mark = [&](auto& self, toml::node& n) -> void {
+        override_origin_[&n] = origin;
+        if (auto* a = n.as_array())
+          for (auto& e : *a) self(self, e);
+        if (auto* t = n.as_table())
+          for (auto&& [k, v] : *t) self(self, v);
+      };
+      mark(mark, *nested);
+    }
+  }
+  diagnostics.raise_if_any();
+}
+
+// ------------------------------------------------------------------ TableReader
+
+TableReader::TableReader(const TomlDocument& document, Diagnostics& diagnostics,
+                         const toml::table* table, std::string table_name)
+    : document_(document), diagnostics_(diagnostics), table_(table), name_(std::move(table_name)) {}
+
+bool TableReader::present(std::string_view key) const {
+  return table_ != nullptr && table_->get(key) != nullptr;
+}
+
+std::string TableReader::where() const {
+  if (table_ == nullptr || table_->source().begin.line == 0) return document_.name();
+  return document_.where(*table_);
+}
+
+std::string TableReader::where(std::string_view key) const {
+  if (table_ != nullptr)
+    if (const toml::node* node = table_->get(key)) return document_.where(*node);
+  return where();
+}
+
+const toml::node* TableReader::lookup(std::string_view key) {
+  known_.emplace(key);
+  return table_ == nullptr ? nullptr : table_->get(key);
+}
+
+void TableReader::error(std::string_view key, std::string message) {
+  diagnostics_.error(where(key), std::move(message));
+}
+
+void TableReader::missing(std::string_view key) {
+  const bool section_absent = table_ == nullptr;
+  diagnostics_.error(where(), section_absent
+                                  ? "missing [" + name_ + "] with required key '" + std::string(key) + "'"
+                                  : "[" + name_ + "] is missing required key '" + std::string(key) + "'");
+}
+
+void TableReader::wrong_type(std::string_view key, const toml::node& node, std::string_view expected) {
+  error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + std::string(expected) +
+                 ", got " + std::string(type_name(node)));
+}
+
+std::optional<std::int64_t> TableReader::integer(std::string_view key,
+                                                 std::optional<std::int64_t> fallback,
+                                                 std::int64_t min, std::int64_t max) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) {
+    if (!fallback) missing(key);
+    return fallback;
+  }
+  const auto* value = node->as_integer();
+  if (value == nullptr) {
+    wrong_type(key, *node, "an integer");
+    return std::nullopt;
+  }
+  const std::int64_t x = value->get();
+  if (x < min || x > max) {
+    std::string range = min == kNoMin ? "<= " + std::to_string(max)
+                        : max == kNoMax ? ">= " + std::to_string(min)
+                                        : "in " + std::to_string(min) + ".." + std::to_string(max);
+    error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " +
+                   std::to_string(x));
+    return std::nullopt;
+  }
+  return x;
+}
+
+std::optional<double> TableReader::number(std::string_view key, std::optional<double> fallback,
+                                          double min, double max) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) {
+    if (!fallback) missing(key);
+    return fallback;
+  }
+  std::optional<double> x;
+  if (const auto* i = node->as_integer()) x = static_cast<double>(i->get());
+  if (const auto* f = node->as_floating_point()) x = f->get();
+  if (!x) {
+    wrong_type(key, *node, "a number");
+    return std::nullopt;
+  }
+  if (!std::isfinite(*x) || *x < min || *x > max) {
+    std::string range = std::isinf(min) ? "<= " + number_text(max)
+                        : std::isinf(max) ? ">= " + number_text(min)
+                                          : "in " + number_text(min) + ".." + number_text(max);
+    error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " +
+                   shown(*node));
+    return std::nullopt;
+  }
+  return x;
+}
+
+std::optional<bool> TableReader::boolean(std::string_view key, std::optional<bool> fallback) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) {
+    if (!fallback) missing(key);
+    return fallback;
+  }
+  if (const auto* b = node->as_boolean()) return b->get();
+  wrong_type(key, *node, "a boolean");
+  return std::nullopt;
+}
+
+std::optional<std::string> TableReader::string(std::string_view key,
+                                               std::optional<std::string> fallback) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) {
+    if (!fallback) missing(key);
+    return fallback;
+  }
+  if (const auto* s = node->as_string()) return s->get();
+  wrong_type(key, *node, "a string");
+  return std::nullopt;
+}
+
+std::optional<std::string> TableReader::choice(std::string_view key,
+                                               const std::vector<std::string>& choices,
+                                               std::optional<std::string> fallback) {
+  auto value = string(key, std::move(fallback));
+  if (value && std::find(choices.begin(), choices.end(), *value) == choices.end()) {
+    error(key, "unknown " + std::string(key) + " '" + *value + "' in [" + name_ + "] (valid: " +
+                   join(choices) + ")");
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<std::vector<double>> TableReader::numbers(std::string_view key,
+                                                        std::optional<std::vector<double>> fallback,
+                                                        double min, double max) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) {
+    if (!fallback) missing(key);
+    return fallback;
+  }
+  const auto* array = node->as_array();
+  if (array == nullptr) {
+    wrong_type(key, *node, "an array of numbers");
+    return std::nullopt;
+  }
+  std::vector<double> out;
+  for (const toml::node& element : *array) {
+    std::optional<double> x;
+    if (const auto* i = element.as_integer()) x = static_cast<double>(i->get());
+    if (const auto* f = element.as_floating_point()) x = f->get();
+    if (!x) {
+      diagnostics_.error(document_.where(element), "'" + std::string(key) + "' in [" + name_ +
+                                                       "] must hold numbers, got " +
+                                                       std::string(type_name(element)));
+      return std::nullopt;
+    }
+    if (!std::isfinite(*x) || *x < min || *x > max) {
+      diagnostics_.error(document_.where(element),
+                         "'" + std::string(key) + "' in [" + name_ + "] holds " + shown(element) +
+                             ", outside " + number_text(min) + ".." + number_text(max));
+      return std::nullopt;
+    }
+    out.push_back(*x);
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> TableReader::strings(
+    std::string_view key, std::optional<std::vector<std::string>> fallback) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) {
+    if (!fallback) missing(key);
+    return fallback;
+  }
+  const auto* array = node->as_array();
+  if (array == nullptr) {
+    wrong_type(key, *node, "an array of strings");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const toml::node& element : *array) {
+    const auto* s = element.as_string();
+    if (s == nullptr) {
+      diagnostics_.error(document_.where(element), "'" + std::string(key) + "' in [" + name_ +
+                                                       "] must hold strings, got " +
+                                                       std::string(type_name(element)));
+      return std::nullopt;
+    }
+    out.push_back(s->get());
+  }
+  return out;
+}
+
+const toml::table* TableReader::table(std::string_view key) {
+  const toml::node* node = lookup(key);
+  if (node == nullptr) return nullptr;
+  if (const auto* t = node->as_table()) return t;
+  wrong_type(key, *node, "a table");
+  return nullptr;
+}
+
+const toml::node* TableReader::node(std::string_view key) { return lookup(key); }
+
+void TableReader::finish() {
+  if (table_ == nullptr) return;
+  for (auto&& [key, value] : *table_) {
+    if (known_.contains(key.str())) continue;
+    std::string where_key = key.source().begin.line != 0 ? location(key.source(), document_.name())
+                                                         : document_.where(value);
+    const std::string scope = name_.empty() ? "at the top level" : "in [" + name_ + "]";
+    diagnostics_.error(std::move(where_key), "unknown key '" + std::string(key.str()) + "' " +
+                                                 scope + " (valid: " + join(known_) + ")");
+  }
+}
+
+}  // namespace tessel

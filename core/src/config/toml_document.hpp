@@ -1,0 +1,110 @@
+// A TOML file plus command-line overrides, read with compiler-style
+// diagnostics: every value can say where it came from ("file:line:col" or
+// "--set key=value"), and TableReader checks a table against the keys the
+// engine reads from it, reporting wrong types, out-of-range values and
+// unknown keys with the list of valid ones.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "engine/errors.hpp"
+
+namespace tessel {
+
+class TomlDocument {
+ public:
+  // Parses `path` and applies `overrides` ("a.b.c=value"; the value is read
+  // as TOML, or as a bare string if it is not valid TOML). Throws ConfigError.
+  static TomlDocument load(const std::filesystem::path& path,
+                           const std::vector<std::string>& overrides = {});
+  // Same, from text already in memory; `name` stands in for the file name.
+  static TomlDocument parse(std::string_view text, std::string name,
+                            const std::vector<std::string>& overrides = {});
+
+  const toml::table& root() const { return root_; }
+  const std::string& name() const { return name_; }
+  // Directory that relative input paths in the document are relative to.
+  std::filesystem::path base_directory() const;
+
+  std::string where(const toml::node& node) const;
+  // The effective document (overrides applied), as TOML text.
+  std::string text() const;
+
+ private:
+  void apply_overrides(const std::vector<std::string>& overrides);
+
+  toml::table root_;
+  std::string name_;
+  std::map<const toml::node*, std::string> override_origin_;
+};
+
+std::string_view type_name(const toml::node& node);
+
+class TableReader {
+ public:
+  // `table` may be null when the section is absent: reads return fallbacks,
+  // and required reads report the section as missing.
+  TableReader(const TomlDocument& document, Diagnostics& diagnostics, const toml::table* table,
+              std::string table_name);
+
+  // A reader for a table nested in this one, reporting to the same place.
+  TableReader nested(const toml::table* table, std::string table_name) const {
+    return TableReader(document_, diagnostics_, table, std::move(table_name));
+  }
+
+  bool present(std::string_view key) const;
+  std::string where() const;  // the table itself
+  std::string where(std::string_view key) const;
+  const std::string& table_name() const { return name_; }
+
+  static constexpr std::int64_t kNoMin = std::numeric_limits<std::int64_t>::min();
+  static constexpr std::int64_t kNoMax = std::numeric_limits<std::int64_t>::max();
+
+  std::optional<std::int64_t> integer(std::string_view key, std::optional<std::int64_t> fallback,
+                                      std::int64_t min = kNoMin, std::int64_t max = kNoMax);
+  std::optional<double> number(std::string_view key, std::optional<double> fallback,
+                               double min = -std::numeric_limits<double>::infinity(),
+                               double max = std::numeric_limits<double>::infinity());
+  std::optional<bool> boolean(std::string_view key, std::optional<bool> fallback);
+  std::optional<std::string> string(std::string_view key, std::optional<std::string> fallback);
+  std::optional<std::string> choice(std::string_view key, const std::vector<std::string>& choices,
+                                    std::optional<std::string> fallback);
+  std::optional<std::vector<double>> numbers(std::string_view key,
+                                             std::optional<std::vector<double>> fallback,
+                                             double min = -std::numeric_limits<double>::infinity(),
+                                             double max = std::numeric_limits<double>::infinity());
+  std::optional<std::vector<std::string>> strings(std::string_view key,
+                                                  std::optional<std::vector<std::string>> fallback);
+  // A sub-table (or inline table); null when absent or of another type.
+  const toml::table* table(std::string_view key);
+  // Any node, unchecked: for keys whose type depends on other keys.
+  const toml::node* node(std::string_view key);
+
+  // Reports a problem with one key's value.
+  void error(std::string_view key, std::string message);
+  // Reports every key of the table that no read asked for.
+  void finish();
+
+ private:
+  const toml::node* lookup(std::string_view key);
+  void missing(std::string_view key);
+  void wrong_type(std::string_view key, const toml::node& node, std::string_view expected);
+
+  const TomlDocument& document_;
+  Diagnostics& diagnostics_;
+  const toml::table* table_;
+  std::string name_;
+  std::set<std::string, std::less<>> known_;
+};
+
+}  // namespace tessel

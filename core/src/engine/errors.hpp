@@ -1,0 +1,74 @@
+// Error types of the engine. Anything derived from UserError is the user's to
+// fix (a bad config, trace, plugin or database) and maps to exit code 2;
+// every other exception is a tessel bug and maps to exit code 1.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One problem in a user's input, located like a compiler diagnostic:
+// `where` is "file:line:col", "file:line" or "--set key=value".
+struct Diagnostic {
+  std::string where;
+  std::string message;
+
+  std::string str() const { return where.empty() ? message : where + ": " + message; }
+};
+
+// Collects every problem found in one pass so the user sees them all at once.
+class Diagnostics {
+ public:
+  void error(std::string where, std::string message) {
+    items_.push_back({std::move(where), std::move(message)});
+  }
+  bool empty() const { return items_.empty(); }
+  const std::vector<Diagnostic>& items() const { return items_; }
+  // Throws ConfigError if anything was reported.
+  void raise_if_any() const;
+
+ private:
+  std::vector<Diagnostic> items_;
+};
+
+class ConfigError : public UserError {
+ public:
+  explicit ConfigError(std::vector<Diagnostic> diagnostics);
+  ConfigError(std::string where, std::string message)
+      : ConfigError(std::vector<Diagnostic>{{std::move(where), std::move(message)}}) {}
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+ private:
+  std::vector<Diagnostic> diagnostics_;
+};
+
+inline std::string join_diagnostics(const std::vector<Diagnostic>& diagnostics) {
+  std::string text;
+  for (const Diagnostic& d : diagnostics) {
+    if (!text.empty()) text += '\n';
+    text += d.str();
+  }
+  return text;
+}
+
+inline ConfigError::ConfigError(std::vector<Diagnostic> diagnostics)
+    : UserError(join_diagnostics(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+
+inline void Diagnostics::raise_if_any() const {
+  if (!items_.empty()) throw ConfigError(items_);
+}
+
+// Broken contract between a plugin and the core: the plugin's bug.
+class PluginContractError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+}  // namespace tessel

@@ -1,0 +1,57 @@
+#include "models/models.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const TomlDocument&);
+
+std::span<const ModelKind> throughput_models() {
+  static const ModelKind kinds[] = {
+      {"linear", parse_linear_model, "GPU-seconds of work, linear speedup, placement-blind"},
+  };
+  return kinds;
+}
+
+std::shared_ptr<const ThroughputModel> read_throughput_model(TableReader& workload,
+                                                             const TomlDocument& document) {
+  std::vector<std::string> names;
+  for (const auto& kind : throughput_models()) names.emplace_back(kind.name);
+  auto unknown = [&](const std::string& name) {
+    std::string valid;
+    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    workload.error("model", "unknown throughput model '" + name + "' (valid: " + valid + ")");
+    return nullptr;
+  };
+
+  const toml::node* node = workload.node("model");
+  const toml::table* arguments = nullptr;
+  std::string name = "linear";
+  if (node != nullptr && node->is_string()) {
+    name = node->as_string()->get();
+  } else if (node != nullptr && node->is_table()) {
+    arguments = node->as_table();
+    const auto* name_node = arguments->get("name");
+    if (name_node == nullptr || !name_node->is_string()) {
+      workload.error("model", "'model' in [workload] needs a string 'name'");
+      return nullptr;
+    }
+    name = name_node->as_string()->get();
+  } else if (node != nullptr) {
+    workload.error("model", "'model' in [workload] must be a model name or a table, got " +
+                                std::string(type_name(*node)));
+    return nullptr;
+  }
+  for (const auto& kind : throughput_models()) {
+    if (kind.name != name) continue;
+    TableReader reader = workload.nested(arguments, "workload.model");
+    if (arguments) reader.string("name", std::nullopt);
+    std::shared_ptr<const ThroughputModel> model = kind.parse(reader, document);
+    reader.finish();
+    return model;
+  }
+  return unknown(name);
+}
+
+}  // namespace tessel

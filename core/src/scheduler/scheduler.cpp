@@ -1,0 +1,384 @@
+#include "scheduler/scheduler.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace tessel {
+
+namespace {
+constexpr std::size_t kUnranked = std::numeric_limits<std::size_t>::max();
+
+std::string job_name(JobId id) { return "job " + std::to_string(id); }
+}  // namespace
+
+Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
+                     std::shared_ptr<const ThroughputModel> model, SchedulerSettings settings,
+                     DecisionLog* log)
+    : plugins_(std::move(plugins)), cluster_(std::move(cluster)), model_(std::move(model)),
+      settings_(settings), log_(log) {}
+
+// ------------------------------------------------------------------ state
+
+JobState& Scheduler::submit(JobSpec spec, double now) {
+  spec.id = static_cast<JobId>(all_.size());
+  JobState& job = storage_.emplace_back();
+  job.spec = std::move(spec);
+  job.waiting_since = now;
+  all_.push_back(&job);
+  books_.emplace_back();
+  const int need = job.spec.elastic() ? job.spec.min_gpus : job.spec.gpus;
+  if (need > cluster_.installed_gpus() || need < 1) {
+    job.status = JobStatus::rejected;
+    job.finish = now;
+    record(now, job.spec.id, PluginKind::admission, "reject",
+           Reason("asks for {} GPUs, the cluster has {}", need, cluster_.installed_gpus()));
+  } else {
+    pending_.push_back(&job);
+  }
+  return job;
+}
+
+void Scheduler::accrue(JobState& job, double now) {
+  Book& book = books_[job.spec.id];
+  const double elapsed = now - book.accounted_until;
+  if (!job.running() || elapsed <= 0) return;
+  const double gpus = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
+  job.gpu_seconds += elapsed * gpus;
+  job.attained_service += settings_.service == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
+  book.accounted_until = now;
+}
+
+void Scheduler::report_progress(JobId id, double executed_work, double now) {
+  JobState& job = *all_[id];
+  accrue(job, now);
+  job.executed_work = std::min(executed_work, job.spec.total_work);
+}
+
+void Scheduler::stop(JobState& job, double now, JobStatus status) {
+  cluster_.release(job.spec.id, job.allocation);
+  end_run(job, now, status);
+}
+
+void Scheduler::end_run(JobState& job, double now, JobStatus status) {
+  accrue(job, now);
+  job.allocation = Allocation{};
+  job.last_run_seconds = now - books_[job.spec.id].run_started;
+  job.status = status;
+  --running_;
+  if (status == JobStatus::preempted) {
+    job.waiting_since = now;
+  } else {
+    job.finish = now;
+    needs_compaction_ = true;
+  }
+}
+
+void Scheduler::complete(JobId id, double now, JobStatus status) {
+  JobState& job = *all_[id];
+  if (!job.running()) throw std::logic_error(job_name(id) + " completes but is not running");
+  stop(job, now, status);
+}
+
+void Scheduler::interrupt(JobId id, double now) {
+  JobState& job = *all_[id];
+  if (!job.running()) throw std::logic_error(job_name(id) + " is interrupted but is not running");
+  stop(job, now, JobStatus::preempted);
+}
+
+void Scheduler::compact() {
+  if (!needs_compaction_) return;
+  std::erase_if(active_, [](const JobState* job) { return job->done(); });
+  needs_compaction_ = false;
+}
+
+std::span<JobState* const> Scheduler::active() {
+  compact();
+  return active_;
+}
+
+std::span<JobState* const> Scheduler::pending() { return pending_; }
+
+SchedulerView Scheduler::view(double now) {
+  compact();
+  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, now);
+}
+
+void Scheduler::record(double now, JobId job, PluginKind stage, std::string_view code,
+                       const Reason& reason) {
+  if (log_ == nullptr || !log_->enabled()) return;
+  log_->record(now, job, stage, plugins_.info[0] ? plugins_.stage_info(stage).name : "core", code,
+               reason);
+}
+
+void Scheduler::broken(PluginKind stage, const std::string& what) const {
+  throw PluginContractError(std::string(to_string(stage)) + " plugin '" +
+                            plugins_.stage_info(stage).name + "' broke its contract: " + what);
+}
+
+// ------------------------------------------------------------------ round
+
+RoundOutcome Scheduler::run_round(double now) {
+  ++round_;
+  for (JobState* job : active_)
+    if (job->running()) accrue(*job, now);
+  RoundOutcome outcome;
+  {
+    const SchedulerView v = view(now);
+    if (!pending_.empty()) admit(v, outcome);
+  }
+  const SchedulerView v = view(now);
+  const AllocationPlan plan = plugins_.allocation->allocate(v);
+  place_plan(v, plan, outcome);
+  apply_resizes(v, plugins_.elasticity->resize(v), outcome);
+  return outcome;
+}
+
+void Scheduler::admit(const SchedulerView& v, RoundOutcome& outcome) {
+  const std::vector<AdmissionDecision> decisions = plugins_.admission->admit(v);
+  for (const AdmissionDecision& d : decisions) {
+    if (d.job >= all_.size() || all_[d.job]->status != JobStatus::pending)
+      broken(PluginKind::admission, "decided on " + job_name(d.job) + ", which is not pending");
+    JobState& job = *all_[d.job];
+    if (books_[d.job].admission_in == round_)
+      broken(PluginKind::admission, "decided twice on " + job_name(d.job));
+    books_[d.job].admission_in = round_;
+    switch (d.verdict) {
+      case AdmissionVerdict::admit:
+        job.status = JobStatus::queued;
+        ++outcome.admitted;
+        record(v.now(), d.job, PluginKind::admission, "admit", d.reason);
+        break;
+      case AdmissionVerdict::reject:
+        job.status = JobStatus::rejected;
+        job.finish = v.now();
+        ++outcome.rejected;
+        record(v.now(), d.job, PluginKind::admission, "reject", d.reason);
+        break;
+      case AdmissionVerdict::hold:
+        record(v.now(), d.job, PluginKind::admission, "hold", d.reason);
+        break;
+    }
+  }
+  if (outcome.admitted == 0 && outcome.rejected == 0) return;
+  // Admitted jobs join the active list in arrival (id) order; usually they
+  // are the newest, so this is an append.
+  for (JobState* job : pending_) {
+    if (job->status != JobStatus::queued) continue;
+    if (active_.empty() || active_.back()->spec.id < job->spec.id) {
+      active_.push_back(job);
+    } else {
+      auto at = std::lower_bound(active_.begin(), active_.end(), job->spec.id,
+                                 [](const JobState* a, JobId id) { return a->spec.id < id; });
+      active_.insert(at, job);
+    }
+  }
+  std::erase_if(pending_, [](const JobState* job) { return job->status != JobStatus::pending; });
+}
+
+PlacementChoice Scheduler::ask_placement(const SchedulerView& v, const JobState& job,
+                                         const Resources& want) {
+  PlacementChoice choice = plugins_.placement->place(v, job, want);
+  if (!choice.placed()) return choice;
+  if (choice.gpus.size() != static_cast<std::size_t>(want.gpus))
+    broken(PluginKind::placement, "chose " + std::to_string(choice.gpus.size()) + " GPUs for " +
+                                      job_name(job.spec.id) + ", which wants " +
+                                      std::to_string(want.gpus));
+  Allocation candidate{choice.gpus, want.gpu_milli, want.cpus, want.mem_gb};
+  std::string why;
+  if (!cluster_.can_assign(candidate, &why))
+    broken(PluginKind::placement, "placed " + job_name(job.spec.id) + " where it cannot go: " + why);
+  return choice;
+}
+
+PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Resources& want,
+                                 bool may_preempt, RoundOutcome& outcome) {
+  PlacementChoice choice = ask_placement(v, job, want);
+  if (choice.placed() || !may_preempt) return choice;
+
+  // Lower-ranked running jobs that nobody has placed or kept this round, the
+  // lowest priority first: unranked ones, then by rank, later arrivals first.
+  const std::size_t my_rank = books_[job.spec.id].rank;
+  std::vector<JobState*> candidates;
+  int reclaimable = cluster_.free_gpus();
+  for (JobState* other : active_) {
+    if (!other->running() || other == &job) continue;
+    const Book& book = books_[other->spec.id];
+    if (book.protected_in == round_) continue;
+    const std::size_t rank = book.ranked_in == round_ ? book.rank : kUnranked;
+    if (rank != kUnranked && rank <= my_rank) continue;
+    candidates.push_back(other);
+    reclaimable += other->allocation.gpu_count();
+  }
+  // Whole-GPU jobs that cannot fit even in everything reclaimable are not tried.
+  if (candidates.empty() || (want.gpu_milli == 1000 && reclaimable < want.gpus)) return choice;
+  std::sort(candidates.begin(), candidates.end(), [&](const JobState* a, const JobState* b) {
+    const Book& x = books_[a->spec.id];
+    const Book& y = books_[b->spec.id];
+    const std::size_t ra = x.ranked_in == round_ ? x.rank : kUnranked;
+    const std::size_t rb = y.ranked_in == round_ ? y.rank : kUnranked;
+    if (ra != rb) return ra > rb;
+    return a->spec.id > b->spec.id;
+  });
+
+  std::size_t released = 0;
+  PlacementChoice trial;
+  while (released < candidates.size()) {
+    JobState* victim = candidates[released++];
+    cluster_.release(victim->spec.id, victim->allocation);
+    trial = ask_placement(v, job, want);
+    if (trial.placed()) break;
+  }
+  if (!trial.placed()) {
+    for (std::size_t i = 0; i < released; ++i)
+      cluster_.assign(candidates[i]->spec.id, candidates[i]->allocation);
+    return choice;  // the reason without preemption is the informative one
+  }
+  // Take the GPUs first, then give back every victim that still fits: only
+  // jobs whose resources the choice really uses are preempted.
+  cluster_.assign(job.spec.id, Allocation{trial.gpus, want.gpu_milli, want.cpus, want.mem_gb});
+  for (std::size_t i = released; i-- > 0;) {
+    JobState* victim = candidates[i];
+    if (cluster_.can_assign(victim->allocation)) {
+      cluster_.assign(victim->spec.id, victim->allocation);
+      continue;
+    }
+    end_run(*victim, v.now(), JobStatus::preempted);  // its GPUs are already released
+    ++victim->preemptions;
+    outcome.preempted.push_back(victim->spec.id);
+    record(v.now(), victim->spec.id, PluginKind::placement, "preempt",
+           Reason("preempted so that job {} (higher priority) can run", job.spec.id));
+  }
+  // The caller takes the GPUs for good (launch or resize).
+  cluster_.release(job.spec.id, Allocation{trial.gpus, want.gpu_milli, want.cpus, want.mem_gb});
+  return trial;
+}
+
+void Scheduler::launch(JobState& job, const Resources& want, std::vector<GpuId> gpus, double now,
+                       const Reason& reason, RoundOutcome& outcome) {
+  job.allocation = Allocation{std::move(gpus), want.gpu_milli, want.cpus, want.mem_gb};
+  cluster_.assign(job.spec.id, job.allocation);
+  job.status = JobStatus::running;
+  if (!job.first_start) job.first_start = now;
+  Book& book = books_[job.spec.id];
+  book.accounted_until = now;
+  book.run_started = now;
+  book.protected_in = round_;
+  ++running_;
+  outcome.started.push_back(job.spec.id);
+  record(now, job.spec.id, PluginKind::placement, "place", reason);
+}
+
+bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want,
+                       bool may_preempt, const Reason& reason, RoundOutcome& outcome) {
+  const Allocation from = job.allocation;
+  cluster_.release(job.spec.id, from);
+  PlacementChoice choice = place(v, job, want, may_preempt, outcome);
+  books_[job.spec.id].protected_in = round_;
+  if (!choice.placed()) {
+    cluster_.assign(job.spec.id, from);
+    record(v.now(), job.spec.id, PluginKind::placement, "wait",
+           Reason::text("resize to " + std::to_string(want.gpus) + " GPUs postponed: " + choice.reason.str()));
+    return false;
+  }
+  job.allocation = Allocation{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
+  cluster_.assign(job.spec.id, job.allocation);
+  const double cost = plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
+  outcome.resized.push_back({job.spec.id, from, job.allocation, cost});
+  record(v.now(), job.spec.id, PluginKind::placement, "resize", reason);
+  return true;
+}
+
+void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
+                           RoundOutcome& outcome) {
+  // Check the whole plan first, and stamp ranks for the preemption order.
+  for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
+    const Grant& grant = plan.ranked[rank];
+    if (grant.job >= all_.size() || !all_[grant.job]->active())
+      broken(PluginKind::allocation, "ranked " + job_name(grant.job) + ", which is not active");
+    Book& book = books_[grant.job];
+    if (book.ranked_in == round_) broken(PluginKind::allocation, "ranked " + job_name(grant.job) + " twice");
+    book.ranked_in = round_;
+    book.rank = rank;
+    const JobSpec& spec = all_[grant.job]->spec;
+    const int gpus = grant.resources.gpus;
+    const bool size_ok = gpus == 0 || (spec.elastic() ? gpus >= spec.min_gpus && gpus <= spec.max_gpus
+                                                      : gpus == spec.gpus);
+    if (!size_ok)
+      broken(PluginKind::allocation, "granted " + std::to_string(gpus) + " GPUs to " + job_name(grant.job) +
+                                         ", outside its range " + std::to_string(spec.min_gpus) + ".." +
+                                         std::to_string(spec.max_gpus));
+    if (grant.resources.gpu_milli != spec.gpu_milli)
+      broken(PluginKind::allocation, "changed the GPU share of " + job_name(grant.job));
+  }
+
+  const JobState* blocker = nullptr;
+  for (const Grant& grant : plan.ranked) {
+    JobState& job = *all_[grant.job];
+    if (grant.resources.gpus == 0) {
+      record(v.now(), job.spec.id, PluginKind::allocation, "deny", grant.reason);
+      continue;
+    }
+    record(v.now(), job.spec.id, PluginKind::allocation, "grant", grant.reason);
+    if (job.running()) {
+      const Allocation& held = job.allocation;
+      if (held.gpu_count() == grant.resources.gpus && held.cpus == grant.resources.cpus &&
+          held.mem_gb == grant.resources.mem_gb) {
+        books_[job.spec.id].protected_in = round_;
+      } else {
+        resize(v, job, grant.resources, /*may_preempt=*/true, grant.reason, outcome);
+      }
+      continue;
+    }
+    if (blocker != nullptr) {
+      record(v.now(), job.spec.id, PluginKind::placement, "wait",
+             Reason("queued behind job {}, which does not fit yet", blocker->spec.id));
+      continue;
+    }
+    PlacementChoice choice = place(v, job, grant.resources, /*may_preempt=*/true, outcome);
+    if (choice.placed()) {
+      launch(job, grant.resources, std::move(choice.gpus), v.now(), choice.reason, outcome);
+    } else {
+      record(v.now(), job.spec.id, PluginKind::placement, "wait", choice.reason);
+      if (plan.stop_at_first_unplaced) blocker = &job;
+    }
+  }
+  if (log_ != nullptr && log_->enabled())
+    for (const JobState* job : active_)
+      if (job->waiting() && books_[job->spec.id].ranked_in != round_)
+        record(v.now(), job->spec.id, PluginKind::allocation, "deny",
+               Reason("not selected by the allocation policy this round"));
+}
+
+void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal> proposals,
+                              RoundOutcome& outcome) {
+  std::vector<char> seen;
+  for (const ResizeProposal& p : proposals) {
+    if (p.job >= all_.size() || !all_[p.job]->running())
+      broken(PluginKind::elasticity, "proposed to resize " + job_name(p.job) + ", which is not running");
+    const JobSpec& spec = all_[p.job]->spec;
+    if (!spec.elastic() || p.gpus < spec.min_gpus || p.gpus > spec.max_gpus)
+      broken(PluginKind::elasticity, "proposed " + std::to_string(p.gpus) + " GPUs for " + job_name(p.job) +
+                                         ", outside its range " + std::to_string(spec.min_gpus) + ".." +
+                                         std::to_string(spec.max_gpus));
+    if (seen.size() <= p.job) seen.resize(p.job + 1, 0);
+    if (seen[p.job]++) broken(PluginKind::elasticity, "proposed twice for " + job_name(p.job));
+  }
+  // Shrinks first, so that growth can use what they free.
+  std::stable_sort(proposals.begin(), proposals.end(), [&](const ResizeProposal& a, const ResizeProposal& b) {
+    const int da = a.gpus - all_[a.job]->allocation.gpu_count();
+    const int db = b.gpus - all_[b.job]->allocation.gpu_count();
+    return (da < 0) > (db < 0);
+  });
+  for (const ResizeProposal& p : proposals) {
+    JobState& job = *all_[p.job];
+    if (job.allocation.gpu_count() == p.gpus) continue;
+    Resources want{p.gpus, job.spec.gpu_milli, job.allocation.cpus, job.allocation.mem_gb};
+    if (!resize(v, job, want, /*may_preempt=*/false, p.reason, outcome))
+      record(v.now(), job.spec.id, PluginKind::elasticity, "drop", p.reason);
+    else
+      record(v.now(), job.spec.id, PluginKind::elasticity, "resize", p.reason);
+  }
+}
+
+}  // namespace tessel

@@ -1,0 +1,139 @@
+// The scheduler core: it owns every JobState and the ClusterState, runs the
+// admission -> allocation -> placement -> elasticity round, checks each
+// plugin's decisions against its stage's contract, and applies them.
+//
+// Runners (the simulator, the real-cluster daemon) drive it: they submit
+// arriving jobs, report progress and completions, call run_round at round
+// boundaries, and carry out what the round decided (start, stop and resize
+// processes, or schedule simulated completions).
+//
+// Preemption is decided here, once, for every placement plugin: a running
+// job is preempted only if that lets a higher-ranked job be placed, and only
+// if the job's GPUs are actually needed (see PlacementPolicy in stages.hpp).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "plugins/composition.hpp"
+#include "scheduler/decision_log.hpp"
+#include "tessel/cluster.hpp"
+#include "tessel/job.hpp"
+#include "tessel/throughput.hpp"
+#include "tessel/view.hpp"
+
+namespace tessel {
+
+struct ResizeOutcome {
+  JobId job;
+  Allocation from;
+  Allocation to;
+  double cost_seconds;  // no progress for this long, by the elasticity plugin's model
+};
+
+// What one round changed. The core has already updated JobState and
+// ClusterState; runners act on these lists.
+struct RoundOutcome {
+  std::vector<JobId> started;  // launched, or relaunched after a preemption
+  std::vector<JobId> preempted;
+  std::vector<ResizeOutcome> resized;
+  std::size_t admitted = 0;
+  std::size_t rejected = 0;
+
+  bool changed() const {
+    return !started.empty() || !preempted.empty() || !resized.empty() || admitted || rejected;
+  }
+};
+
+class Scheduler {
+ public:
+  Scheduler(ComposedScheduler plugins, ClusterState cluster,
+            std::shared_ptr<const ThroughputModel> model, SchedulerSettings settings,
+            DecisionLog* log = nullptr);
+
+  // A job arrives. The core gives it the next id and rejects it at once if it
+  // asks for more GPUs than the whole cluster has.
+  JobState& submit(JobSpec spec, double now);
+
+  // The runner reports a running job's progress at `now`; attained service
+  // and GPU time grow with the time it held its GPUs.
+  void report_progress(JobId id, double executed_work, double now);
+
+  // A running job ends (finished or failed); its GPUs are freed.
+  void complete(JobId id, double now, JobStatus status = JobStatus::finished);
+  // A running job loses its GPUs without the scheduler choosing it (node
+  // failure, crash): it waits again, as a preempted job.
+  void interrupt(JobId id, double now);
+
+  RoundOutcome run_round(double now);
+
+  const ClusterState& cluster() const { return cluster_; }
+  ClusterState& cluster() { return cluster_; }
+  const SchedulerSettings& settings() const { return settings_; }
+  const ThroughputModel& model() const { return *model_; }
+  const ComposedScheduler& plugins() const { return plugins_; }
+
+  std::size_t job_count() const { return all_.size(); }
+  JobState& job(JobId id) { return *all_[id]; }
+  const JobState& job(JobId id) const { return *all_[id]; }
+  std::span<JobState* const> jobs() const { return all_; }
+  // Admitted, not done, in arrival order.
+  std::span<JobState* const> active();
+  std::span<JobState* const> pending();
+  std::size_t running_count() const { return running_; }
+
+ private:
+  struct Book {
+    double accounted_until = 0;
+    double run_started = 0;
+    std::uint64_t admission_in = 0;  // round in which admission decided on it
+    std::uint64_t ranked_in = 0;     // round in which the plan ranked it
+    std::size_t rank = 0;
+    std::uint64_t protected_in = 0;  // round in which it was placed or kept
+  };
+
+  SchedulerView view(double now);
+  void accrue(JobState& job, double now);
+  void compact();
+
+  void admit(const SchedulerView& view, RoundOutcome& outcome);
+  void place_plan(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
+  void apply_resizes(const SchedulerView& view, std::vector<ResizeProposal> proposals,
+                     RoundOutcome& outcome);
+
+  // Asks placement for `job`; if it does not fit and `may_preempt`, frees
+  // unprotected running jobs of lower rank until it does. Returns the GPUs or none.
+  PlacementChoice place(const SchedulerView& view, JobState& job, const Resources& want,
+                        bool may_preempt, RoundOutcome& outcome);
+  PlacementChoice ask_placement(const SchedulerView& view, const JobState& job,
+                                const Resources& want);
+  void launch(JobState& job, const Resources& want, std::vector<GpuId> gpus, double now,
+              const Reason& reason, RoundOutcome& outcome);
+  // Ends a run period (releasing the job's GPUs, or not when the caller already has).
+  void stop(JobState& job, double now, JobStatus status);
+  void end_run(JobState& job, double now, JobStatus status);
+  bool resize(const SchedulerView& view, JobState& job, const Resources& want, bool may_preempt,
+              const Reason& reason, RoundOutcome& outcome);
+
+  void record(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason);
+  [[noreturn]] void broken(PluginKind stage, const std::string& what) const;
+
+  ComposedScheduler plugins_;
+  ClusterState cluster_;
+  std::shared_ptr<const ThroughputModel> model_;
+  SchedulerSettings settings_;
+  DecisionLog* log_;
+
+  std::deque<JobState> storage_;  // stable addresses
+  std::vector<JobState*> all_;    // by id
+  std::vector<Book> books_;       // by id
+  std::vector<JobState*> active_;
+  std::vector<JobState*> pending_;
+  bool needs_compaction_ = false;
+  std::size_t running_ = 0;
+  std::uint64_t round_ = 0;
+};
+
+}  // namespace tessel

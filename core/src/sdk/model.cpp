@@ -1,0 +1,73 @@
+// Out-of-line parts of the public data model (job.hpp, plugin.hpp, reason.hpp, view.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "tessel/job.hpp"
+#include "tessel/plugin.hpp"
+#include "tessel/reason.hpp"
+
+namespace tessel {
+
+std::string_view to_string(JobStatus status) {
+  switch (status) {
+    case JobStatus::pending: return "pending";
+    case JobStatus::queued: return "queued";
+    case JobStatus::running: return "running";
+    case JobStatus::preempted: return "preempted";
+    case JobStatus::finished: return "finished";
+    case JobStatus::failed: return "failed";
+    case JobStatus::rejected: return "rejected";
+  }
+  return "?";
+}
+
+std::string_view to_string(PluginKind kind) {
+  switch (kind) {
+    case PluginKind::admission: return "admission";
+    case PluginKind::allocation: return "allocation";
+    case PluginKind::placement: return "placement";
+    case PluginKind::elasticity: return "elasticity";
+  }
+  return "?";
+}
+
+std::string_view to_string(ArgType type) {
+  switch (type) {
+    case ArgType::boolean: return "boolean";
+    case ArgType::integer: return "integer";
+    case ArgType::number: return "number";
+    case ArgType::string: return "string";
+    case ArgType::number_list: return "list of numbers";
+    case ArgType::string_list: return "list of strings";
+  }
+  return "?";
+}
+
+namespace {
+void append_number(std::string& out, double value) {
+  char buffer[32];
+  if (std::isfinite(value) && value == std::round(value) && std::fabs(value) < 1e15)
+    std::snprintf(buffer, sizeof buffer, "%.0f", value);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.4g", value);
+  out += buffer;
+}
+}  // namespace
+
+std::string Reason::str() const {
+  if (format_ == nullptr) return text_;
+  std::string out;
+  unsigned next = 0;
+  for (const char* p = format_; *p != '\0'; ++p) {
+    if (p[0] == '{' && p[1] == '}' && next < arg_count_) {
+      append_number(out, args_[next++]);
+      ++p;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+}  // namespace tessel

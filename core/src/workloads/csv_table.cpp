@@ -1,0 +1,158 @@
+#include "workloads/csv_table.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "workloads/workload.hpp"
+
+namespace tessel {
+
+namespace {
+std::string trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::string number_range(double min, double max) {
+  auto text = [](double x) {
+    std::string s = std::to_string(x);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  if (min <= -1e300) return "<= " + text(max);
+  if (max >= 1e300) return ">= " + text(min);
+  return "in " + text(min) + ".." + text(max);
+}
+}  // namespace
+
+CsvTable::CsvTable(std::string path, const std::vector<std::string>& required_columns,
+                   const std::vector<std::string>& optional_columns, char delimiter)
+    : path_(std::move(path)), in_(path_, std::ios::binary), delimiter_(delimiter) {
+  if (!in_) throw TraceError(path_, 0, "", std::string("cannot open trace: ") + std::strerror(errno));
+  // The header is the first non-empty line.
+  while (std::getline(in_, buffer_)) {
+    ++line_;
+    if (trimmed(buffer_).empty()) continue;
+    if (line_ == 1 && buffer_.starts_with("\xEF\xBB\xBF")) buffer_.erase(0, 3);  // UTF-8 BOM
+    split(buffer_);
+    header_ = fields_;
+    break;
+  }
+  if (header_.empty()) throw TraceError(path_, 0, "", "empty file: expected a header line");
+  std::string valid;
+  for (const auto& c : required_columns) valid += (valid.empty() ? "" : ", ") + c;
+  for (const auto& c : optional_columns) valid += ", " + c;
+  for (const auto& column : required_columns)
+    if (index_of(column) < 0)
+      throw TraceError(path_, line_, "", "header lacks column '" + column + "' (columns: " + valid + ")");
+  for (const auto& column : header_)
+    if (std::find(required_columns.begin(), required_columns.end(), column) == required_columns.end() &&
+        std::find(optional_columns.begin(), optional_columns.end(), column) == optional_columns.end())
+      throw TraceError(path_, line_, "", "unknown column '" + column + "' (columns: " + valid + ")");
+}
+
+void CsvTable::split(const std::string& line) {
+  fields_.clear();
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == delimiter_) {
+      fields_.push_back(trimmed(field));
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  if (quoted) throw TraceError(path_, line_, "", "unterminated quoted field");
+  fields_.push_back(trimmed(field));
+}
+
+bool CsvTable::next() {
+  while (std::getline(in_, buffer_)) {
+    ++line_;
+    if (trimmed(buffer_).empty() || buffer_.front() == '#') continue;
+    split(buffer_);
+    if (fields_.size() != header_.size())
+      throw TraceError(path_, line_, "",
+                       "expected " + std::to_string(header_.size()) + " fields, got " +
+                           std::to_string(fields_.size()));
+    return true;
+  }
+  if (in_.bad()) throw TraceError(path_, line_, "", "read error");
+  return false;
+}
+
+int CsvTable::index_of(std::string_view column) const {
+  for (std::size_t i = 0; i < header_.size(); ++i)
+    if (header_[i] == column) return static_cast<int>(i);
+  return -1;
+}
+
+bool CsvTable::has(std::string_view column) const { return index_of(column) >= 0; }
+
+std::string_view CsvTable::text(std::string_view column) const {
+  const int i = index_of(column);
+  return i < 0 ? std::string_view() : std::string_view(fields_[i]);
+}
+
+void CsvTable::fail(std::string_view column, const std::string& message) const {
+  throw TraceError(path_, line_, std::string(column), message);
+}
+
+std::optional<double> CsvTable::optional_number(std::string_view column, double min,
+                                                double max) const {
+  const std::string_view field = text(column);
+  if (field.empty()) return std::nullopt;
+  double value = 0;
+  auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(value))
+    fail(column, "expected a number, got '" + std::string(field) + "'");
+  if (value < min || value > max)
+    fail(column, "expected a number " + number_range(min, max) + ", got '" + std::string(field) + "'");
+  return value;
+}
+
+std::optional<std::int64_t> CsvTable::optional_integer(std::string_view column, std::int64_t min,
+                                                       std::int64_t max) const {
+  const std::string_view field = text(column);
+  if (field.empty()) return std::nullopt;
+  std::int64_t value = 0;
+  auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (error != std::errc() || end != field.data() + field.size())
+    fail(column, "expected an integer, got '" + std::string(field) + "'");
+  if (value < min || value > max)
+    fail(column, "expected an integer " +
+                     number_range(min == INT64_MIN ? -1e300 : double(min),
+                                  max == INT64_MAX ? 1e300 : double(max)) +
+                     ", got '" + std::string(field) + "'");
+  return value;
+}
+
+double CsvTable::number(std::string_view column, double min, double max) const {
+  if (auto value = optional_number(column, min, max)) return *value;
+  fail(column, "expected a number, got an empty field");
+}
+
+std::int64_t CsvTable::integer(std::string_view column, std::int64_t min, std::int64_t max) const {
+  if (auto value = optional_integer(column, min, max)) return *value;
+  fail(column, "expected an integer, got an empty field");
+}
+
+}  // namespace tessel

@@ -1,0 +1,64 @@
+// `kind = "csv"`: a plain trace for hand-made workloads. One job per row,
+// with a header naming the columns:
+//   arrival   seconds since the start                      (required)
+//   gpus      GPUs requested                                (required)
+//   duration  seconds on `gpus` GPUs of the reference type  (required)
+//   name, tenant, vc, model, min_gpus, max_gpus, gpu_milli, cpus, mem_gb, priority  (optional)
+// Blank lines and lines starting with '#' are skipped.
+#include "workloads/csv_table.hpp"
+#include "workloads/kinds.hpp"
+
+namespace tessel {
+
+namespace {
+
+class CsvWorkload final : public WorkloadSource {
+ public:
+  explicit CsvWorkload(std::string path) : path_(std::move(path)) {}
+
+  std::vector<TraceJob> read(std::uint64_t) const override {
+    CsvTable table(path_, {"arrival", "gpus", "duration"},
+                   {"name", "tenant", "vc", "model", "min_gpus", "max_gpus", "gpu_milli", "cpus",
+                    "mem_gb", "priority"});
+    std::vector<TraceJob> jobs;
+    while (table.next()) {
+      TraceJob job;
+      JobSpec& spec = job.spec;
+      spec.arrival = table.number("arrival", 0);
+      spec.gpus = static_cast<int>(table.integer("gpus", 1, 1 << 20));
+      job.duration = table.number("duration", 0);
+      if (job.duration <= 0) table.fail("duration", "expected a positive number of seconds");
+      spec.name = table.text("name");
+      spec.tenant = table.text("tenant");
+      spec.vc = table.text("vc");
+      spec.model = table.text("model");
+      spec.min_gpus = static_cast<int>(table.optional_integer("min_gpus", 1, spec.gpus).value_or(spec.gpus));
+      spec.max_gpus = static_cast<int>(table.optional_integer("max_gpus", spec.gpus, 1 << 20).value_or(spec.gpus));
+      spec.gpu_milli = static_cast<int>(table.optional_integer("gpu_milli", 1, 1000).value_or(1000));
+      spec.cpus = table.optional_number("cpus", 0).value_or(0);
+      spec.mem_gb = table.optional_number("mem_gb", 0).value_or(0);
+      spec.priority = table.optional_number("priority", 0).value_or(1);
+      jobs.push_back(std::move(job));
+    }
+    return jobs;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::string input_path(TableReader& reader, const TomlDocument& document, std::string_view key) {
+  const auto path = reader.string(key, std::nullopt);
+  if (!path) return {};
+  std::filesystem::path p(*path);
+  if (p.is_relative() && !reader.where(key).starts_with("--set")) p = document.base_directory() / p;
+  return p.lexically_normal().string();
+}
+
+std::unique_ptr<WorkloadSource> parse_csv_workload(TableReader& reader, const TomlDocument& document) {
+  return std::make_unique<CsvWorkload>(input_path(reader, document, "path"));
+}
+
+}  // namespace tessel

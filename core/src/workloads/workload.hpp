@@ -1,0 +1,77 @@
+// Workloads: where jobs come from.
+//
+// A workload kind (`[workload] kind = ...`) is a parser that reads its own
+// keys from [workload] and returns a WorkloadSource; the source produces the
+// jobs when the run starts. build_jobs then orders them by arrival, numbers
+// them, marks the tracked ones and turns durations into work with the
+// throughput model. Adding a trace format means adding one WorkloadKind.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/toml_document.hpp"
+#include "engine/errors.hpp"
+#include "tessel/cluster.hpp"
+#include "tessel/job.hpp"
+#include "tessel/throughput.hpp"
+
+namespace tessel {
+
+// One job as a trace or generator describes it.
+struct TraceJob {
+  JobSpec spec;         // id is assigned later; total_work may be left 0
+  double duration = 0;  // seconds on spec.gpus packed GPUs of the reference type,
+                        // turned into work when spec.total_work is 0
+};
+
+class WorkloadSource {
+ public:
+  virtual ~WorkloadSource() = default;
+  // Produces the jobs, in any order. Throws TraceError on malformed input.
+  virtual std::vector<TraceJob> read(std::uint64_t seed) const = 0;
+};
+
+using WorkloadParser = std::unique_ptr<WorkloadSource> (*)(TableReader& workload,
+                                                           const TomlDocument& document);
+
+struct WorkloadKind {
+  std::string_view name;
+  WorkloadParser parse;
+  std::string_view description;
+};
+
+std::span<const WorkloadKind> workload_kinds();
+
+struct WorkloadConfig {
+  std::string kind;
+  std::uint64_t seed = 1;
+  // Jobs with ids in [first, last) count in the metrics; all jobs when unset.
+  std::optional<std::pair<JobId, JobId>> track;
+  std::shared_ptr<const WorkloadSource> source;
+  std::shared_ptr<const ThroughputModel> model;
+};
+
+// Reads [workload]: kind, seed, track, model and the kind's own keys.
+WorkloadConfig read_workload_config(TableReader& workload, const TomlDocument& document);
+
+// The run's jobs in arrival order, with ids 0..n-1 in that order. A job's
+// duration is priced on `cluster.packed_shape` of its request.
+std::vector<JobSpec> build_jobs(const WorkloadConfig& config, const ClusterState& cluster);
+
+// A malformed trace: names the file, the line and the field.
+class TraceError : public UserError {
+ public:
+  TraceError(const std::string& file, std::size_t line, const std::string& field,
+             const std::string& message)
+      : UserError(file + (line ? ":" + std::to_string(line) : std::string()) +
+                  (field.empty() ? std::string() : ": field '" + field + "'") + ": " + message) {}
+};
+
+}  // namespace tessel

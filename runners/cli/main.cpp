@@ -1,0 +1,85 @@
+// `tessel`: parses the command line and hands over to libtessel.
+// Exit codes: 0 success, 2 the user's error (bad config, trace, plugin,
+// database or arguments), 1 a bug in tessel or a plugin, 130 interrupted.
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "build_config.hpp"
+#include "commands.hpp"
+#include "engine/errors.hpp"
+#include "simulation.hpp"
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_interrupt(int) { stop_requested.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessel: compose, simulate and run schedulers for GPU clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", tessel::kVersion);
+
+  tessel::cli::RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "Simulate an experiment, store its results and print a report");
+  run_cmd->add_option("config", run.config, "experiment TOML file")->required();
+  run_cmd->add_option("--db", run.database, "results database (default: [output] database)");
+  run_cmd->add_option("--set", run.overrides, "override a config key, e.g. --set workload.seed=7")
+      ->allow_extra_args(false);
+  run_cmd->add_flag("-q,--quiet", run.quiet, "print nothing on success");
+
+  std::string validate_config;
+  std::vector<std::string> validate_overrides;
+  auto* validate_cmd = app.add_subcommand("validate", "Check an experiment: config, plugins, arguments and workload");
+  validate_cmd->add_option("config", validate_config, "experiment TOML file")->required();
+  validate_cmd->add_option("--set", validate_overrides, "override a config key")->allow_extra_args(false);
+
+  tessel::cli::PluginsOptions plugins;
+  auto* plugins_cmd = app.add_subcommand("plugins", "List the plugins found, with their kind, version and description");
+  plugins_cmd->add_option("--kind", plugins.kind, "only this stage")
+      ->check(CLI::IsMember({"admission", "allocation", "placement", "elasticity"}));
+  plugins_cmd->add_option("--path", plugins.directories, "also search this directory")->allow_extra_args(false);
+  plugins_cmd->add_flag("-v,--verbose", plugins.verbose, "show files, arguments and the search path");
+
+  tessel::cli::ReportOptions report;
+  auto* report_cmd = app.add_subcommand("report", "Summarise the runs in a results database");
+  report_cmd->add_option("database", report.database, "results database")->required();
+  report_cmd->add_option("--format", report.format, "table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  report_cmd->add_option("--run", report.runs, "only these run ids")->allow_extra_args(false);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, or the parse error
+    return code == 0 ? 0 : 2;
+  }
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  try {
+    if (*run_cmd) return tessel::cli::run(run, stop_requested);
+    if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides);
+    if (*plugins_cmd) return tessel::cli::plugins(plugins);
+    if (*report_cmd) return tessel::cli::report(report);
+  } catch (const tessel::ConfigError& e) {
+    for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
+    return 2;
+  } catch (const tessel::UserError& e) {
+    std::cerr << "tessel: " << e.what() << "\n";
+    return 2;
+  } catch (const tessel::Interrupted&) {
+    std::cerr << "tessel: interrupted; the run is marked 'interrupted'\n";
+    return 130;
+  } catch (const std::exception& e) {
+    std::cerr << "tessel: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,92 @@
+// The simulated cluster: a discrete-event simulation that drives the
+// scheduler core with a workload.
+//
+// Events are job arrivals, job completions and round boundaries; time jumps
+// from one to the next. Between events a running job progresses at the rate
+// the throughput model gives its allocation, so completion times are exact
+// (or, with `completion = "round"`, held until the end of their round).
+// Rounds run only while there is something to decide: when the composed
+// scheduler is time-insensitive and a round changed nothing, the next round
+// waits for the next arrival or completion.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "config/experiment.hpp"
+#include "plugins/registry.hpp"
+#include "results/store.hpp"
+#include "scheduler/decision_log.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace tessel {
+
+// Thrown when the stop flag is raised mid-run.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+class Simulation {
+ public:
+  // Composes the scheduler, builds the cluster and reads the workload.
+  // Throws ConfigError, TraceError or PluginLoadError (all UserError).
+  Simulation(const ExperimentConfig& config, PluginRegistry& registry);
+  ~Simulation();
+
+  // Runs until every job is done (or no job can ever progress). `stop` is
+  // polled between events; when it becomes true, throws Interrupted.
+  RunResults run(const std::atomic<bool>* stop = nullptr);
+
+  std::size_t job_count() const { return jobs_.size(); }
+
+ private:
+  struct JobProgress {
+    double rate = 0;           // work per second while not paused
+    double synced_at = 0;      // executed_work is exact at this time
+    double paused_until = 0;   // restart or reconfiguration overhead
+    std::uint32_t generation = 0;  // invalidates stale completion events
+    bool has_run = false;
+  };
+  struct Event {
+    double time;
+    JobId job;
+    std::uint32_t generation;
+    bool operator>(const Event& other) const {
+      return time != other.time ? time > other.time : job > other.job;
+    }
+  };
+
+  void sync(JobId id, double now);
+  void start(JobId id, double now, double pause_seconds);
+  void schedule_completion(JobId id, double now);
+  void request_round(double now);
+  void round(double now);
+  RunResults collect(double end_time) const;
+
+  const ExperimentConfig& config_;
+  std::vector<JobSpec> jobs_;  // arrival order
+  DecisionLog log_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<JobProgress> progress_;
+  std::vector<Event> completions_;  // min-heap
+  std::vector<Sample> samples_;
+  double next_round_;
+  double last_round_ = -1;
+  std::uint64_t idle_rounds_ = 0;  // consecutive rounds that changed nothing with nothing running
+  std::uint64_t events_ = 0;
+  double capacity_gpu_seconds_ = 0;
+  double capacity_since_ = 0;
+};
+
+// Runs one experiment and stores it: the run row first ('running'), then
+// every result row and 'complete' in one transaction. On failure or
+// interruption the run is marked so and keeps no rows. Returns the run id.
+std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& registry,
+                            ResultsStore& store, RunInfo info,
+                            const std::atomic<bool>* stop = nullptr);
+
+}  // namespace tessel
