@@ -361,7 +361,7 @@ const toml::table* TableReader::table(std::string_view key) {
 const toml::node* TableReader::node(std::string_view key) { return lookup(key); }
 
 void TableReader::finish() {
-  if (table_ == nullptr) return;
+  if (table_ == nullptr || skip_unknown_) return;
   for (auto&& [key, value] : *table_) {
     if (known_.contains(key.str())) continue;
     std::string where_key = key.source().begin.line != 0 ? location(key.source(), document_.name())

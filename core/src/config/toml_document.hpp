@@ -94,6 +94,9 @@ class TableReader {
   void error(std::string_view key, std::string message);
   // Reports every key of the table that no read asked for.
   void finish();
+  // finish() stays silent: after an error that hides which keys are valid
+  // (an unknown kind), unknown-key reports would only be noise.
+  void skip_unknown_keys() { skip_unknown_ = true; }
 
  private:
   const toml::node* lookup(std::string_view key);
@@ -105,6 +108,7 @@ class TableReader {
   const toml::table* table_;
   std::string name_;
   std::set<std::string, std::less<>> known_;
+  bool skip_unknown_ = false;
 };
 
 }  // namespace tessel

@@ -32,7 +32,7 @@ JobState& Scheduler::submit(JobSpec spec, double now) {
     job.status = JobStatus::rejected;
     job.finish = now;
     record(now, job.spec.id, PluginKind::admission, "reject",
-           Reason("asks for {} GPUs, the cluster has {}", need, cluster_.installed_gpus()));
+           Reason("asks for {} GPUs, the cluster has {}", need, cluster_.installed_gpus()), true);
   } else {
     pending_.push_back(&job);
   }
@@ -105,10 +105,9 @@ SchedulerView Scheduler::view(double now) {
 }
 
 void Scheduler::record(double now, JobId job, PluginKind stage, std::string_view code,
-                       const Reason& reason) {
+                       const Reason& reason, bool by_core) {
   if (log_ == nullptr || !log_->enabled()) return;
-  log_->record(now, job, stage, plugins_.info[0] ? plugins_.stage_info(stage).name : "core", code,
-               reason);
+  log_->record(now, job, stage, by_core ? "core" : plugins_.stage_info(stage).name, code, reason);
 }
 
 void Scheduler::broken(PluginKind stage, const std::string& what) const {
@@ -247,7 +246,7 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
     ++victim->preemptions;
     outcome.preempted.push_back(victim->spec.id);
     record(v.now(), victim->spec.id, PluginKind::placement, "preempt",
-           Reason("preempted so that job {} (higher priority) can run", job.spec.id));
+           Reason("preempted so that job {} (higher priority) can run", job.spec.id), true);
   }
   // The caller takes the GPUs for good (launch or resize).
   cluster_.release(job.spec.id, Allocation{trial.gpus, want.gpu_milli, want.cpus, want.mem_gb});
@@ -278,7 +277,7 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
   if (!choice.placed()) {
     cluster_.assign(job.spec.id, from);
     record(v.now(), job.spec.id, PluginKind::placement, "wait",
-           Reason::text("resize to " + std::to_string(want.gpus) + " GPUs postponed: " + choice.reason.str()));
+           Reason::text("resize to " + std::to_string(want.gpus) + " GPUs postponed: " + choice.reason.str()), true);
     return false;
   }
   job.allocation = Allocation{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
@@ -332,7 +331,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
     }
     if (blocker != nullptr) {
       record(v.now(), job.spec.id, PluginKind::placement, "wait",
-             Reason("queued behind job {}, which does not fit yet", blocker->spec.id));
+             Reason("queued behind job {}, which does not fit yet", blocker->spec.id), true);
       continue;
     }
     PlacementChoice choice = place(v, job, grant.resources, /*may_preempt=*/true, outcome);
@@ -347,7 +346,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
     for (const JobState* job : active_)
       if (job->waiting() && books_[job->spec.id].ranked_in != round_)
         record(v.now(), job->spec.id, PluginKind::allocation, "deny",
-               Reason("not selected by the allocation policy this round"));
+               Reason("not ranked by the allocation policy this round"), true);
 }
 
 void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal> proposals,

@@ -117,7 +117,10 @@ class Scheduler {
   bool resize(const SchedulerView& view, JobState& job, const Resources& want, bool may_preempt,
               const Reason& reason, RoundOutcome& outcome);
 
-  void record(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason);
+  // Records a decision of the stage's plugin, or of the core itself when
+  // `by_core` (rejections at arrival, preemptions, head-of-line blocking).
+  void record(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason,
+              bool by_core = false);
   [[noreturn]] void broken(PluginKind stage, const std::string& what) const;
 
   ComposedScheduler plugins_;

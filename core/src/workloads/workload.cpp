@@ -33,6 +33,7 @@ WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& doc
   config.model = read_throughput_model(reader, document);
   for (const auto& kind : workload_kinds())
     if (kind.name == config.kind) config.source = kind.parse(reader, document);
+  if (!config.source) reader.skip_unknown_keys();
   return config;
 }
 

@@ -1,0 +1,24 @@
+// A preemptive test policy: the newest job has the highest priority. It
+// exercises the core's preemption rule in end-to-end tests.
+#include <algorithm>
+
+#include <tessel/tessel.hpp>
+
+namespace {
+
+class NewestFirst final : public tessel::AllocationPolicy {
+ public:
+  explicit NewestFirst(const tessel::PluginContext&) {}
+  bool time_sensitive() const override { return false; }
+
+  tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    tessel::AllocationPlan plan;
+    for (auto it = view.active().rbegin(); it != view.active().rend(); ++it)
+      plan.ranked.push_back({(*it)->spec.id, (*it)->spec.request(), tessel::Reason("newest first")});
+    return plan;
+  }
+};
+
+}  // namespace
+
+TESSEL_PLUGIN(NewestFirst, allocation, "newest_first", "1.0", "test policy: newest job first, preemptive")

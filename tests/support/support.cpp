@@ -1,0 +1,128 @@
+#include "support.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "config/experiment.hpp"
+#include "plugins/registry.hpp"
+#include "simulation.hpp"
+
+extern char** environ;
+
+namespace tessel::test {
+
+namespace {
+std::string required_env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) throw std::runtime_error(std::string("test needs ") + name + "; run it with meson test");
+  return value;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+fs::path source_root() { return required_env("TESSEL_SOURCE_ROOT"); }
+fs::path build_root() { return required_env("TESSEL_BUILD_ROOT"); }
+fs::path tessel_exe() { return required_env("TESSEL_EXE"); }
+fs::path test_plugin(const std::string& name) {
+  return fs::path(required_env("TESSEL_TEST_PLUGINS")) / (name + ".so");
+}
+
+std::optional<fs::path> shared_data(const std::string& relative) {
+  const fs::path path = fs::path(required_env("TESSEL_SHARED_DATA")) / relative;
+  if (!fs::exists(path)) return std::nullopt;
+  return path;
+}
+
+TempDir::TempDir() {
+  std::random_device random;
+  path_ = fs::temp_directory_path() / ("tessel-test-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
+  fs::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+fs::path TempDir::write(const std::string& name, const std::string& contents) const {
+  const fs::path file = path_ / name;
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << contents;
+  return file;
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const fs::path& cwd,
+                          const std::vector<std::string>& env) {
+  TempDir capture;
+  const fs::path out = capture.path() / "out", err = capture.path() / "err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // `env` entries ("NAME=value") replace inherited ones of the same name.
+  std::vector<std::string> environment = env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = false;
+    for (const auto& o : env) replaced = replaced || o.starts_with(name);
+    if (!replaced) environment.push_back(entry);
+  }
+  std::vector<char*> envp;
+  for (auto& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CommandResult result;
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = slurp(out);
+  result.err = slurp(err);
+  return result;
+}
+
+CommandResult run_tessel(const std::vector<std::string>& args, const fs::path& cwd,
+                         const std::vector<std::string>& env) {
+  std::vector<std::string> argv{tessel_exe().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, cwd, env);
+}
+
+RunResults simulate(const TempDir& dir, const std::string& toml, const std::string& name) {
+  const ExperimentConfig config = load_experiment(dir.write(name, toml));
+  PluginRegistry registry(config.scheduler.plugin_path);
+  Simulation simulation(config, registry);
+  return simulation.run();
+}
+
+std::vector<double> finish_times(const RunResults& results) {
+  std::vector<double> out;
+  for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN));
+  return out;
+}
+
+}  // namespace tessel::test

@@ -1,0 +1,55 @@
+// Helpers shared by the test suites: paths handed over by meson, temporary
+// directories, running the `tessel` binary, and running a simulation from
+// TOML text in-process.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "results/store.hpp"
+
+namespace tessel::test {
+
+namespace fs = std::filesystem;
+
+fs::path source_root();
+fs::path build_root();
+fs::path test_plugin(const std::string& name);  // path of a test-only plugin library
+fs::path tessel_exe();
+// A file under ../shared/data, or nullopt (tests skip) when it is absent.
+std::optional<fs::path> shared_data(const std::string& relative);
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path write(const std::string& name, const std::string& contents) const;
+
+ private:
+  fs::path path_;
+};
+
+struct CommandResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `tessel` with the arguments, in `cwd`, capturing its output.
+CommandResult run_tessel(const std::vector<std::string>& args, const fs::path& cwd = fs::current_path(),
+                         const std::vector<std::string>& env = {});
+// Runs any program.
+CommandResult run_command(const std::vector<std::string>& argv, const fs::path& cwd = fs::current_path(),
+                          const std::vector<std::string>& env = {});
+
+// Simulates the experiment in `toml` (written to dir/name) and returns its results.
+RunResults simulate(const TempDir& dir, const std::string& toml, const std::string& name = "experiment.toml");
+
+// Finish time of each job, by id (NaN if it did not finish).
+std::vector<double> finish_times(const RunResults& results);
+
+}  // namespace tessel::test

@@ -1,0 +1,164 @@
+// The `tessel` command as a user meets it: exit codes, messages, output.
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+using namespace tessel::test;
+
+namespace {
+
+const char* kSmall = R"([cluster]
+nodes = 4
+gpus_per_node = 4
+
+[workload]
+kind = "synthetic"
+jobs = 50
+jobs_per_hour = 6
+seed = 3
+
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+
+[output]
+database = "out/results.db"
+)";
+
+}  // namespace
+
+TEST_CASE("every command has --help and exits 0") {
+  for (const char* command : {"run", "validate", "plugins", "report"}) {
+    CAPTURE(command);
+    const auto result = run_tessel({command, "--help"});
+    CHECK(result.code == 0);
+    CHECK(result.out.find("Usage") != std::string::npos);
+  }
+}
+
+TEST_CASE("command-line mistakes are user errors (exit 2)") {
+  CHECK(run_tessel({}).code == 2);
+  CHECK(run_tessel({"frobnicate"}).code == 2);
+  CHECK(run_tessel({"report"}).code == 2);
+  CHECK(run_tessel({"report", "x.db", "--format", "xml"}).code == 2);
+}
+
+TEST_CASE("run writes the database and prints the summary table") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  const auto result = run_tessel({"run", "small.toml"}, dir.path());
+  REQUIRE(result.code == 0);
+  for (const char* column : {"jobs", "avg JCT", "p50 JCT", "p95 JCT", "p99 JCT", "avg queueing", "makespan",
+                             "GPU util", "preemptions"})
+    CHECK(result.out.find(column) != std::string::npos);
+  CHECK(result.out.find("results: out/results.db (run 1)") != std::string::npos);
+  CHECK(fs::exists(dir.path() / "out/results.db"));
+
+  const auto csv = run_tessel({"report", "out/results.db", "--format", "csv"}, dir.path());
+  REQUIRE(csv.code == 0);
+  CHECK(csv.out.starts_with("run,label,status,jobs,finished,avg_jct_s,"));
+  CHECK(csv.out.find("\n1,,complete,50,50,") != std::string::npos);
+
+  const auto json = run_tessel({"report", "out/results.db", "--format", "json"}, dir.path());
+  REQUIRE(json.code == 0);
+  CHECK(json.out.find("\"status\": \"complete\"") != std::string::npos);
+
+  CHECK(run_tessel({"report", "out/results.db", "--run", "9"}, dir.path()).code == 2);
+}
+
+TEST_CASE("--db and --set override the config") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  const auto result =
+      run_tessel({"run", "small.toml", "--db", "other.db", "--set", "workload.jobs=20", "--set",
+                  "output.label=tiny", "-q"},
+                 dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(result.out.empty());
+  const auto report = run_tessel({"report", "other.db", "--format", "csv"}, dir.path());
+  CHECK(report.out.find("\n1,tiny,complete,20,20,") != std::string::npos);
+}
+
+TEST_CASE("config errors print file:line:col and exit 2") {
+  TempDir dir;
+  struct Case {
+    const char* name;
+    std::string toml;
+    std::string expected;
+  };
+  const std::string base = kSmall;
+  const Case cases[] = {
+      {"unknown key", "[cluster]\nnodes = 4\ngpus_per_node = 4\npack_factr = 2\n",
+       "bad.toml:4:1: unknown key 'pack_factr' in [cluster] (valid: cpus_per_node, gpu_type, gpus_per_node, "
+       "mem_gb_per_node, nodes, nodes_per_rack)"},
+      {"wrong type", "[cluster]\nnodes = \"four\"\ngpus_per_node = 4\n",
+       "bad.toml:2:9: 'nodes' in [cluster] must be an integer, got a string"},
+      {"negative GPU count", "[cluster]\nnodes = 4\ngpus_per_node = -4\n",
+       "bad.toml:3:17: 'gpus_per_node' in [cluster] must be in 1..1024, got -4"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    // Append a valid rest of the experiment so that only this error shows.
+    dir.write("bad.toml", c.toml + base.substr(base.find("[workload]")));
+    const auto result = run_tessel({"validate", "bad.toml"}, dir.path());
+    CHECK(result.code == 2);
+    CHECK(result.err == c.expected + "\n");
+  }
+}
+
+TEST_CASE("an unknown plugin is answered with the valid names") {
+  TempDir dir;
+  std::string toml = kSmall;
+  toml.replace(toml.find("\"fifo\""), 6, "\"fifoo\"");
+  dir.write("bad.toml", toml);
+  const auto result = run_tessel({"validate", "bad.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.starts_with("bad.toml:12:25: unknown allocation plugin 'fifoo' (valid: "));
+  CHECK(result.err.find("fifo") != std::string::npos);
+  CHECK(result.err.find("first_fit") == std::string::npos);  // only allocation plugins are listed
+}
+
+TEST_CASE("a plugin of the wrong stage is named as such") {
+  TempDir dir;
+  std::string toml = kSmall;
+  toml.replace(toml.find("\"consolidated\""), 14, "\"fifo\"");
+  dir.write("bad.toml", toml);
+  const auto result = run_tessel({"validate", "bad.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err == "bad.toml:13:24: 'fifo' is an allocation plugin, not a placement plugin\n");
+}
+
+TEST_CASE("plugin arguments are checked against the plugin's schema") {
+  TempDir dir;
+  std::string toml = kSmall;
+  toml.replace(toml.find("{ plugin = \"fifo\" }"), 19, "{ plugin = \"fifo\", backfil = true, backfill = 1 }");
+  dir.write("bad.toml", toml);
+  const auto result = run_tessel({"validate", "bad.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "bad.toml:12:43: unknown argument 'backfil' for allocation plugin 'fifo' (valid: backfill)\n"
+        "bad.toml:12:60: argument 'backfill' of allocation plugin 'fifo' expects boolean, got an integer\n");
+}
+
+TEST_CASE("a missing config file is a user error") {
+  const auto result = run_tessel({"run", "no/such.toml"});
+  CHECK(result.code == 2);
+  CHECK(result.err == "no/such.toml: cannot open config: No such file or directory\n");
+}
+
+TEST_CASE("validate accepts a good experiment without running it") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  const auto result = run_tessel({"validate", "small.toml"}, dir.path());
+  CHECK(result.code == 0);
+  CHECK(result.out == "small.toml: ok: 50 jobs on 4 nodes, 16 GPUs, accept_all -> fifo -> consolidated -> none\n");
+  CHECK_FALSE(fs::exists(dir.path() / "out"));
+}
+
+TEST_CASE("the quickstart experiment runs") {
+  TempDir dir;
+  const auto result = run_tessel(
+      {"run", (source_root() / "experiments/quickstart.toml").string(), "--db", "q.db"}, dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(result.out.find("quickstart  complete   400       400") != std::string::npos);
+}

@@ -1,0 +1,133 @@
+// Reading experiments: every problem is reported, located, at once.
+#include <doctest/doctest.h>
+
+#include "config/experiment.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+
+namespace {
+
+const char* kGood = R"(
+[cluster]
+nodes = 2
+gpus_per_node = 4
+
+[workload]
+kind = "synthetic"
+jobs = 10
+
+[scheduler]
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "first_fit" }
+)";
+
+std::vector<std::string> problems(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(text, "x.toml", overrides)));
+  } catch (const ConfigError& e) {
+    std::vector<std::string> lines;
+    for (const auto& d : e.diagnostics()) lines.push_back(d.str());
+    return lines;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("a good experiment reads into typed settings") {
+  const auto config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(kGood, "x.toml")));
+  CHECK(config.cluster.nodes.size() == 2);
+  CHECK(config.cluster.nodes[1].gpus == 4);
+  CHECK(config.scheduler.settings.round_seconds == 300);
+  CHECK(config.scheduler.stage(PluginKind::admission).plugin == "accept_all");
+  CHECK(config.scheduler.stage(PluginKind::allocation).plugin == "fifo");
+  CHECK(config.scheduler.stage(PluginKind::allocation).args.get("backfill")->value_or(false) == true);
+  CHECK(config.scheduler.stage(PluginKind::elasticity).plugin == "none");
+  CHECK(config.workload.kind == "synthetic");
+  CHECK_FALSE(config.simulation.completion_at_round_end);
+  CHECK(config.output.database == "results.db");
+}
+
+TEST_CASE("every problem is reported with file, line and column") {
+  const auto found = problems(R"([cluster]
+nodes = "two"
+gpus_per_node = -4
+colour = "red"
+
+[workload]
+kind = "synthetic"
+jobs = 0
+
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+
+[simulation]
+completion = "sometimes"
+
+[outptu]
+database = "x.db"
+)");
+  REQUIRE(found.size() == 6);
+  CHECK(found[0] == "x.toml:2:9: 'nodes' in [cluster] must be an integer, got a string");
+  CHECK(found[1] == "x.toml:3:17: 'gpus_per_node' in [cluster] must be in 1..1024, got -4");
+  CHECK(found[2] ==
+        "x.toml:4:1: unknown key 'colour' in [cluster] (valid: cpus_per_node, gpu_type, gpus_per_node, "
+        "mem_gb_per_node, nodes, nodes_per_rack)");
+  CHECK(found[3] == "x.toml:8:8: 'jobs' in [workload] must be in 1..100000000, got 0");
+  CHECK(found[4] == "x.toml:15:14: unknown completion 'sometimes' in [simulation] (valid: exact, round)");
+  CHECK(found[5] ==
+        "x.toml:17:2: unknown key 'outptu' at the top level (valid: cluster, output, scheduler, simulation, "
+        "workload)");
+}
+
+TEST_CASE("missing sections and keys are named") {
+  const auto found = problems("[cluster]\nnodes = 2\n");
+  REQUIRE(found.size() == 4);
+  CHECK(found[0] == "x.toml:1:1: [cluster] is missing required key 'gpus_per_node'");
+  CHECK(found[1] == "x.toml: missing [workload] with required key 'kind'");
+  CHECK(found[2] == "x.toml: [scheduler] needs 'allocation = { plugin = \"...\" }'");
+  CHECK(found[3] == "x.toml: [scheduler] needs 'placement = { plugin = \"...\" }'");
+}
+
+TEST_CASE("a syntax error stops at its position") {
+  const auto found = problems("[cluster\nnodes = 2\n");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].starts_with("x.toml:1:9: "));
+}
+
+TEST_CASE("--set overrides any key, and its errors point at the override") {
+  const auto config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(
+      kGood, "x.toml",
+      {"workload.seed=7", "scheduler.allocation.plugin=las", "output.label=run one", "workload.track=[2,5]"})));
+  CHECK(config.workload.seed == 7);
+  CHECK(config.scheduler.stage(PluginKind::allocation).plugin == "las");
+  CHECK(config.output.label == "run one");
+  REQUIRE(config.workload.track.has_value());
+  CHECK(config.workload.track->first == 2);
+
+  const auto found = problems(kGood, {"cluster.nodes=-1", "cluster.gpus_per_node.x=1", "noequals"});
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == "--set cluster.gpus_per_node.x=1: 'gpus_per_node' is an integer, not a table");
+  CHECK(found[1] == "--set noequals: expected key=value, e.g. --set workload.seed=7");
+  const auto range = problems(kGood, {"cluster.nodes=-1"});
+  REQUIRE(range.size() == 1);
+  CHECK(range[0] == "--set cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1");
+}
+
+TEST_CASE("the synthetic workload checks its own keys") {
+  const auto found = problems(std::string(kGood) + "", {"workload.gpu_weights=[1,1]", "workload.short_log10_minutes=[3,1]"});
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == "--set workload.gpu_weights=[1,1]: 'gpu_weights' in [workload] needs one positive-summing "
+                    "weight per entry of 'gpu_counts' (4)");
+  CHECK(found[1] == "--set workload.short_log10_minutes=[3,1]: 'short_log10_minutes' in [workload] must be "
+                    "[low, high] with low <= high");
+}
+
+TEST_CASE("unknown workload kinds and models list the valid ones") {
+  const auto found = problems(kGood, {"workload.kind=philly", "workload.model=exponential"});
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == "--set workload.kind=philly: unknown kind 'philly' in [workload] (valid: synthetic, csv)");
+  CHECK(found[1] == "--set workload.model=exponential: unknown throughput model 'exponential' (valid: linear)");
+}

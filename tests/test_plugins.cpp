@@ -1,0 +1,148 @@
+// Finding, checking and running plugins.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <span>
+
+#include "config/experiment.hpp"
+#include "plugins/composition.hpp"
+#include "plugins/registry.hpp"
+#include "simulation.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+LoadError load_error_of(const std::string& library) {
+  try {
+    PluginRegistry::inspect(test_plugin(library).string());
+  } catch (const PluginLoadError& e) {
+    return e.code();
+  }
+  FAIL("expected " << library << " to be refused");
+  return LoadError::not_found;
+}
+
+}  // namespace
+
+TEST_CASE("the built-in plugins are found, each with its identity") {
+  PluginRegistry registry;
+  const auto& plugins = registry.plugins();
+  std::vector<std::string> found;
+  for (const PluginEntry& p : plugins) {
+    CAPTURE(p.path);
+    CHECK(p.info->abi_version == kAbiVersion);
+    CHECK(std::string_view(p.info->version).size() > 0);
+    CHECK(std::string_view(p.info->description).size() > 10);
+    found.push_back(std::string(to_string(p.info->kind)) + "/" + p.info->name);
+  }
+  for (const char* expected : {"admission/accept_all", "allocation/fifo", "placement/first_fit",
+                               "placement/consolidated", "elasticity/none"})
+    CHECK(std::find(found.begin(), found.end(), expected) != found.end());
+  CHECK(registry.rejected().empty());
+}
+
+TEST_CASE("broken plugins are refused with a typed error before their code runs") {
+  CHECK(load_error_of("wrong_abi") == LoadError::abi_mismatch);  // its factory would abort()
+  CHECK(load_error_of("missing_factory") == LoadError::missing_factory);
+  CHECK(load_error_of("not_a_plugin") == LoadError::not_a_plugin);
+  CHECK_THROWS_WITH_AS(PluginRegistry::inspect("/etc/hostname"),
+                       "/etc/hostname: not a tessel plugin: not a readable shared library", PluginLoadError);
+
+  try {
+    PluginRegistry::inspect(test_plugin("wrong_abi").string());
+  } catch (const PluginLoadError& e) {
+    CHECK(std::string(e.what()).ends_with(
+        ": plugin ABI mismatch: built for plugin ABI " + std::to_string(kAbiVersion + 1) +
+        ", this tessel uses ABI " + std::to_string(kAbiVersion) + "; rebuild it against this tessel"));
+  }
+}
+
+TEST_CASE("a failing factory is reported, against the argument it blames") {
+  PluginRegistry registry;
+  const PluginEntry& entry = registry.open(test_plugin("throwing_factory").string(), PluginKind::allocation);
+  SlotRegistry slots;
+  PluginArgs args;
+  args.set("threshold", 1.0);
+  CHECK_THROWS_WITH_AS(PluginRegistry::create(entry, PluginContext(args, 0, slots)),
+                       (test_plugin("throwing_factory").string() +
+                        ": plugin factory failed: 'throwing_factory': cannot start: no license")
+                           .c_str(),
+                       PluginLoadError);
+  args.set("threshold", 2.0);
+  try {
+    PluginRegistry::create(entry, PluginContext(args, 0, slots));
+    FAIL("expected ArgumentError");
+  } catch (const ArgumentError& e) {
+    CHECK(e.argument() == "threshold");
+    CHECK(std::string(e.what()) == "must be negative");
+  }
+}
+
+TEST_CASE("a broken plugin named in a config gives a located user error") {
+  TempDir dir;
+  const std::string base = R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 5
+[scheduler]
+placement = { plugin = "first_fit" }
+)";
+  dir.write("abi.toml", base + "allocation = { plugin = \"x\", path = \"" + test_plugin("wrong_abi").string() + "\" }\n");
+  auto result = run_tessel({"validate", "abi.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.starts_with("abi.toml:9:25: " + test_plugin("wrong_abi").string() + ": plugin ABI mismatch"));
+
+  dir.write("arg.toml", base + "allocation = { plugin = \"x\", threshold = 3, path = \"" +
+                            test_plugin("throwing_factory").string() + "\" }\n");
+  result = run_tessel({"validate", "arg.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "arg.toml:9:42: argument 'threshold' of allocation plugin 'throwing_factory': must be negative\n");
+
+  dir.write("kind.toml", base + "allocation = { plugin = \"x\", path = \"" +
+                             (build_root() / "plugins/first_fit.so").string() + "\" }\n");
+  result = run_tessel({"validate", "kind.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.find("plugin of the wrong kind: 'first_fit' is a placement plugin, not an allocation plugin") !=
+        std::string::npos);
+}
+
+TEST_CASE("TESSEL_PLUGIN_PATH adds plugins; `tessel plugins` describes every one") {
+  const fs::path plugin_dir = test_plugin("newest_first").parent_path();
+  const auto result = run_tessel({"plugins", "--kind", "allocation"}, fs::current_path(),
+                                 {"TESSEL_PLUGIN_PATH=" + plugin_dir.string()});
+  CHECK(result.code == 0);
+  CHECK(result.out.find("newest_first") != std::string::npos);
+  CHECK(result.out.find("test policy: newest job first, preemptive") != std::string::npos);
+  CHECK(result.out.find("first_fit") == std::string::npos);
+  // The broken libraries in that directory are reported, not loaded.
+  CHECK(result.err.find("wrong_abi.so: plugin ABI mismatch") != std::string::npos);
+  CHECK(result.err.find("not_a_plugin") == std::string::npos);
+
+  const auto all = run_tessel({"plugins", "-v"});
+  CHECK(all.code == 0);
+  for (const char* name : {"accept_all", "fifo", "first_fit", "consolidated", "none", "backfill (boolean, default false)"})
+    CHECK(all.out.find(name) != std::string::npos);
+}
+
+TEST_CASE("every plugin runs the quickstart workload and finishes every job") {
+  PluginRegistry registry;
+  const auto base = load_experiment(source_root() / "experiments/quickstart.toml", {"workload.jobs=120"});
+  for (const PluginEntry& plugin : registry.plugins()) {
+    CAPTURE(plugin.info->name);
+    ExperimentConfig config = base;
+    StageConfig& stage = config.scheduler.stages[static_cast<std::size_t>(plugin.info->kind) - 1];
+    stage.plugin = plugin.info->name;
+    stage.args = toml::table{};
+    Simulation simulation(config, registry);
+    const RunResults results = simulation.run();
+    std::size_t finished = 0;
+    for (const JobRecord& job : results.jobs) finished += job.status == "finished";
+    CHECK(finished == 120);
+  }
+}

@@ -1,0 +1,215 @@
+// The results database: what a run stores, what a report computes from it,
+// and what an interrupted run leaves behind.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "engine/errors.hpp"
+#include "results/report.hpp"
+#include "results/store.hpp"
+#include "results/summary.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+extern char** environ;
+
+namespace {
+
+const char* kExperiment = R"([cluster]
+nodes = 8
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 250
+jobs_per_hour = 5
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+[output]
+database = "r.db"
+)";
+
+JobRecord job(double arrival, std::optional<double> start, std::optional<double> finish, double gpu_seconds,
+              bool tracked = true) {
+  JobRecord r;
+  r.arrival = arrival;
+  r.first_start = start;
+  r.finish = finish;
+  r.gpu_seconds = gpu_seconds;
+  r.status = finish ? "finished" : "queued";
+  r.tracked = tracked;
+  return r;
+}
+
+std::int64_t count(const fs::path& db, const std::string& sql) {
+  sql::Database database(db.string(), false);
+  auto statement = database.prepare(sql);
+  statement.step();
+  return statement.integer(0);
+}
+
+std::string query_text(const fs::path& db, const std::string& sql) {
+  sql::Database database(db.string(), false);
+  auto statement = database.prepare(sql);
+  return statement.step() ? statement.text(0) : "";
+}
+
+pid_t spawn_tessel(const std::vector<std::string>& args, const fs::path& cwd) {
+  std::vector<std::string> argv{tessel_exe().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> raw;
+  for (auto& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  posix_spawn(&pid, raw[0], &actions, nullptr, raw.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+// Waits until the run row exists, i.e. the simulation itself has begun.
+void wait_for_run_row(const fs::path& db) {
+  for (int i = 0; i < 2000; ++i) {
+    if (fs::exists(db)) try {
+        if (count(db, "SELECT count(*) FROM runs") > 0) return;
+      } catch (...) {
+      }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  FAIL("the run never started");
+}
+
+}  // namespace
+
+TEST_CASE("summary figures match values computed by hand") {
+  // JCTs of tracked finished jobs: 100, 200, 300, 400.
+  const std::vector<JobRecord> jobs = {
+      job(0, 0, 100, 100),  job(0, 50, 200, 150),   job(100, 100, 400, 300),
+      job(100, 300, 500, 200), job(50, 60, 1000, 940, false),  // untracked: no JCT, but makespan and usage
+      job(10, std::nullopt, std::nullopt, 0),                    // tracked, never ran
+  };
+  const RunSummary s = summarize(jobs, 4 * 1000.0);
+  CHECK(s.jobs == 5);
+  CHECK(s.finished == 4);
+  CHECK(s.unfinished == 1);
+  CHECK(s.avg_jct == 250);
+  CHECK(s.p50_jct == 250);                       // between 200 and 300
+  CHECK(s.p95_jct == doctest::Approx(385));      // 300 + 0.85 * 100
+  CHECK(s.p99_jct == doctest::Approx(397));
+  CHECK(s.avg_queueing_delay == doctest::Approx((0 + 50 + 0 + 200) / 4.0));
+  CHECK(s.makespan == 1000);
+  CHECK(s.gpu_utilization == doctest::Approx(1690 / 4000.0));
+}
+
+TEST_CASE("a run stores one row per job, samples, metrics, and is marked complete") {
+  TempDir dir;
+  dir.write("e.toml", kExperiment);
+  REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  const fs::path db = dir.path() / "r.db";
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1") == 250);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") == 250);
+  CHECK(count(db, "SELECT count(*) FROM samples") > 10);
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1") == 10);
+  CHECK(count(db, "SELECT count(*) FROM decisions") == 0);  // off by default
+  CHECK(query_text(db, "SELECT status FROM runs") == "complete");
+  CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(query_text(db, "PRAGMA journal_mode") == "wal");
+  CHECK(query_text(db, "SELECT config FROM runs").find("jobs = 250") != std::string::npos);
+
+  // The stored metric equals what the report computes from the jobs.
+  ResultsStore store(db.string());
+  const auto reports = load_reports(store);
+  REQUIRE(reports.size() == 1);
+  sql::Database raw(db.string(), false);
+  auto metric = raw.prepare("SELECT value FROM metrics WHERE name = 'avg_jct'");
+  REQUIRE(metric.step());
+  CHECK(metric.real(0) == doctest::Approx(reports[0].summary.avg_jct));
+
+  // A second run goes into the same file.
+  REQUIRE(run_tessel({"run", "e.toml", "-q", "--set", "workload.seed=2"}, dir.path()).code == 0);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
+  CHECK(count(db, "SELECT count(*) FROM jobs") == 500);
+}
+
+TEST_CASE("a run killed mid-way is visibly not complete and leaves no rows") {
+  TempDir dir;
+  std::string big = kExperiment;
+  big.replace(big.find("jobs = 250"), 10, "jobs = 400000");
+  big.replace(big.find("nodes = 8"), 9, "nodes = 500");
+  big.replace(big.find("jobs_per_hour = 5"), 17, "jobs_per_hour = 200");
+  dir.write("big.toml", big);
+  const pid_t pid = spawn_tessel({"run", "big.toml", "-q"}, dir.path());
+  wait_for_run_row(dir.path() / "r.db");
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  const fs::path db = dir.path() / "r.db";
+  CHECK(query_text(db, "SELECT status FROM runs") == "running");
+  CHECK(count(db, "SELECT count(*) FROM jobs") == 0);
+  CHECK(count(db, "SELECT count(*) FROM samples") == 0);
+  const auto report = run_tessel({"report", "r.db"}, dir.path());
+  CHECK(report.code == 0);
+  CHECK(report.out.find("note: run 1 is running; it has no results") != std::string::npos);
+}
+
+TEST_CASE("Ctrl-C stops a run cleanly and marks it interrupted") {
+  TempDir dir;
+  std::string big = kExperiment;
+  big.replace(big.find("jobs = 250"), 10, "jobs = 400000");
+  big.replace(big.find("nodes = 8"), 9, "nodes = 500");
+  big.replace(big.find("jobs_per_hour = 5"), 17, "jobs_per_hour = 200");
+  dir.write("big.toml", big);
+  const pid_t pid = spawn_tessel({"run", "big.toml", "-q"}, dir.path());
+  wait_for_run_row(dir.path() / "r.db");
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(query_text(dir.path() / "r.db", "SELECT status FROM runs") == "interrupted");
+  CHECK(count(dir.path() / "r.db", "SELECT count(*) FROM jobs") == 0);
+}
+
+TEST_CASE("files that are not tessel databases are refused") {
+  TempDir dir;
+  dir.write("text.db", "this is not a database at all, just some text that is long enough");
+  CHECK_THROWS_WITH_AS(ResultsStore((dir.path() / "text.db").string()),
+                       ((dir.path() / "text.db").string() + ": not an SQLite database").c_str(), UserError);
+  {
+    sql::Database other((dir.path() / "other.db").string());
+    other.exec("CREATE TABLE t (x)");
+  }
+  CHECK_THROWS_WITH_AS(ResultsStore((dir.path() / "other.db").string()),
+                       ((dir.path() / "other.db").string() + ": not a tessel results database").c_str(),
+                       UserError);
+  {
+    ResultsStore store((dir.path() / "new.db").string());
+  }
+  {
+    sql::Database newer((dir.path() / "new.db").string());
+    newer.exec("PRAGMA user_version = 99");
+  }
+  CHECK_THROWS_WITH_AS(ResultsStore((dir.path() / "new.db").string()),
+                       ((dir.path() / "new.db").string() +
+                        ": written by a newer tessel (schema 99, this tessel knows up to 1)")
+                           .c_str(),
+                       UserError);
+  const auto result = run_tessel({"report", "missing.db"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err == "tessel: missing.db: no such results database\n");
+}

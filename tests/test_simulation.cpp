@@ -1,0 +1,213 @@
+// The simulated cluster, checked against job completion times worked out by
+// hand on small traces.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/errors.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+// One node of 4 GPUs, 100-second rounds.
+std::string experiment(const std::string& allocation, const std::string& placement,
+                       const std::string& extra = "") {
+  return R"([cluster]
+nodes = 1
+gpus_per_node = 4
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+
+[scheduler]
+round_seconds = 100
+allocation = )" + allocation + R"(
+placement = )" + placement + "\n" + extra;
+}
+
+const char* kTrace =
+    "arrival,gpus,duration\n"
+    "0,2,250\n"    // job 0
+    "0,4,100\n"    // job 1: needs the whole node
+    "50,2,120\n"   // job 2
+    "120,1,60\n";  // job 3
+
+std::vector<double> jcts(const RunResults& results) {
+  std::vector<double> out;
+  for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN) - job.arrival);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("FIFO + first_fit, exact completion: JCTs by hand") {
+  // t=0    round: job 0 starts on 2 GPUs; job 1 (4 GPUs) does not fit and blocks the queue.
+  // t=250  job 0 ends.               JCT 250
+  // t=300  round: job 1 starts.      ends at 400, JCT 400
+  // t=400  round: jobs 2 and 3 start; job 3 ends at 460 (JCT 340), job 2 at 520 (JCT 470).
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const RunResults results = simulate(dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })"));
+  CHECK(jcts(results) == std::vector<double>{250, 400, 470, 340});
+  CHECK(results.jobs[2].first_start == 400);
+  CHECK(results.end_time == 520);
+}
+
+TEST_CASE("FIFO + first_fit, completion at round ends: JCTs by hand") {
+  // Each job holds its GPUs until the end of the round in which it finishes.
+  // job 0: 250 -> 300.  t=300: job 1 starts, ends on the boundary 400.
+  // t=400: jobs 2, 3 start; job 3 460 -> 500 (JCT 380), job 2 520 -> 600 (JCT 550).
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const RunResults results = simulate(
+      dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })", "[simulation]\ncompletion = \"round\"\n"));
+  CHECK(jcts(results) == std::vector<double>{300, 400, 550, 380});
+}
+
+TEST_CASE("FIFO with backfill starts later jobs around a blocked one") {
+  // t=0: job 0 on 2 GPUs, job 1 blocked.  t=100: job 2 backfills the other 2 GPUs (ends 220).
+  // t=200: job 3 finds no GPU.  t=300: all free; job 1 first (ends 400), job 3 does not fit.
+  // t=400: job 3 starts, ends 460.
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const RunResults results =
+      simulate(dir, experiment(R"({ plugin = "fifo", backfill = true })", R"({ plugin = "first_fit" })"));
+  CHECK(jcts(results) == std::vector<double>{250, 400, 170, 340});
+}
+
+TEST_CASE("preemption frees GPUs for a higher-priority job and charges the restart") {
+  // newest_first ranks the latest arrival first. t=0: job 0 takes all 4 GPUs.
+  // t=200: job 1 (arrived 150) preempts job 0, which has done 800 of 1200 GPU-seconds.
+  // job 1 ends at 300 (JCT 150). t=300: job 0 resumes, pays 30 s, needs 100 s more: ends 430.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,4,300\n150,2,100\n");
+  const std::string newest = "{ plugin = \"newest_first\", path = \"" + test_plugin("newest_first").string() + "\" }";
+  const RunResults results = simulate(
+      dir, experiment(newest, R"({ plugin = "first_fit" })",
+                      "[simulation]\npreemption_overhead_seconds = 30\n"));
+  CHECK(jcts(results) == std::vector<double>{430, 150});
+  CHECK(results.jobs[0].preemptions == 1);
+  CHECK(results.jobs[1].preemptions == 0);
+  CHECK(results.jobs[0].gpu_seconds == doctest::Approx(4 * 200 + 4 * 130));
+}
+
+TEST_CASE("no job is preempted when preempting would not let the waiting job run") {
+  // Job 2 asks for more CPUs than any node has. Every round it ranks first
+  // and the core tries releasing jobs 1 and 0, finds it still cannot fit,
+  // and gives them back: they run undisturbed; job 2 never runs.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,cpus\n0,2,300,0\n10,2,300,0\n150,1,100,64\n");
+  const std::string newest = "{ plugin = \"newest_first\", path = \"" + test_plugin("newest_first").string() + "\" }";
+  const RunResults results = simulate(dir, experiment(newest, R"({ plugin = "first_fit" })"));
+  CHECK(results.jobs[0].preemptions == 0);
+  CHECK(results.jobs[1].preemptions == 0);
+  CHECK(jcts(results)[0] == 300);
+  CHECK(jcts(results)[1] == 390);  // arrived at 10, started at the round at 100
+  CHECK(results.jobs[2].status == "queued");
+  CHECK(results.note == "1 jobs never finished: the scheduler could not place them");
+}
+
+TEST_CASE("only the victims whose GPUs are needed are preempted") {
+  // Two 2-GPU jobs fill the node; a 1-GPU newcomer needs one GPU. The lowest
+  // priority job (the oldest) is released first and suffices; the other runs on.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,2,1000\n10,2,1000\n150,1,100\n");
+  const std::string newest = "{ plugin = \"newest_first\", path = \"" + test_plugin("newest_first").string() + "\" }";
+  const RunResults results = simulate(dir, experiment(newest, R"({ plugin = "first_fit" })"));
+  CHECK(results.jobs[0].preemptions == 1);
+  CHECK(results.jobs[1].preemptions == 0);
+  CHECK(results.jobs[2].first_start == 200);
+}
+
+TEST_CASE("time jumps over idle periods instead of stepping through them") {
+  // Two jobs a simulated year apart: a handful of events, not 100,000 rounds.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n31536000,1,100\n");
+  const RunResults results = simulate(dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })"));
+  CHECK(jcts(results) == std::vector<double>{100, 100});
+  CHECK(results.events < 10);
+}
+
+TEST_CASE("the same config and seed give identical jobs") {
+  TempDir dir;
+  const std::string toml = R"([cluster]
+nodes = 8
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 300
+jobs_per_hour = 8
+seed = 42
+[scheduler]
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "consolidated" }
+)";
+  const RunResults a = simulate(dir, toml);
+  const RunResults b = simulate(dir, toml);
+  REQUIRE(a.jobs.size() == 300);
+  REQUIRE(b.jobs.size() == 300);
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a.jobs[i].arrival == b.jobs[i].arrival);
+    CHECK(a.jobs[i].first_start == b.jobs[i].first_start);
+    CHECK(a.jobs[i].finish == b.jobs[i].finish);
+    CHECK(a.jobs[i].gpu_seconds == b.jobs[i].gpu_seconds);
+  }
+  const RunResults other = simulate(dir, toml + "\n", "other.toml");
+  CHECK(other.jobs[7].arrival == a.jobs[7].arrival);
+
+  std::string reseeded = toml;
+  reseeded.replace(reseeded.find("seed = 42"), 9, "seed = 43");
+  const RunResults c = simulate(dir, reseeded);
+  CHECK(c.jobs[7].arrival != a.jobs[7].arrival);
+}
+
+TEST_CASE("a job larger than the cluster is rejected at arrival, with the reason") {
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,8,100\n0,1,100\n");
+  const RunResults results = simulate(dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })") +
+                                               "[output]\ndecisions = true\n");
+  CHECK(results.jobs[0].status == "rejected");
+  CHECK(results.jobs[1].status == "finished");
+  REQUIRE_FALSE(results.decisions.empty());
+  CHECK(results.decisions[0].code == "reject");
+  CHECK(results.decisions[0].reason == "asks for 8 GPUs, the cluster has 4");
+}
+
+TEST_CASE("decisions carry reasons, recorded only when they change") {
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const RunResults results = simulate(
+      dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })", "[output]\ndecisions = true\n"));
+  std::vector<std::string> job1;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.job == 1) job1.push_back(std::to_string(int(d.time)) + " " + d.code + ": " + d.reason);
+  CHECK(job1 == std::vector<std::string>{
+                    "0 admit: accept_all admits every job",
+                    "0 grant: arrived at 0 s; served in arrival order",
+                    "0 wait: needs 4 GPUs, 2 free",
+                    "300 place: first free GPUs, on 1 node(s)",
+                });
+  std::vector<std::string> job2;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.job == 2 && d.stage == PluginKind::placement) job2.push_back(d.plugin + " " + d.code + ": " + d.reason);
+  CHECK(job2 == std::vector<std::string>{
+                    "core wait: queued behind job 1, which does not fit yet",  // rounds 100, 200
+                    "first_fit wait: needs 2 GPUs, 0 free",                    // round 300: job 1 took all
+                    "first_fit place: first free GPUs, on 1 node(s)",          // round 400
+                });
+}
+
+TEST_CASE("a placement plugin that double-books a GPU stops the run, named") {
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const std::string booker = "{ plugin = \"double_booker\", path = \"" + test_plugin("double_booker").string() + "\" }";
+  CHECK_THROWS_WITH_AS(simulate(dir, experiment(R"({ plugin = "fifo", backfill = true })", booker)),
+                       "placement plugin 'double_booker' broke its contract: placed job 1 where it cannot "
+                       "go: GPU 0 is held by job 0",
+                       PluginContractError);
+}
