@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -25,18 +26,18 @@ class Reason {
   // For reasons that need words computed at run time (names, lists).
   static Reason text(std::string words) {
     Reason reason;
-    reason.text_ = std::move(words);
+    reason.text_ = std::make_shared<const std::string>(std::move(words));
     return reason;
   }
 
-  bool empty() const { return format_ == nullptr && text_.empty(); }
+  bool empty() const { return format_ == nullptr && (!text_ || text_->empty()); }
   std::string str() const;
 
  private:
   const char* format_ = nullptr;
   std::array<double, 4> args_{};
   unsigned char arg_count_ = 0;
-  std::string text_;
+  std::shared_ptr<const std::string> text_;  // shared, so that reasons stay small and cheap to copy
 };
 
 }  // namespace tessel

@@ -104,9 +104,8 @@ SchedulerView Scheduler::view(double now) {
   return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, now);
 }
 
-void Scheduler::record(double now, JobId job, PluginKind stage, std::string_view code,
-                       const Reason& reason, bool by_core) {
-  if (log_ == nullptr || !log_->enabled()) return;
+void Scheduler::log(double now, JobId job, PluginKind stage, std::string_view code,
+                    const Reason& reason, bool by_core) {
   log_->record(now, job, stage, by_core ? "core" : plugins_.stage_info(stage).name, code, reason);
 }
 

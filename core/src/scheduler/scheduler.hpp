@@ -120,7 +120,11 @@ class Scheduler {
   // Records a decision of the stage's plugin, or of the core itself when
   // `by_core` (rejections at arrival, preemptions, head-of-line blocking).
   void record(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason,
-              bool by_core = false);
+              bool by_core = false) {
+    if (log_ != nullptr && log_->enabled()) log(now, job, stage, code, reason, by_core);
+  }
+  void log(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason,
+           bool by_core);
   [[noreturn]] void broken(PluginKind stage, const std::string& what) const;
 
   ComposedScheduler plugins_;

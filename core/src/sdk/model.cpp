@@ -56,7 +56,7 @@ void append_number(std::string& out, double value) {
 }  // namespace
 
 std::string Reason::str() const {
-  if (format_ == nullptr) return text_;
+  if (format_ == nullptr) return text_ ? *text_ : std::string();
   std::string out;
   unsigned next = 0;
   for (const char* p = format_; *p != '\0'; ++p) {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Sets tessel up on Debian 12: installs the packages it needs (only those
+# missing, with sudo unless run as root), then configures and builds it in
+# ./build. Safe to run again; it then only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ meson ninja-build pkg-config
+  libboost-dev libtomlplusplus-dev libcli11-dev doctest-dev libsqlite3-dev nlohmann-json3-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if ((${#missing[@]} > 0)); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -f build/build.ninja ]; then
+  meson setup build >/dev/null
+fi
+ninja -C build >/dev/null

@@ -1,0 +1,50 @@
+// Packaging: `meson install` lays out the binary, library, headers, plugins
+// and pkg-config file, and an out-of-tree plugin builds against them.
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+using namespace tessel::test;
+
+TEST_CASE("the out-of-tree example builds against the installed SDK and runs") {
+  TempDir dir;
+  const fs::path stage = dir.path() / "stage";
+  const auto install = run_command({"meson", "install", "-C", build_root().string(), "--no-rebuild",
+                                    "--quiet", "--destdir", stage.string()});
+  REQUIRE_MESSAGE(install.code == 0, install.err);
+
+  // Find the staged pkg-config file whatever the libdir is.
+  fs::path pc;
+  for (const auto& entry : fs::recursive_directory_iterator(stage))
+    if (entry.path().filename() == "tessel.pc") pc = entry.path();
+  REQUIRE_FALSE(pc.empty());
+  const fs::path prefix_root = stage;
+  bool has_tessel = false, has_header = false, has_plugin = false;
+  for (const auto& entry : fs::recursive_directory_iterator(stage)) {
+    has_tessel |= entry.path().filename() == "tessel" && entry.path().parent_path().filename() == "bin";
+    has_header |= entry.path().filename() == "tessel.hpp";
+    has_plugin |= entry.path().filename() == "fifo.so" && entry.path().parent_path().filename() == "allocation";
+  }
+  CHECK(has_tessel);
+  CHECK(has_header);
+  CHECK(has_plugin);
+
+  const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + pc.parent_path().string(),
+                                        "PKG_CONFIG_SYSROOT_DIR=" + prefix_root.string()};
+  const fs::path example = source_root() / "examples/out-of-tree-plugin";
+  const fs::path build = dir.path() / "example-build";
+  const auto setup = run_command({"meson", "setup", build.string(), example.string()}, dir.path(), env);
+  REQUIRE_MESSAGE(setup.code == 0, (setup.out + setup.err));
+  const auto compile = run_command({"ninja", "-C", build.string()}, dir.path(), env);
+  REQUIRE_MESSAGE(compile.code == 0, (compile.out + compile.err));
+  REQUIRE(fs::exists(build / "smallest_first.so"));
+
+  const std::vector<std::string> plugin_env = {"TESSEL_PLUGIN_PATH=" + build.string()};
+  const auto listed = run_tessel({"plugins", "--kind", "allocation"}, dir.path(), plugin_env);
+  CHECK(listed.out.find("smallest_first") != std::string::npos);
+  const auto run = run_tessel({"run", (source_root() / "experiments/quickstart.toml").string(), "--db", "q.db",
+                               "--set", "scheduler.allocation.plugin=smallest_first", "--set", "workload.jobs=60"},
+                              dir.path(), plugin_env);
+  CHECK_MESSAGE(run.code == 0, run.err);
+  CHECK(run.out.find("complete    60        60") != std::string::npos);
+}
