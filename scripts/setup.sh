@@ -24,7 +24,19 @@ if ((${#missing[@]} > 0)); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Quiet when all goes well; the whole output when something breaks.
+run_quietly() {
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "setup: failed: $*" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
 if [ ! -f build/build.ninja ]; then
-  meson setup build >/dev/null
+  run_quietly meson setup build
 fi
-ninja -C build >/dev/null
+run_quietly ninja -C build

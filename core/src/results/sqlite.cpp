@@ -1,0 +1,106 @@
+#include "results/sqlite.hpp"
+
+#include <utility>
+
+namespace tessel::sql {
+
+namespace {
+[[noreturn]] void fail(sqlite3* db, std::string_view what) {
+  throw Error(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+}  // namespace
+
+Database::Database(const std::string& path, bool create) {
+  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error("cannot open database '" + path + "': " + message);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  // Several processes (a sweep, `serve` and `report`) may share one file.
+  sqlite3_busy_timeout(db_, 30'000);
+}
+
+Database& Database::operator=(Database&& other) noexcept {
+  if (this != &other) {
+    if (db_) sqlite3_close(db_);
+    db_ = std::exchange(other.db_, nullptr);
+  }
+  return *this;
+}
+
+Database::~Database() {
+  if (db_) sqlite3_close(db_);
+}
+
+void Database::exec(std::string_view sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string text = message ? message : sqlite3_errmsg(db_);
+    sqlite3_free(message);
+    throw Error(text);
+  }
+}
+
+Statement Database::prepare(std::string_view sql) { return Statement(db_, sql); }
+
+Statement::Statement(sqlite3* db, std::string_view sql) {
+  if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr) != SQLITE_OK)
+    fail(db, "cannot prepare statement");
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int index, std::int64_t value) {
+  if (sqlite3_bind_int64(stmt_, index, value) != SQLITE_OK) fail(sqlite3_db_handle(stmt_), "bind");
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  if (sqlite3_bind_double(stmt_, index, value) != SQLITE_OK) fail(sqlite3_db_handle(stmt_), "bind");
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view value) {
+  if (sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT) !=
+      SQLITE_OK)
+    fail(sqlite3_db_handle(stmt_), "bind");
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::optional<double> value) {
+  return value ? bind(index, *value) : bind_null(index);
+}
+
+Statement& Statement::bind_null(int index) {
+  if (sqlite3_bind_null(stmt_, index) != SQLITE_OK) fail(sqlite3_db_handle(stmt_), "bind");
+  return *this;
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  fail(sqlite3_db_handle(stmt_), "step");
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+  reset();
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::string Statement::text(int column) const {
+  const auto* p = sqlite3_column_text(stmt_, column);
+  return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, column))
+           : std::string();
+}
+
+}  // namespace tessel::sql

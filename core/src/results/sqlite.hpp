@@ -1,0 +1,96 @@
+// A thin RAII layer over the SQLite C API: a connection and prepared
+// statements with typed binding. Errors become exceptions carrying SQLite's
+// message; the caller decides whether they are the user's (a bad file) or ours.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <utility>
+
+#include <sqlite3.h>
+
+namespace tessel::sql {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Statement;
+
+class Database {
+ public:
+  Database() = default;
+  explicit Database(const std::string& path, bool create = true);
+  Database(Database&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+  Database& operator=(Database&& other) noexcept;
+  ~Database();
+
+  void exec(std::string_view sql);
+  Statement prepare(std::string_view sql);
+  std::int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
+  sqlite3* handle() const { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, std::string_view sql);
+  Statement(Statement&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)) {}
+  Statement& operator=(Statement&&) = delete;
+  ~Statement();
+
+  // Binding by 1-based position.
+  Statement& bind(int index, std::int64_t value);
+  Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
+  Statement& bind(int index, double value);
+  Statement& bind(int index, std::string_view value);
+  Statement& bind(int index, std::optional<double> value);
+  Statement& bind_null(int index);
+
+  // Advances; true while a row is available.
+  bool step();
+  // Runs a statement that returns no rows, then resets it for reuse.
+  void run();
+  void reset();
+
+  std::int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+  double real(int column) const { return sqlite3_column_double(stmt_, column); }
+  std::string text(int column) const;
+  bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  std::optional<double> optional_real(int column) const {
+    return is_null(column) ? std::nullopt : std::optional<double>(real(column));
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Commits on commit(), rolls back if destroyed before.
+class Transaction {
+ public:
+  explicit Transaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+  Transaction(const Transaction&) = delete;
+  ~Transaction() {
+    if (!done_) try {
+        db_.exec("ROLLBACK");
+      } catch (...) {
+      }
+  }
+  void commit() {
+    db_.exec("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  Database& db_;
+  bool done_ = false;
+};
+
+}  // namespace tessel::sql

@@ -1,0 +1,306 @@
+#include "results/store.hpp"
+
+#include <array>
+#include <ctime>
+
+#include "build_config.hpp"
+#include "engine/errors.hpp"
+
+namespace tessel {
+
+namespace {
+
+// "tssl": marks a file as a tessel results database.
+constexpr std::int64_t kApplicationId = 0x7473736c;
+
+// migrations[i] takes the schema from version i to i + 1.
+const std::array<const char*, kSchemaVersion> kMigrations = {R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  label TEXT NOT NULL DEFAULT '',
+  axes TEXT NOT NULL DEFAULT '{}',
+  config TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  version TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  wall_seconds REAL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed', 'interrupted')),
+  note TEXT NOT NULL DEFAULT '',
+  cluster_gpus INTEGER,
+  capacity_gpu_seconds REAL,
+  end_time REAL,
+  events INTEGER
+);
+CREATE TABLE jobs (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_id INTEGER NOT NULL,
+  name TEXT NOT NULL, tenant TEXT NOT NULL, vc TEXT NOT NULL, model TEXT NOT NULL,
+  arrival REAL NOT NULL,
+  first_start REAL,
+  finish REAL,
+  gpus INTEGER NOT NULL, min_gpus INTEGER NOT NULL, max_gpus INTEGER NOT NULL,
+  total_work REAL NOT NULL, executed_work REAL NOT NULL,
+  attained_service REAL NOT NULL, gpu_seconds REAL NOT NULL,
+  preemptions INTEGER NOT NULL, attempts INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  tracked INTEGER NOT NULL,
+  PRIMARY KEY (run_id, job_id)
+) WITHOUT ROWID;
+CREATE TABLE samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time REAL NOT NULL,
+  total_gpus INTEGER NOT NULL, busy_gpus INTEGER NOT NULL,
+  running_jobs INTEGER NOT NULL, waiting_jobs INTEGER NOT NULL, pending_jobs INTEGER NOT NULL
+);
+CREATE INDEX samples_by_run ON samples(run_id, time);
+CREATE TABLE decisions (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time REAL NOT NULL,
+  job_id INTEGER NOT NULL,
+  stage TEXT NOT NULL, plugin TEXT NOT NULL, code TEXT NOT NULL, reason TEXT NOT NULL
+);
+CREATE INDEX decisions_by_job ON decisions(run_id, job_id, time);
+CREATE TABLE metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value REAL,
+  PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+)sql"};
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+}  // namespace
+
+ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
+  try {
+    db_ = sql::Database(path, create);
+    migrate();
+  } catch (const sql::Error& e) {
+    throw UserError(path + ": " + e.what());
+  }
+}
+
+void ResultsStore::migrate() {
+  auto pragma = [&](const char* sql) {
+    auto statement = db_.prepare(sql);
+    return statement.step() ? statement.integer(0) : 0;
+  };
+  std::int64_t version = 0;
+  try {
+    version = pragma("PRAGMA user_version");
+  } catch (const sql::Error&) {
+    throw UserError(path_ + ": not an SQLite database");
+  }
+  const std::int64_t application = pragma("PRAGMA application_id");
+  const std::int64_t tables = pragma("SELECT count(*) FROM sqlite_master");
+  if (application != kApplicationId && (tables > 0 || version > 0))
+    throw UserError(path_ + ": not a tessel results database");
+  if (version > kSchemaVersion)
+    throw UserError(path_ + ": written by a newer tessel (schema " + std::to_string(version) +
+                    ", this tessel knows up to " + std::to_string(kSchemaVersion) + ")");
+  db_.exec("PRAGMA journal_mode=WAL");
+  db_.exec("PRAGMA foreign_keys=ON");
+  db_.exec("PRAGMA synchronous=NORMAL");
+  if (version == kSchemaVersion) return;
+  sql::Transaction transaction(db_);
+  for (std::int64_t v = version; v < kSchemaVersion; ++v) db_.exec(kMigrations[v]);
+  db_.exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+  db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+  transaction.commit();
+}
+
+std::int64_t ResultsStore::begin_run(const RunInfo& info) {
+  std::lock_guard lock(mutex_);
+  auto insert = db_.prepare(
+      "INSERT INTO runs (label, axes, config, seed, version, mode, started_at, status) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running')");
+  insert.bind(1, info.label)
+      .bind(2, info.axes)
+      .bind(3, info.config)
+      .bind(4, static_cast<std::int64_t>(info.seed))
+      .bind(5, std::string_view(kVersion))
+      .bind(6, info.mode)
+      .bind(7, utc_now());
+  insert.run();
+  return db_.last_insert_id();
+}
+
+void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
+  std::lock_guard lock(mutex_);
+  sql::Transaction transaction(db_);
+  auto job = db_.prepare(
+      "INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const JobRecord& j : results.jobs) {
+    job.bind(1, run).bind(2, static_cast<std::int64_t>(j.id)).bind(3, j.name).bind(4, j.tenant);
+    job.bind(5, j.vc).bind(6, j.model).bind(7, j.arrival).bind(8, j.first_start).bind(9, j.finish);
+    job.bind(10, j.gpus).bind(11, j.min_gpus).bind(12, j.max_gpus).bind(13, j.total_work);
+    job.bind(14, j.executed_work).bind(15, j.attained_service).bind(16, j.gpu_seconds);
+    job.bind(17, j.preemptions).bind(18, j.attempts).bind(19, j.status).bind(20, j.tracked ? 1 : 0);
+    job.run();
+  }
+  auto sample = db_.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (const Sample& s : results.samples) {
+    sample.bind(1, run).bind(2, s.time).bind(3, s.total_gpus).bind(4, s.busy_gpus);
+    sample.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs);
+    sample.run();
+  }
+  auto decision = db_.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (const DecisionRecord& d : results.decisions) {
+    decision.bind(1, run).bind(2, d.time).bind(3, static_cast<std::int64_t>(d.job));
+    decision.bind(4, to_string(d.stage)).bind(5, d.plugin).bind(6, d.code).bind(7, d.reason);
+    decision.run();
+  }
+  const RunSummary summary = summarize(results.jobs, results.capacity_gpu_seconds);
+  auto metric = db_.prepare("INSERT INTO metrics VALUES (?, ?, ?)");
+  const std::pair<const char*, double> metrics[] = {
+      {"jobs", static_cast<double>(summary.jobs)},
+      {"finished", static_cast<double>(summary.finished)},
+      {"avg_jct", summary.avg_jct},
+      {"p50_jct", summary.p50_jct},
+      {"p95_jct", summary.p95_jct},
+      {"p99_jct", summary.p99_jct},
+      {"avg_queueing_delay", summary.avg_queueing_delay},
+      {"makespan", summary.makespan},
+      {"gpu_utilization", summary.gpu_utilization},
+      {"preemptions", static_cast<double>(summary.preemptions)},
+  };
+  for (const auto& [name, value] : metrics) {
+    metric.bind(1, run).bind(2, std::string_view(name)).bind(3, value);
+    metric.run();
+  }
+  auto finish = db_.prepare(
+      "UPDATE runs SET status = 'complete', wall_seconds = ?, cluster_gpus = ?, "
+      "capacity_gpu_seconds = ?, end_time = ?, events = ?, note = ? WHERE id = ?");
+  finish.bind(1, results.wall_seconds).bind(2, results.cluster_gpus).bind(3, results.capacity_gpu_seconds);
+  finish.bind(4, results.end_time).bind(5, static_cast<std::int64_t>(results.events));
+  finish.bind(6, results.note).bind(7, run);
+  finish.run();
+  transaction.commit();
+}
+
+void ResultsStore::abandon_run(std::int64_t run, const std::string& status, const std::string& note) {
+  std::lock_guard lock(mutex_);
+  auto update = db_.prepare("UPDATE runs SET status = ?, note = ? WHERE id = ?");
+  update.bind(1, status).bind(2, note).bind(3, run);
+  update.run();
+}
+
+namespace {
+RunRow read_run(const sql::Statement& s) {
+  RunRow row;
+  row.id = s.integer(0);
+  row.label = s.text(1);
+  row.axes = s.text(2);
+  row.config = s.text(3);
+  row.seed = static_cast<std::uint64_t>(s.integer(4));
+  row.version = s.text(5);
+  row.mode = s.text(6);
+  row.started_at = s.text(7);
+  row.wall_seconds = s.real(8);
+  row.status = s.text(9);
+  row.note = s.text(10);
+  row.cluster_gpus = static_cast<int>(s.integer(11));
+  row.capacity_gpu_seconds = s.real(12);
+  row.end_time = s.real(13);
+  row.events = s.integer(14);
+  return row;
+}
+constexpr const char* kRunColumns =
+    "SELECT id, label, axes, config, seed, version, mode, started_at, wall_seconds, status, note, "
+    "cluster_gpus, capacity_gpu_seconds, end_time, events FROM runs";
+}  // namespace
+
+std::vector<RunRow> ResultsStore::runs() {
+  std::lock_guard lock(mutex_);
+  auto query = db_.prepare(std::string(kRunColumns) + " ORDER BY id");
+  std::vector<RunRow> rows;
+  while (query.step()) rows.push_back(read_run(query));
+  return rows;
+}
+
+std::optional<RunRow> ResultsStore::run(std::int64_t id) {
+  std::lock_guard lock(mutex_);
+  auto query = db_.prepare(std::string(kRunColumns) + " WHERE id = ?");
+  query.bind(1, id);
+  if (!query.step()) return std::nullopt;
+  return read_run(query);
+}
+
+std::vector<JobRecord> ResultsStore::jobs(std::int64_t run) {
+  std::lock_guard lock(mutex_);
+  auto query = db_.prepare(
+      "SELECT job_id, name, tenant, vc, model, arrival, first_start, finish, gpus, min_gpus, max_gpus, "
+      "total_work, executed_work, attained_service, gpu_seconds, preemptions, attempts, status, tracked "
+      "FROM jobs WHERE run_id = ? ORDER BY job_id");
+  query.bind(1, run);
+  std::vector<JobRecord> rows;
+  while (query.step()) {
+    JobRecord j;
+    j.id = static_cast<JobId>(query.integer(0));
+    j.name = query.text(1);
+    j.tenant = query.text(2);
+    j.vc = query.text(3);
+    j.model = query.text(4);
+    j.arrival = query.real(5);
+    j.first_start = query.optional_real(6);
+    j.finish = query.optional_real(7);
+    j.gpus = static_cast<int>(query.integer(8));
+    j.min_gpus = static_cast<int>(query.integer(9));
+    j.max_gpus = static_cast<int>(query.integer(10));
+    j.total_work = query.real(11);
+    j.executed_work = query.real(12);
+    j.attained_service = query.real(13);
+    j.gpu_seconds = query.real(14);
+    j.preemptions = static_cast<int>(query.integer(15));
+    j.attempts = static_cast<int>(query.integer(16));
+    j.status = query.text(17);
+    j.tracked = query.integer(18) != 0;
+    rows.push_back(std::move(j));
+  }
+  return rows;
+}
+
+std::vector<Sample> ResultsStore::samples(std::int64_t run) {
+  std::lock_guard lock(mutex_);
+  auto query = db_.prepare(
+      "SELECT time, total_gpus, busy_gpus, running_jobs, waiting_jobs, pending_jobs FROM samples "
+      "WHERE run_id = ? ORDER BY time");
+  query.bind(1, run);
+  std::vector<Sample> rows;
+  while (query.step())
+    rows.push_back({query.real(0), static_cast<int>(query.integer(1)), static_cast<int>(query.integer(2)),
+                    static_cast<int>(query.integer(3)), static_cast<int>(query.integer(4)),
+                    static_cast<int>(query.integer(5))});
+  return rows;
+}
+
+std::vector<DecisionRecord> ResultsStore::decisions(std::int64_t run, std::optional<JobId> job) {
+  std::lock_guard lock(mutex_);
+  auto query = db_.prepare(std::string("SELECT time, job_id, stage, plugin, code, reason FROM decisions "
+                                       "WHERE run_id = ?") +
+                           (job ? " AND job_id = ?" : "") + " ORDER BY time, rowid");
+  query.bind(1, run);
+  if (job) query.bind(2, static_cast<std::int64_t>(*job));
+  std::vector<DecisionRecord> rows;
+  while (query.step()) {
+    const std::string stage = query.text(2);
+    PluginKind kind = PluginKind::admission;
+    for (PluginKind k : {PluginKind::admission, PluginKind::allocation, PluginKind::placement,
+                         PluginKind::elasticity})
+      if (to_string(k) == stage) kind = k;
+    rows.push_back({query.real(0), static_cast<JobId>(query.integer(1)), kind, query.text(3),
+                    query.text(4), query.text(5)});
+  }
+  return rows;
+}
+
+}  // namespace tessel

@@ -1,0 +1,99 @@
+// The results database: one SQLite file per experiment, many runs in it.
+// Schema (version 1; see README "Results database"):
+//
+//   runs      one row per run: label, axes (JSON), config (TOML), seed,
+//             version, mode, started_at, wall_seconds, status, note,
+//             cluster_gpus, capacity_gpu_seconds, end_time, events
+//   jobs      one row per job per run
+//   samples   the cluster over time: busy GPUs, running/waiting/pending jobs
+//   decisions stage, plugin, code and reason per job (when enabled)
+//   metrics   the run's summary figures by name
+//
+// A run row is written with status 'running' as soon as the run starts. All
+// its other rows, and status 'complete', are written in one transaction at
+// the end, so an interrupted run is visibly not complete and never partial.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "results/sqlite.hpp"
+#include "results/summary.hpp"
+#include "scheduler/decision_log.hpp"
+
+namespace tessel {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct RunInfo {
+  std::string label;
+  std::string axes = "{}";  // JSON object of sweep axis values
+  std::string config;       // the effective TOML
+  std::uint64_t seed = 0;
+  std::string mode = "simulation";
+};
+
+struct Sample {
+  double time;
+  int total_gpus;
+  int busy_gpus;
+  int running_jobs;
+  int waiting_jobs;
+  int pending_jobs;
+};
+
+struct RunResults {
+  std::vector<JobRecord> jobs;
+  std::vector<Sample> samples;
+  std::vector<DecisionRecord> decisions;
+  int cluster_gpus = 0;
+  double capacity_gpu_seconds = 0;
+  double end_time = 0;
+  std::uint64_t events = 0;
+  double wall_seconds = 0;
+  std::string note;  // e.g. why some jobs never finished
+};
+
+struct RunRow {
+  std::int64_t id = 0;
+  std::string label, axes, config, version, mode, started_at, status, note;
+  std::uint64_t seed = 0;
+  double wall_seconds = 0;
+  int cluster_gpus = 0;
+  double capacity_gpu_seconds = 0;
+  double end_time = 0;
+  std::int64_t events = 0;
+};
+
+class ResultsStore {
+ public:
+  // Opens or creates the file and brings its schema up to date. Throws
+  // UserError if the file is not a tessel database or is from a newer tessel.
+  explicit ResultsStore(const std::string& path, bool create = true);
+
+  const std::string& path() const { return path_; }
+
+  std::int64_t begin_run(const RunInfo& info);
+  void complete_run(std::int64_t run, const RunResults& results);
+  // Marks a run that stopped early ('failed' or 'interrupted'), keeping no rows.
+  void abandon_run(std::int64_t run, const std::string& status, const std::string& note);
+
+  std::vector<RunRow> runs();
+  std::optional<RunRow> run(std::int64_t id);
+  std::vector<JobRecord> jobs(std::int64_t run);
+  std::vector<Sample> samples(std::int64_t run);
+  std::vector<DecisionRecord> decisions(std::int64_t run, std::optional<JobId> job = std::nullopt);
+
+ private:
+  void migrate();
+
+  std::string path_;
+  sql::Database db_;
+  std::mutex mutex_;  // one writer at a time when a sweep shares the store
+};
+
+}  // namespace tessel

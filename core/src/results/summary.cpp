@@ -1,0 +1,56 @@
+#include "results/summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tessel {
+
+double percentile(std::span<const double> sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double position = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto below = static_cast<std::size_t>(std::floor(position));
+  const std::size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (sorted[above] - sorted[below]) * (position - static_cast<double>(below));
+}
+
+RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds) {
+  RunSummary s;
+  std::vector<double> jcts;
+  double queueing = 0;
+  std::size_t started = 0;
+  double first_arrival = std::numeric_limits<double>::infinity();
+  double last_finish = -std::numeric_limits<double>::infinity();
+  double held = 0;
+  for (const JobRecord& job : jobs) {
+    held += job.gpu_seconds;
+    s.preemptions += job.preemptions;
+    first_arrival = std::min(first_arrival, job.arrival);
+    if (job.finish && job.status == "finished") last_finish = std::max(last_finish, *job.finish);
+    if (!job.tracked) continue;
+    ++s.jobs;
+    if (job.first_start) {
+      queueing += *job.first_start - job.arrival;
+      ++started;
+    }
+    if (job.status == "finished" && job.finish)
+      jcts.push_back(*job.finish - job.arrival);
+  }
+  std::sort(jcts.begin(), jcts.end());
+  s.finished = jcts.size();
+  s.unfinished = s.jobs - s.finished;
+  if (!jcts.empty()) {
+    double sum = 0;
+    for (double x : jcts) sum += x;
+    s.avg_jct = sum / static_cast<double>(jcts.size());
+    s.p50_jct = percentile(jcts, 50);
+    s.p95_jct = percentile(jcts, 95);
+    s.p99_jct = percentile(jcts, 99);
+  }
+  if (started) s.avg_queueing_delay = queueing / static_cast<double>(started);
+  if (last_finish > first_arrival) s.makespan = last_finish - first_arrival;
+  if (capacity_gpu_seconds > 0) s.gpu_utilization = held / capacity_gpu_seconds;
+  return s;
+}
+
+}  // namespace tessel

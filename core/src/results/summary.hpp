@@ -1,0 +1,51 @@
+// The per-run figures every report prints, computed one way for simulated
+// and real runs alike, from the rows of the `jobs` table.
+//
+//   JCT               finish - arrival, over tracked finished jobs
+//   queueing delay    first start - arrival, over tracked jobs that started
+//   percentiles       linear interpolation between ranks (numpy's default)
+//   makespan          last finish - first arrival, over all jobs
+//   GPU utilization   GPU-seconds held by jobs / GPU-seconds the cluster had
+//   preemptions       over all jobs
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessel/ids.hpp"
+
+namespace tessel {
+
+struct JobRecord {
+  JobId id = 0;
+  std::string name, tenant, vc, model;
+  double arrival = 0;
+  std::optional<double> first_start, finish;
+  int gpus = 0, min_gpus = 0, max_gpus = 0;
+  double total_work = 0, executed_work = 0, attained_service = 0, gpu_seconds = 0;
+  int preemptions = 0, attempts = 0;
+  std::string status;
+  bool tracked = true;
+};
+
+struct RunSummary {
+  std::size_t jobs = 0;        // tracked
+  std::size_t finished = 0;    // tracked and finished
+  std::size_t unfinished = 0;  // tracked, not finished (rejected, failed, still waiting)
+  double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
+  double avg_queueing_delay = 0;
+  double makespan = 0;
+  double gpu_utilization = 0;  // 0..1
+  std::int64_t preemptions = 0;
+};
+
+// `capacity_gpu_seconds` is the GPU time the cluster offered over the run.
+RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds);
+
+// Linear-interpolation percentile of sorted values; p in [0, 100].
+double percentile(std::span<const double> sorted, double p);
+
+}  // namespace tessel
