@@ -211,3 +211,19 @@ TEST_CASE("a placement plugin that double-books a GPU stops the run, named") {
                        "go: GPU 0 is held by job 0",
                        PluginContractError);
 }
+
+TEST_CASE("attained service counts GPU-seconds or seconds, as configured") {
+  // Job 0 holds 4 GPUs for 200 s, then (after its preemption) for 130 s.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,4,300\n150,2,100\n");
+  const std::string newest = "{ plugin = \"newest_first\", path = \"" + test_plugin("newest_first").string() + "\" }";
+  const std::string overhead = "[simulation]\npreemption_overhead_seconds = 30\n";
+  const RunResults gpu_seconds = simulate(dir, experiment(newest, R"({ plugin = "first_fit" })", overhead));
+  CHECK(gpu_seconds.jobs[0].attained_service == doctest::Approx(4 * 330));
+  CHECK(gpu_seconds.jobs[1].attained_service == doctest::Approx(2 * 100));
+  std::string seconds_config = experiment(newest, R"({ plugin = "first_fit" })", overhead);
+  seconds_config.insert(seconds_config.find("allocation ="), "attained_service = \"seconds\"\n");
+  const RunResults seconds = simulate(dir, seconds_config);
+  CHECK(seconds.jobs[0].attained_service == doctest::Approx(330));
+  CHECK(seconds.jobs[0].executed_work == doctest::Approx(1200));
+}
