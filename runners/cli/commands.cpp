@@ -55,6 +55,7 @@ int validate(const std::string& path, const std::vector<std::string>& overrides)
   const ExperimentConfig config = load_experiment(path, overrides);
   PluginRegistry registry(config.scheduler.plugin_path);
   Simulation simulation(config, registry);  // composes the plugins and reads the workload
+  for (const std::string& note : simulation.notes()) std::cerr << "note: " << note << "\n";
   std::cout << path << ": ok: " << simulation.job_count() << " jobs on " << cluster_text(config)
             << ", " << composition_text(config.scheduler) << "\n";
   return 0;

@@ -21,7 +21,9 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
     : config_(config), log_(config.output.decisions), next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
   ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed);
-  jobs_ = build_jobs(config.workload, cluster);
+  Workload workload = build_workload(config.workload, cluster);
+  jobs_ = std::move(workload.jobs);
+  notes_ = std::move(workload.notes);
   SchedulerSettings settings = config.scheduler.settings;
   settings.restart_seconds = config.simulation.preemption_overhead_seconds;
   scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), config.workload.model,
@@ -176,8 +178,10 @@ RunResults Simulation::collect(double end_time) const {
     if (job->active() || job->status == JobStatus::pending) ++unfinished;
     results.jobs.push_back(std::move(r));
   }
+  std::vector<std::string> notes = notes_;
   if (unfinished > 0)
-    results.note = std::to_string(unfinished) + " jobs never finished: the scheduler could not place them";
+    notes.push_back(std::to_string(unfinished) + " jobs never finished: the scheduler could not place them");
+  for (const std::string& note : notes) results.note += (results.note.empty() ? "" : "; ") + note;
   results.samples = samples_;
   results.decisions = log_.records();
   results.cluster_gpus = scheduler_->cluster().installed_gpus();

@@ -42,6 +42,8 @@ class Simulation {
   RunResults run(const std::atomic<bool>* stop = nullptr);
 
   std::size_t job_count() const { return jobs_.size(); }
+  // What the workload left out or changed, for the user.
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   struct JobProgress {
@@ -69,6 +71,7 @@ class Simulation {
 
   const ExperimentConfig& config_;
   std::vector<JobSpec> jobs_;  // arrival order
+  std::vector<std::string> notes_;
   DecisionLog log_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<JobProgress> progress_;

@@ -7,6 +7,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessel/ids.hpp"
@@ -78,10 +79,10 @@ class ClusterState {
   const std::vector<std::string>& gpu_types() const { return gpu_types_; }
 
   Shape shape_of(const Allocation& allocation) const;
-  // The shape of `gpus` GPUs packed onto as few nodes as possible, of the
-  // first GPU type: the reference for trace durations and the usual oracle
-  // shape for ordering policies.
-  Shape packed_shape(const JobSpec& job, int gpus) const;
+  // The shape of `gpus` GPUs packed onto as few nodes as possible, of
+  // `gpu_type` (default: the first type): the reference for trace durations
+  // and the usual oracle shape for ordering policies.
+  Shape packed_shape(const JobSpec& job, int gpus, std::string_view gpu_type = {}) const;
 
   // How many of the job's GPUs node `id` could take now: GPUs with at least
   // `want.gpu_milli` free, limited by the node's free CPU and memory for the
@@ -106,6 +107,7 @@ class ClusterState {
   std::vector<Gpu> gpus_;
   std::vector<int> nodes_with_free_;  // [k] = up nodes with exactly k free GPUs
   std::vector<std::string> gpu_types_;
+  std::vector<int> largest_node_of_type_;  // most GPUs on one node, by type
   int total_gpus_ = 0;
   int free_gpus_ = 0;
   int rack_count_ = 0;

@@ -7,6 +7,8 @@
 // Synergy do).
 #pragma once
 
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "tessel/cluster.hpp"
@@ -22,6 +24,11 @@ class ThroughputModel {
   // Work units per second for `job` on an allocation of this shape. Must be
   // positive for any shape with at least one GPU.
   virtual double rate(const JobSpec& job, const Shape& shape) const = 0;
+
+  // The job profiles (JobSpec::model values) this model has data for; empty
+  // when it prices any job. Jobs without a profile get one of these at
+  // random when the workload is built; jobs with an unknown one are refused.
+  virtual std::span<const std::string> profiles() const { return {}; }
 
   // Seconds to finish `work` units on `shape`.
   double seconds_for(const JobSpec& job, double work, const Shape& shape) const {

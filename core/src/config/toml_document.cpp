@@ -350,6 +350,16 @@ std::optional<std::vector<std::string>> TableReader::strings(
   return out;
 }
 
+std::optional<std::string> TableReader::input_path(std::string_view key,
+                                                   std::optional<std::string> fallback) {
+  const bool given = present(key);
+  auto path = string(key, std::move(fallback));
+  if (!path || !given) return path;
+  std::filesystem::path p(*path);
+  if (p.is_relative() && !where(key).starts_with("--set")) p = document_.base_directory() / p;
+  return p.lexically_normal().string();
+}
+
 const toml::table* TableReader::table(std::string_view key) {
   const toml::node* node = lookup(key);
   if (node == nullptr) return nullptr;

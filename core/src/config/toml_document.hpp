@@ -85,6 +85,9 @@ class TableReader {
                                              double max = std::numeric_limits<double>::infinity());
   std::optional<std::vector<std::string>> strings(std::string_view key,
                                                   std::optional<std::vector<std::string>> fallback);
+  // A path to an input file: relative paths are relative to the config
+  // file's directory (or to the working directory when given with --set).
+  std::optional<std::string> input_path(std::string_view key, std::optional<std::string> fallback);
   // A sub-table (or inline table); null when absent or of another type.
   const toml::table* table(std::string_view key);
   // Any node, unchecked: for keys whose type depends on other keys.

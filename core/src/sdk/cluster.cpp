@@ -24,8 +24,14 @@ NodeId ClusterState::add_node(const NodeSpec& spec) {
   node.free_mem_gb = spec.mem_gb;
   for (int i = 0; i < spec.gpus; ++i) gpus_.push_back(Gpu{node.id, 0, {}});
   if (static_cast<int>(nodes_with_free_.size()) <= spec.gpus) nodes_with_free_.resize(spec.gpus + 1, 0);
-  if (std::find(gpu_types_.begin(), gpu_types_.end(), spec.gpu_type) == gpu_types_.end())
+  auto type = std::find(gpu_types_.begin(), gpu_types_.end(), spec.gpu_type);
+  if (type == gpu_types_.end()) {
     gpu_types_.push_back(spec.gpu_type);
+    largest_node_of_type_.push_back(0);
+    type = gpu_types_.end() - 1;
+  }
+  int& largest = largest_node_of_type_[type - gpu_types_.begin()];
+  largest = std::max(largest, spec.gpus);
   rack_count_ = std::max(rack_count_, spec.rack + 1);
   nodes_.push_back(std::move(node));
   count_free(nodes_.back(), +1);
@@ -73,14 +79,16 @@ Shape ClusterState::shape_of(const Allocation& allocation) const {
   return shape;
 }
 
-Shape ClusterState::packed_shape(const JobSpec& job, int gpus) const {
+Shape ClusterState::packed_shape(const JobSpec& job, int gpus, std::string_view gpu_type) const {
   Shape shape;
   shape.gpus = gpus;
   shape.gpu_milli = job.gpu_milli;
   shape.cpus = job.cpus;
   shape.mem_gb = job.mem_gb;
-  if (!gpu_types_.empty()) shape.gpu_type = gpu_types_.front();
-  const int per_node = std::max(1, max_gpus_per_node());
+  shape.gpu_type = !gpu_type.empty() ? std::string(gpu_type) : gpu_types_.empty() ? "" : gpu_types_.front();
+  int per_node = 1;
+  for (std::size_t t = 0; t < gpu_types_.size(); ++t)
+    if (gpu_types_[t] == shape.gpu_type) per_node = std::max(1, largest_node_of_type_[t]);
   shape.nodes = std::max(1, (gpus + per_node - 1) / per_node);
   return shape;
 }

@@ -31,11 +31,12 @@ std::string number_range(double min, double max) {
 }  // namespace
 
 CsvTable::CsvTable(std::string path, const std::vector<std::string>& required_columns,
-                   const std::vector<std::string>& optional_columns, char delimiter)
-    : path_(std::move(path)), in_(path_, std::ios::binary), delimiter_(delimiter) {
+                   const std::vector<std::string>& optional_columns, CsvFormat format)
+    : path_(std::move(path)), in_(path_, std::ios::binary), delimiter_(format.delimiter) {
   if (!in_) throw TraceError(path_, 0, "", std::string("cannot open trace: ") + std::strerror(errno));
-  // The header is the first non-empty line.
-  while (std::getline(in_, buffer_)) {
+  header_ = std::move(format.columns);
+  // Otherwise the header is the first non-empty line.
+  while (header_.empty() && std::getline(in_, buffer_)) {
     ++line_;
     if (trimmed(buffer_).empty()) continue;
     if (line_ == 1 && buffer_.starts_with("\xEF\xBB\xBF")) buffer_.erase(0, 3);  // UTF-8 BOM

@@ -13,12 +13,19 @@
 
 namespace tessel {
 
+struct CsvFormat {
+  char delimiter = ',';
+  // Column names for a file without a header line; empty when the first
+  // non-empty line is the header.
+  std::vector<std::string> columns;
+};
+
 class CsvTable {
  public:
-  // Opens `path` and reads its header. `delimiter` is ',' or '\t'.
-  // Throws TraceError if the file cannot be read or a required column is missing.
+  // Opens `path` and reads its header. Throws TraceError if the file cannot
+  // be read, a required column is missing or a column is unknown.
   CsvTable(std::string path, const std::vector<std::string>& required_columns,
-           const std::vector<std::string>& optional_columns, char delimiter = ',');
+           const std::vector<std::string>& optional_columns, CsvFormat format = {});
 
   // Advances to the next non-empty row; false at the end of the file.
   bool next();

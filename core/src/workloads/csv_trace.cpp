@@ -16,11 +16,11 @@ class CsvWorkload final : public WorkloadSource {
  public:
   explicit CsvWorkload(std::string path) : path_(std::move(path)) {}
 
-  std::vector<TraceJob> read(std::uint64_t) const override {
+  Trace read(std::uint64_t) const override {
     CsvTable table(path_, {"arrival", "gpus", "duration"},
                    {"name", "tenant", "vc", "model", "min_gpus", "max_gpus", "gpu_milli", "cpus",
                     "mem_gb", "priority"});
-    std::vector<TraceJob> jobs;
+    Trace trace;
     while (table.next()) {
       TraceJob job;
       JobSpec& spec = job.spec;
@@ -38,9 +38,9 @@ class CsvWorkload final : public WorkloadSource {
       spec.cpus = table.optional_number("cpus", 0).value_or(0);
       spec.mem_gb = table.optional_number("mem_gb", 0).value_or(0);
       spec.priority = table.optional_number("priority", 0).value_or(1);
-      jobs.push_back(std::move(job));
+      trace.jobs.push_back(std::move(job));
     }
-    return jobs;
+    return trace;
   }
 
  private:
@@ -49,16 +49,8 @@ class CsvWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::string input_path(TableReader& reader, const TomlDocument& document, std::string_view key) {
-  const auto path = reader.string(key, std::nullopt);
-  if (!path) return {};
-  std::filesystem::path p(*path);
-  if (p.is_relative() && !reader.where(key).starts_with("--set")) p = document.base_directory() / p;
-  return p.lexically_normal().string();
-}
-
-std::unique_ptr<WorkloadSource> parse_csv_workload(TableReader& reader, const TomlDocument& document) {
-  return std::make_unique<CsvWorkload>(input_path(reader, document, "path"));
+std::unique_ptr<WorkloadSource> parse_csv_workload(TableReader& reader, const TomlDocument&) {
+  return std::make_unique<CsvWorkload>(reader.input_path("path", std::nullopt).value_or(""));
 }
 
 }  // namespace tessel

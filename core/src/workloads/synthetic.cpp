@@ -21,9 +21,10 @@ class SyntheticWorkload final : public WorkloadSource {
   std::vector<double> short_log10_minutes{1.5, 3};
   std::vector<double> long_log10_minutes{3, 4};
 
-  std::vector<TraceJob> read(std::uint64_t seed) const override {
+  Trace read(std::uint64_t seed) const override {
     Rng rng(seed);
-    std::vector<TraceJob> out;
+    Trace trace;
+    auto& out = trace.jobs;
     out.reserve(static_cast<std::size_t>(jobs));
     double now = 0;
     for (std::int64_t i = 0; i < jobs; ++i) {
@@ -36,7 +37,7 @@ class SyntheticWorkload final : public WorkloadSource {
       job.duration = 60.0 * std::pow(10.0, rng.uniform(range[0], range[1]));
       out.push_back(std::move(job));
     }
-    return out;
+    return trace;
   }
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/models.hpp"
+#include "tessel/rng.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tessel {
@@ -14,6 +15,80 @@ std::span<const WorkloadKind> workload_kinds() {
   };
   return kinds;
 }
+
+namespace {
+
+TraceTransforms read_transforms(TableReader& reader) {
+  TraceTransforms t;
+  if (reader.present("window")) {
+    auto window = reader.numbers("window", std::nullopt, 0);
+    if (window && (window->size() != 2 || (*window)[0] >= (*window)[1]))
+      reader.error("window", "'window' in [workload] must be [start, end) seconds with start < end");
+    else if (window)
+      t.window = std::pair((*window)[0], (*window)[1]);
+  }
+  t.vcs = reader.strings("vcs", std::vector<std::string>{}).value_or(std::vector<std::string>{});
+  t.tenants = reader.strings("tenants", std::vector<std::string>{}).value_or(std::vector<std::string>{});
+  if (reader.present("max_jobs")) t.max_jobs = reader.integer("max_jobs", std::nullopt, 1);
+  if (reader.present("poisson_jobs_per_hour")) {
+    t.poisson_jobs_per_hour = reader.number("poisson_jobs_per_hour", std::nullopt, 0);
+    if (t.poisson_jobs_per_hour && *t.poisson_jobs_per_hour <= 0) {
+      reader.error("poisson_jobs_per_hour", "'poisson_jobs_per_hour' in [workload] must be > 0");
+      t.poisson_jobs_per_hour.reset();
+    }
+  }
+  t.arrival_rate_scale = reader.number("arrival_rate_scale", 1, 1e-6).value_or(1);
+  t.duration_scale = reader.number("duration_scale", 1, 1e-6).value_or(1);
+  return t;
+}
+
+std::string count_text(std::size_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
+
+void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<TraceJob>& jobs,
+                      std::vector<std::string>& notes) {
+  auto keep_if = [&](auto&& keep, const std::string& what) {
+    const std::size_t before = jobs.size();
+    std::erase_if(jobs, [&](const TraceJob& job) { return !keep(job); });
+    if (jobs.size() != before)
+      notes.push_back(what + ": kept " + count_text(jobs.size()) + " of " + count_text(before) + " jobs");
+  };
+  if (t.window) {
+    const auto [start, end] = *t.window;
+    keep_if([&](const TraceJob& j) { return j.spec.arrival >= start && j.spec.arrival < end; }, "window");
+    for (TraceJob& job : jobs) job.spec.arrival -= start;
+  }
+  if (!t.vcs.empty())
+    keep_if([&](const TraceJob& j) { return std::find(t.vcs.begin(), t.vcs.end(), j.spec.vc) != t.vcs.end(); },
+            "vcs");
+  if (!t.tenants.empty())
+    keep_if([&](const TraceJob& j) {
+      return std::find(t.tenants.begin(), t.tenants.end(), j.spec.tenant) != t.tenants.end();
+    }, "tenants");
+  if (t.max_jobs && jobs.size() > static_cast<std::size_t>(*t.max_jobs)) {
+    notes.push_back("max_jobs: kept the first " + count_text(*t.max_jobs) + " of " + count_text(jobs.size()) +
+                    " jobs");
+    jobs.resize(static_cast<std::size_t>(*t.max_jobs));
+  }
+  if (t.poisson_jobs_per_hour) {
+    Rng rng(derive_seed(seed, 0x706f6973));  // a stream of its own: "pois"
+    double now = 0;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (i > 0) now += rng.exponential(*t.poisson_jobs_per_hour / 3600.0);
+      jobs[i].spec.arrival = now;
+    }
+  }
+  for (TraceJob& job : jobs) {
+    job.spec.arrival /= t.arrival_rate_scale;
+    job.duration *= t.duration_scale;
+    job.spec.total_work *= t.duration_scale;
+  }
+}
+
+}  // namespace
 
 WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& document) {
   WorkloadConfig config;
@@ -31,26 +106,52 @@ WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& doc
       config.track = {static_cast<JobId>((*track)[0]), static_cast<JobId>((*track)[1])};
   }
   config.model = read_throughput_model(reader, document);
+  config.reference_gpu_type = reader.string("reference_gpu_type", "").value_or("");
+  config.transforms = read_transforms(reader);
   for (const auto& kind : workload_kinds())
     if (kind.name == config.kind) config.source = kind.parse(reader, document);
   if (!config.source) reader.skip_unknown_keys();
   return config;
 }
 
-std::vector<JobSpec> build_jobs(const WorkloadConfig& config, const ClusterState& cluster) {
-  std::vector<TraceJob> trace = config.source->read(config.seed);
-  std::stable_sort(trace.begin(), trace.end(),
+Workload build_workload(const WorkloadConfig& config, const ClusterState& cluster) {
+  Trace trace = config.source->read(config.seed);
+  std::stable_sort(trace.jobs.begin(), trace.jobs.end(),
                    [](const TraceJob& a, const TraceJob& b) { return a.spec.arrival < b.spec.arrival; });
-  std::vector<JobSpec> jobs;
-  jobs.reserve(trace.size());
-  for (TraceJob& entry : trace) {
-    JobSpec& spec = jobs.emplace_back(std::move(entry.spec));
-    spec.id = static_cast<JobId>(jobs.size() - 1);
+  Workload workload;
+  workload.notes = std::move(trace.notes);
+  apply_transforms(config.transforms, config.seed, trace.jobs, workload.notes);
+
+  const std::string& reference = config.reference_gpu_type;
+  const auto& types = cluster.gpu_types();
+  if (!reference.empty() && std::find(types.begin(), types.end(), reference) == types.end())
+    throw UserError("[workload] reference_gpu_type '" + reference + "' is not a GPU type of the cluster");
+
+  const ThroughputModel& model = *config.model;
+  const std::span<const std::string> profiles = model.profiles();
+  Rng profile_rng(derive_seed(config.seed, 0x70726f66));  // "prof"
+  std::size_t assigned = 0;
+
+  workload.jobs.reserve(trace.jobs.size());
+  for (TraceJob& entry : trace.jobs) {
+    JobSpec& spec = workload.jobs.emplace_back(std::move(entry.spec));
+    spec.id = static_cast<JobId>(workload.jobs.size() - 1);
     spec.tracked = !config.track || (spec.id >= config.track->first && spec.id < config.track->second);
+    if (!profiles.empty() && std::find(profiles.begin(), profiles.end(), spec.model) == profiles.end()) {
+      if (!spec.model.empty())
+        throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
+                        " has model '" + spec.model + "', which throughput model '" + std::string(model.name()) +
+                        "' has no data for");
+      spec.model = profiles[profile_rng.below(profiles.size())];
+      ++assigned;
+    }
     if (spec.total_work <= 0)
-      spec.total_work = entry.duration * config.model->rate(spec, cluster.packed_shape(spec, spec.gpus));
+      spec.total_work = entry.duration * model.rate(spec, cluster.packed_shape(spec, spec.gpus, reference));
   }
-  return jobs;
+  if (assigned > 0)
+    workload.notes.push_back("gave " + count_text(assigned) + " jobs a random profile of '" +
+                             std::string(model.name()) + "'");
+  return workload;
 }
 
 }  // namespace tessel

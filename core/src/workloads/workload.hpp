@@ -31,11 +31,18 @@ struct TraceJob {
                         // turned into work when spec.total_work is 0
 };
 
+// What a source read: the jobs, and lines for the user about what it left
+// out ("skipped 312 jobs with no attempts").
+struct Trace {
+  std::vector<TraceJob> jobs;
+  std::vector<std::string> notes;
+};
+
 class WorkloadSource {
  public:
   virtual ~WorkloadSource() = default;
   // Produces the jobs, in any order. Throws TraceError on malformed input.
-  virtual std::vector<TraceJob> read(std::uint64_t seed) const = 0;
+  virtual Trace read(std::uint64_t seed) const = 0;
 };
 
 using WorkloadParser = std::unique_ptr<WorkloadSource> (*)(TableReader& workload,
@@ -49,6 +56,17 @@ struct WorkloadKind {
 
 std::span<const WorkloadKind> workload_kinds();
 
+// Reshaping any trace, applied in this order.
+struct TraceTransforms {
+  std::optional<std::pair<double, double>> window;  // keep arrivals in [start, end), shifted to start at 0
+  std::vector<std::string> vcs;                     // keep only these virtual clusters (empty: all)
+  std::vector<std::string> tenants;                 // keep only these users (empty: all)
+  std::optional<std::int64_t> max_jobs;             // then keep the first N by arrival
+  std::optional<double> poisson_jobs_per_hour;      // re-draw arrivals; sizes, durations and order stay
+  double arrival_rate_scale = 1;                    // load factor: arrival times divided by it
+  double duration_scale = 1;                        // durations multiplied by it
+};
+
 struct WorkloadConfig {
   std::string kind;
   std::uint64_t seed = 1;
@@ -56,14 +74,23 @@ struct WorkloadConfig {
   std::optional<std::pair<JobId, JobId>> track;
   std::shared_ptr<const WorkloadSource> source;
   std::shared_ptr<const ThroughputModel> model;
+  std::string reference_gpu_type;  // durations were measured on this type (default: the cluster's first)
+  TraceTransforms transforms;
 };
 
-// Reads [workload]: kind, seed, track, model and the kind's own keys.
+// Reads [workload]: kind, seed, track, model, transforms and the kind's own keys.
 WorkloadConfig read_workload_config(TableReader& workload, const TomlDocument& document);
 
-// The run's jobs in arrival order, with ids 0..n-1 in that order. A job's
-// duration is priced on `cluster.packed_shape` of its request.
-std::vector<JobSpec> build_jobs(const WorkloadConfig& config, const ClusterState& cluster);
+struct Workload {
+  std::vector<JobSpec> jobs;  // in arrival order, ids 0..n-1 in that order
+  std::vector<std::string> notes;
+};
+
+// Reads the source, applies the transforms, gives jobs without a profile
+// one the throughput model knows (at random, seeded), and prices each
+// duration on the reference shape: its request packed onto the reference
+// GPU type. Throws UserError (TraceError for malformed traces).
+Workload build_workload(const WorkloadConfig& config, const ClusterState& cluster);
 
 // A malformed trace: names the file, the line and the field.
 class TraceError : public UserError {
