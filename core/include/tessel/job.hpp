@@ -38,6 +38,7 @@ struct JobSpec {
   double total_work = 0;  // in the throughput model's work units
   double cpus = 0;
   double mem_gb = 0;
+  int batch_size = 0;   // global batch size the user asked for; 0 = unspecified
   double priority = 1;  // weight for weighted policies
   bool tracked = true;  // counts in the metrics (see [workload] track)
 

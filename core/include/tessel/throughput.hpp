@@ -30,6 +30,21 @@ class ThroughputModel {
   // random when the workload is built; jobs with an unknown one are refused.
   virtual std::span<const std::string> profiles() const { return {}; }
 
+  // The work a job needs when its trace gives neither work nor a duration
+  // (Pollux workloads: the application's convergence defines it); 0 when
+  // this model cannot tell.
+  virtual double default_work(const JobSpec& job) const {
+    (void)job;
+    return 0;
+  }
+
+  // Why this model cannot price jobs on `cluster` (say, a GPU type it has
+  // no data for), or an empty string. Checked before a run starts.
+  virtual std::string check(const ClusterState& cluster) const {
+    (void)cluster;
+    return {};
+  }
+
   // Seconds to finish `work` units on `shape`.
   double seconds_for(const JobSpec& job, double work, const Shape& shape) const {
     return work / rate(job, shape);

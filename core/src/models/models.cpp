@@ -15,17 +15,18 @@ std::span<const ModelKind> throughput_models() {
 }
 
 std::shared_ptr<const ThroughputModel> read_throughput_model(TableReader& workload,
-                                                             const TomlDocument& document) {
+                                                             const TomlDocument& document,
+                                                             std::string_view key) {
   std::vector<std::string> names;
   for (const auto& kind : throughput_models()) names.emplace_back(kind.name);
   auto unknown = [&](const std::string& name) {
     std::string valid;
     for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
-    workload.error("model", "unknown throughput model '" + name + "' (valid: " + valid + ")");
+    workload.error(key, "unknown throughput model '" + name + "' (valid: " + valid + ")");
     return nullptr;
   };
 
-  const toml::node* node = workload.node("model");
+  const toml::node* node = workload.node(key);
   const toml::table* arguments = nullptr;
   std::string name = "linear";
   if (node != nullptr && node->is_string()) {
@@ -34,18 +35,18 @@ std::shared_ptr<const ThroughputModel> read_throughput_model(TableReader& worklo
     arguments = node->as_table();
     const auto* name_node = arguments->get("name");
     if (name_node == nullptr || !name_node->is_string()) {
-      workload.error("model", "'model' in [workload] needs a string 'name'");
+      workload.error(key, "'" + std::string(key) + "' in [" + workload.table_name() + "] needs a string 'name'");
       return nullptr;
     }
     name = name_node->as_string()->get();
   } else if (node != nullptr) {
-    workload.error("model", "'model' in [workload] must be a model name or a table, got " +
-                                std::string(type_name(*node)));
+    workload.error(key, "'" + std::string(key) + "' in [" + workload.table_name() +
+                            "] must be a model name or a table, got " + std::string(type_name(*node)));
     return nullptr;
   }
   for (const auto& kind : throughput_models()) {
     if (kind.name != name) continue;
-    TableReader reader = workload.nested(arguments, "workload.model");
+    TableReader reader = workload.nested(arguments, workload.table_name() + "." + std::string(key));
     if (arguments) reader.string("name", std::nullopt);
     std::shared_ptr<const ThroughputModel> model = kind.parse(reader, document);
     reader.finish();

@@ -24,9 +24,11 @@ struct ModelKind {
 
 std::span<const ModelKind> throughput_models();
 
-// Reads `model` from [workload]; "linear" when absent. Null after reporting
-// a diagnostic.
-std::shared_ptr<const ThroughputModel> read_throughput_model(TableReader& workload,
-                                                             const TomlDocument& document);
+// Reads the model named by `key` in `parent` (a name, or a table with
+// `name` and the model's arguments); "linear" when absent. Null after
+// reporting a diagnostic. Models that wrap another read it the same way.
+std::shared_ptr<const ThroughputModel> read_throughput_model(TableReader& parent,
+                                                             const TomlDocument& document,
+                                                             std::string_view key = "model");
 
 }  // namespace tessel

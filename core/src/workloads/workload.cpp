@@ -128,6 +128,8 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
     throw UserError("[workload] reference_gpu_type '" + reference + "' is not a GPU type of the cluster");
 
   const ThroughputModel& model = *config.model;
+  if (const std::string problem = model.check(cluster); !problem.empty())
+    throw UserError("throughput model '" + std::string(model.name()) + "': " + problem);
   const std::span<const std::string> profiles = model.profiles();
   Rng profile_rng(derive_seed(config.seed, 0x70726f66));  // "prof"
   std::size_t assigned = 0;
@@ -145,8 +147,13 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
       spec.model = profiles[profile_rng.below(profiles.size())];
       ++assigned;
     }
-    if (spec.total_work <= 0)
+    if (spec.total_work <= 0 && entry.duration > 0)
       spec.total_work = entry.duration * model.rate(spec, cluster.packed_shape(spec, spec.gpus, reference));
+    if (spec.total_work <= 0) spec.total_work = model.default_work(spec);
+    if (!(spec.total_work > 0))
+      throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
+                      " has no duration or work, and throughput model '" + std::string(model.name()) +
+                      "' cannot size it");
   }
   if (assigned > 0)
     workload.notes.push_back("gave " + count_text(assigned) + " jobs a random profile of '" +
