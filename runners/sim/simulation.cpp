@@ -13,12 +13,14 @@ namespace tessel {
 namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
 // A stuck time-sensitive scheduler (jobs that can never be placed, nothing
-// running, nothing left to arrive) is given this many rounds to change its mind.
+// running, nothing left to happen) is given this many rounds to change its mind.
 constexpr std::uint64_t kStallRounds = 10'000;
 }  // namespace
 
 Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
-    : config_(config), log_(config.output.decisions), next_round_(kNever) {
+    : config_(config), log_(config.output.decisions),
+      failure_rng_(derive_seed(config.workload.seed, 0x6661696c)),  // "fail"
+      next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
   ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed);
   Workload workload = build_workload(config.workload, cluster);
@@ -32,6 +34,13 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
 }
 
 Simulation::~Simulation() = default;
+
+// ------------------------------------------------------------------ jobs
+
+void Simulation::push(double time, EventKind kind, std::uint32_t subject, std::uint32_t generation) {
+  events_.push_back({time, kind, sequence_++, subject, generation});
+  std::push_heap(events_.begin(), events_.end(), std::greater<>());
+}
 
 void Simulation::sync(JobId id, double now) {
   JobProgress& p = progress_[id];
@@ -51,9 +60,18 @@ void Simulation::start(JobId id, double now, double pause_seconds) {
                            "' gave rate " + std::to_string(p.rate) + " to job " + std::to_string(id));
   p.synced_at = now;
   p.paused_until = now + pause_seconds;
+  p.run_started = now;
+  p.work_at_run_start = job.executed_work;
   p.has_run = true;
   ++p.generation;
   schedule_completion(id, now);
+
+  const FailureConfig& failures = config_.failures;
+  if (failures.job_failure_probability > 0 && failure_rng_.uniform() < failures.job_failure_probability) {
+    // The attempt crashes at a uniformly random point of what is left of its run.
+    const double left = std::max(now, p.paused_until) + job.remaining_work() / p.rate - now;
+    push(now + failure_rng_.uniform() * left, EventKind::job_crash, id, p.generation);
+  }
 }
 
 void Simulation::schedule_completion(JobId id, double now) {
@@ -64,9 +82,120 @@ void Simulation::schedule_completion(JobId id, double now) {
     const double round = scheduler_->settings().round_seconds;
     done = std::ceil(done / round - 1e-9) * round;
   }
-  completions_.push_back({done, id, p.generation});
-  std::push_heap(completions_.begin(), completions_.end(), std::greater<>());
+  push(done, EventKind::completion, id, p.generation);
 }
+
+void Simulation::lose_progress_since_checkpoint(JobId id, double now) {
+  const double interval = config_.failures.checkpoint_interval_seconds;
+  if (interval <= 0) return;
+  const JobProgress& p = progress_[id];
+  const double checkpoint = p.run_started + std::floor((now - p.run_started) / interval) * interval;
+  const double progressing_from = std::max(p.run_started, p.paused_until);
+  const double saved = p.work_at_run_start + p.rate * std::max(0.0, checkpoint - progressing_from);
+  scheduler_->report_progress(id, std::min(saved, scheduler_->job(id).executed_work), now);
+}
+
+// ------------------------------------------------------------------ nodes
+
+void Simulation::schedule_node_failure(NodeId node, double now) {
+  const double mtbf = config_.failures.node_mtbf_seconds;
+  if (mtbf <= 0) return;
+  push(now + failure_rng_.exponential(1 / mtbf), EventKind::node_failure, node, node_generation_[node]);
+}
+
+void Simulation::evict_node(NodeId node, double now, bool crash) {
+  std::vector<JobId> evicted;
+  for (const Gpu& gpu : scheduler_->cluster().gpus_of(node))
+    for (JobId job : gpu.jobs)
+      if (std::find(evicted.begin(), evicted.end(), job) == evicted.end()) evicted.push_back(job);
+  for (JobId job : evicted) {
+    sync(job, now);
+    if (crash) lose_progress_since_checkpoint(job, now);
+    scheduler_->interrupt(job, now);
+    ++progress_[job].generation;
+  }
+}
+
+void Simulation::handle(const Event& event) {
+  const double now = event.time;
+  ClusterState& cluster = scheduler_->cluster();
+  switch (event.kind) {
+    case EventKind::completion: {
+      const JobId id = event.subject;
+      sync(id, now);
+      scheduler_->report_progress(id, scheduler_->job(id).spec.total_work, now);
+      scheduler_->complete(id, now);
+      break;
+    }
+    case EventKind::job_crash: {
+      const JobId id = event.subject;
+      sync(id, now);
+      lose_progress_since_checkpoint(id, now);
+      ++progress_[id].generation;
+      if (scheduler_->job(id).attempts > config_.failures.max_retries)
+        scheduler_->complete(id, now, JobStatus::failed);
+      else
+        scheduler_->interrupt(id, now, /*failed_attempt=*/true);
+      break;
+    }
+    case EventKind::node_failure: {
+      const NodeId node = event.subject;
+      if (!cluster.node(node).up) {  // already down (a planned failure): try again later
+        schedule_node_failure(node, now + config_.failures.node_repair_seconds);
+        return;
+      }
+      evict_node(node, now, /*crash=*/true);
+      cluster.set_up(node, false);
+      push(now + config_.failures.node_repair_seconds, EventKind::node_repair, node, node_generation_[node]);
+      break;
+    }
+    case EventKind::node_repair: {
+      const NodeId node = event.subject;
+      cluster.set_up(node, true);
+      schedule_node_failure(node, now);
+      break;
+    }
+    case EventKind::cluster_change: {
+      const ClusterEvent& change = config_.cluster.events[event.subject];
+      auto node_named = [&](const std::string& name) {
+        for (const Node& n : cluster.nodes())
+          if (n.spec.name == name) return n.id;
+        throw std::logic_error("no node named " + name);  // names were checked with the config
+      };
+      for (const NodeSpec& spec : change.added) {
+        node_generation_.push_back(0);
+        schedule_node_failure(cluster.add_node(spec), now);
+      }
+      for (const std::string& name : change.nodes) {
+        const NodeId node = node_named(name);
+        switch (change.action) {
+          case ClusterEvent::Action::remove:  // for good; its jobs checkpoint and leave
+            evict_node(node, now, /*crash=*/false);
+            cluster.set_up(node, false);
+            ++node_generation_[node];
+            break;
+          case ClusterEvent::Action::fail:
+            if (!cluster.node(node).up) break;
+            evict_node(node, now, /*crash=*/true);
+            cluster.set_up(node, false);
+            push(now + config_.failures.node_repair_seconds, EventKind::node_repair, node,
+                 node_generation_[node]);
+            break;
+          case ClusterEvent::Action::repair:
+            ++node_generation_[node];  // cancels a pending repair
+            cluster.set_up(node, true);
+            schedule_node_failure(node, now);
+            break;
+          case ClusterEvent::Action::add: break;
+        }
+      }
+      break;
+    }
+  }
+  request_round(now);
+}
+
+// ------------------------------------------------------------------ rounds
 
 void Simulation::request_round(double now) {
   const double round = scheduler_->settings().round_seconds;
@@ -96,44 +225,54 @@ void Simulation::round(double now) {
                       static_cast<int>(pending)});
 
   if (active == 0 && pending == 0) return;
-  const bool nothing_else_happens = running == 0 && completions_.empty();
-  idle_rounds_ = (!outcome.changed() && nothing_else_happens) ? idle_rounds_ + 1 : 0;
+  // Waiting jobs, nothing running, nothing left to arrive: only the cluster
+  // can still change. Give up after kStallRounds rounds that change nothing.
+  const bool only_waiting = running == 0 && next_arrival_ == jobs_.size();
+  idle_rounds_ = (!outcome.changed() && only_waiting) ? idle_rounds_ + 1 : 0;
   if (idle_rounds_ >= kStallRounds) return;
   if (outcome.changed() || scheduler_->plugins().time_sensitive())
     next_round_ = now + scheduler_->settings().round_seconds;
 }
 
 RunResults Simulation::run(const std::atomic<bool>* stop) {
-  std::size_t next_arrival = 0;
+  const ClusterState& cluster = scheduler_->cluster();
+  node_generation_.assign(cluster.nodes().size(), 0);
+  for (NodeId node = 0; node < cluster.nodes().size(); ++node) schedule_node_failure(node, 0);
+  for (std::uint32_t i = 0; i < config_.cluster.events.size(); ++i)
+    push(config_.cluster.events[i].at, EventKind::cluster_change, i, 0);
+
+  std::size_t& next_arrival = next_arrival_;
   double end_time = jobs_.empty() ? 0 : jobs_.front().arrival;
   capacity_since_ = end_time;
-  const ClusterState& cluster = scheduler_->cluster();
   auto accrue_capacity = [&](double now) {
-    capacity_gpu_seconds_ += cluster.total_gpus() * (now - capacity_since_);
-    capacity_since_ = now;
+    if (now > capacity_since_) capacity_gpu_seconds_ += cluster.total_gpus() * (now - capacity_since_);
+    capacity_since_ = std::max(capacity_since_, now);
   };
+  auto work_left = [&] { return next_arrival < jobs_.size() || scheduler_->running_count() > 0 ||
+                                !scheduler_->active().empty() || !scheduler_->pending().empty(); };
 
   while (true) {
-    if (stop != nullptr && (events_ & 1023) == 0 && stop->load(std::memory_order_relaxed))
+    if (stop != nullptr && (handled_ & 1023) == 0 && stop->load(std::memory_order_relaxed))
       throw Interrupted();
-    const double completion = completions_.empty() ? kNever : completions_.front().time;
+    const double event = events_.empty() ? kNever : events_.front().time;
     const double arrival = next_arrival < jobs_.size() ? jobs_[next_arrival].arrival : kNever;
-    const double now = std::min({completion, arrival, next_round_});
-    if (now == kNever) break;
-    ++events_;
+    const double now = std::min({event, arrival, next_round_});
+    // Failures and repairs go on forever; the run ends with its jobs, or
+    // when its remaining jobs can never be placed.
+    if (now == kNever || (!work_left() && now > end_time) || idle_rounds_ >= kStallRounds) break;
+    ++handled_;
 
-    // Same-time events: completions free GPUs, then arrivals join, then the round decides.
-    if (completion == now) {
-      std::pop_heap(completions_.begin(), completions_.end(), std::greater<>());
-      const Event event = completions_.back();
-      completions_.pop_back();
-      if (event.generation != progress_[event.job].generation) continue;  // preempted meanwhile
+    if (event == now) {
+      std::pop_heap(events_.begin(), events_.end(), std::greater<>());
+      const Event next = events_.back();
+      events_.pop_back();
+      const bool job_event = next.kind == EventKind::completion || next.kind == EventKind::job_crash;
+      if (job_event && next.generation != progress_[next.subject].generation) continue;  // stale
+      if (!job_event && next.kind != EventKind::cluster_change && next.generation != node_generation_[next.subject])
+        continue;  // the node was removed or repaired by hand meanwhile
       accrue_capacity(now);
-      sync(event.job, now);
-      scheduler_->report_progress(event.job, scheduler_->job(event.job).spec.total_work, now);
-      scheduler_->complete(event.job, now);
-      end_time = now;
-      request_round(now);
+      handle(next);
+      if (job_event) end_time = now;
     } else if (arrival == now) {
       accrue_capacity(now);
       const JobState& job = scheduler_->submit(jobs_[next_arrival], now);
@@ -187,7 +326,7 @@ RunResults Simulation::collect(double end_time) const {
   results.cluster_gpus = scheduler_->cluster().installed_gpus();
   results.capacity_gpu_seconds = capacity_gpu_seconds_;
   results.end_time = end_time;
-  results.events = events_;
+  results.events = handled_;
   return results;
 }
 

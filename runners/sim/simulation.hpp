@@ -1,13 +1,14 @@
 // The simulated cluster: a discrete-event simulation that drives the
 // scheduler core with a workload.
 //
-// Events are job arrivals, job completions and round boundaries; time jumps
-// from one to the next. Between events a running job progresses at the rate
-// the throughput model gives its allocation, so completion times are exact
-// (or, with `completion = "round"`, held until the end of their round).
-// Rounds run only while there is something to decide: when the composed
-// scheduler is time-insensitive and a round changed nothing, the next round
-// waits for the next arrival or completion.
+// Events are job arrivals, completions and crashes, cluster changes (nodes
+// added, removed, failing, repaired) and round boundaries; time jumps from
+// one to the next. Between events a running job progresses at the rate the
+// throughput model gives its allocation, so completion times are exact (or,
+// with `completion = "round"`, held until the end of their round). Rounds
+// run only while there is something to decide: when the composed scheduler is
+// time-insensitive and a round changed nothing, the next round waits for the
+// next event.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include "results/store.hpp"
 #include "scheduler/decision_log.hpp"
 #include "scheduler/scheduler.hpp"
+#include "tessel/rng.hpp"
 
 namespace tessel {
 
@@ -46,25 +48,41 @@ class Simulation {
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
-  struct JobProgress {
-    double rate = 0;           // work per second while not paused
-    double synced_at = 0;      // executed_work is exact at this time
-    double paused_until = 0;   // restart or reconfiguration overhead
-    std::uint32_t generation = 0;  // invalidates stale completion events
-    bool has_run = false;
-  };
+  // Same-time events are handled in this order: completions free GPUs,
+  // failures and cluster changes take effect, then the round decides.
+  enum class EventKind : unsigned char { completion, job_crash, cluster_change, node_failure, node_repair };
   struct Event {
     double time;
-    JobId job;
-    std::uint32_t generation;
+    EventKind kind;
+    std::uint64_t sequence;   // ties: first scheduled, first handled
+    std::uint32_t subject;    // job, node, or index into the cluster events
+    std::uint32_t generation;  // stale when the subject's generation moved on
     bool operator>(const Event& other) const {
-      return time != other.time ? time > other.time : job > other.job;
+      if (time != other.time) return time > other.time;
+      if (kind != other.kind) return kind > other.kind;
+      return sequence > other.sequence;
     }
   };
+  struct JobProgress {
+    double rate = 0;            // work per second while not paused
+    double synced_at = 0;       // executed_work is exact at this time
+    double paused_until = 0;    // restart or reconfiguration overhead
+    double run_started = 0;     // checkpoints count from here
+    double work_at_run_start = 0;
+    std::uint32_t generation = 0;  // invalidates completion and crash events
+    bool has_run = false;
+  };
 
+  void push(double time, EventKind kind, std::uint32_t subject, std::uint32_t generation);
+  void handle(const Event& event);
   void sync(JobId id, double now);
   void start(JobId id, double now, double pause_seconds);
   void schedule_completion(JobId id, double now);
+  void lose_progress_since_checkpoint(JobId id, double now);
+  // Takes every job off a node that fails (crash: progress since the last
+  // checkpoint is lost) or leaves (graceful: nothing is lost).
+  void evict_node(NodeId node, double now, bool crash);
+  void schedule_node_failure(NodeId node, double now);
   void request_round(double now);
   void round(double now);
   RunResults collect(double end_time) const;
@@ -75,12 +93,16 @@ class Simulation {
   DecisionLog log_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<JobProgress> progress_;
-  std::vector<Event> completions_;  // min-heap
+  std::size_t next_arrival_ = 0;  // into jobs_
+  std::vector<Event> events_;  // min-heap
+  std::uint64_t sequence_ = 0;
+  std::vector<std::uint32_t> node_generation_;  // invalidates a removed node's failures
+  Rng failure_rng_;
   std::vector<Sample> samples_;
   double next_round_;
   double last_round_ = -1;
   std::uint64_t idle_rounds_ = 0;  // consecutive rounds that changed nothing with nothing running
-  std::uint64_t events_ = 0;
+  std::uint64_t handled_ = 0;      // events handled, rounds and arrivals included
   double capacity_gpu_seconds_ = 0;
   double capacity_since_ = 0;
 };

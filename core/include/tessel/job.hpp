@@ -81,7 +81,7 @@ struct JobState {
   double waiting_since = 0;     // arrival, or the last preemption
   double last_run_seconds = 0;  // length of the most recent run period
   int preemptions = 0;
-  int attempts = 0;             // launches after a failure count as attempts
+  int attempts = 0;             // 1 at the first launch, +1 for each launch after a crash
 
   SlotStorage slots;  // plugin-owned, see slots.hpp
 

@@ -4,29 +4,6 @@ namespace tessel {
 
 namespace {
 
-ClusterConfig read_cluster(TableReader reader) {
-  ClusterConfig config;
-  const auto nodes = reader.integer("nodes", std::nullopt, 1, 1'000'000);
-  const auto gpus = reader.integer("gpus_per_node", std::nullopt, 1, 1024);
-  const auto type = reader.string("gpu_type", "v100");
-  const auto cpus = reader.number("cpus_per_node", 32, 0);
-  const auto mem = reader.number("mem_gb_per_node", 256, 0);
-  const auto per_rack = reader.integer("nodes_per_rack", nodes.value_or(1), 1);
-  reader.finish();
-  if (!nodes || !gpus || !type || !cpus || !mem || !per_rack) return config;
-  for (std::int64_t i = 0; i < *nodes; ++i) {
-    NodeSpec node;
-    node.name = "n" + std::to_string(i);
-    node.gpu_type = *type;
-    node.gpus = static_cast<int>(*gpus);
-    node.cpus = *cpus;
-    node.mem_gb = *mem;
-    node.rack = static_cast<int>(i / *per_rack);
-    config.nodes.push_back(std::move(node));
-  }
-  return config;
-}
-
 StageConfig read_stage(TableReader& scheduler, const TomlDocument& document, PluginKind kind,
                        const char* default_plugin) {
   const std::string key(to_string(kind));
@@ -90,6 +67,17 @@ SimulationConfig read_simulation(TableReader reader) {
   return config;
 }
 
+FailureConfig read_failures(TableReader reader) {
+  FailureConfig config;
+  config.node_mtbf_seconds = 3600 * reader.number("node_mtbf_hours", 0, 0).value_or(0);
+  config.node_repair_seconds = 3600 * reader.number("node_repair_hours", 2, 0).value_or(2);
+  config.checkpoint_interval_seconds = reader.number("checkpoint_interval_seconds", 0, 0).value_or(0);
+  config.job_failure_probability = reader.number("job_failure_probability", 0, 0, 1).value_or(0);
+  config.max_retries = static_cast<int>(reader.integer("max_retries", 4, 0, 1000).value_or(4));
+  reader.finish();
+  return config;
+}
+
 OutputConfig read_output(TableReader reader) {
   OutputConfig config;
   config.database = reader.string("database", config.database).value_or(config.database);
@@ -106,7 +94,10 @@ ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
   ExperimentConfig config;
   config.document = document;
   TableReader root(*document, diagnostics, &document->root(), "");
-  config.cluster = read_cluster(root.nested(root.table("cluster"), "cluster"));
+  {
+    TableReader cluster = root.nested(root.table("cluster"), "cluster");
+    config.cluster = read_cluster_config(cluster);
+  }
   {
     TableReader workload = root.nested(root.table("workload"), "workload");
     config.workload = read_workload_config(workload, *document);
@@ -114,6 +105,7 @@ ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
   }
   config.scheduler = read_scheduler(root.nested(root.table("scheduler"), "scheduler"), *document);
   config.simulation = read_simulation(root.nested(root.table("simulation"), "simulation"));
+  config.failures = read_failures(root.nested(root.table("failures"), "failures"));
   config.output = read_output(root.nested(root.table("output"), "output"));
   root.finish();
   diagnostics.raise_if_any();

@@ -2,10 +2,11 @@
 // settings for every section. Reading checks every key against what the
 // engine reads and reports all problems at once (ConfigError, exit code 2).
 //
-//   [cluster]     the simulated machines
+//   [cluster]     the simulated machines and their planned changes (cluster_config.hpp)
 //   [workload]    where jobs come from (workloads/workload.hpp)
 //   [scheduler]   the round length and the four plugins with their arguments
 //   [simulation]  fidelity knobs of the simulator
+//   [failures]    random node and job failures
 //   [output]      where results go
 //
 // Plugin arguments are checked later, against the schema each plugin
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "config/cluster_config.hpp"
 #include "config/toml_document.hpp"
 #include "tessel/cluster.hpp"
 #include "tessel/plugin.hpp"
@@ -25,10 +27,6 @@
 #include "workloads/workload.hpp"
 
 namespace tessel {
-
-struct ClusterConfig {
-  std::vector<NodeSpec> nodes;
-};
 
 struct StageConfig {
   PluginKind kind = PluginKind::admission;
@@ -54,6 +52,17 @@ struct SimulationConfig {
   double preemption_overhead_seconds = 0;
 };
 
+// Random failures. Nothing fails unless configured.
+struct FailureConfig {
+  double node_mtbf_seconds = 0;     // mean time between failures of one node; 0: none
+  double node_repair_seconds = 7200;
+  // Jobs checkpoint this often while running; a crash loses the progress
+  // since the last checkpoint (0: continuous checkpoints, nothing lost).
+  double checkpoint_interval_seconds = 0;
+  double job_failure_probability = 0;  // per attempt, at a uniformly random point of its run
+  int max_retries = 4;                 // Philly retries a failed job up to 4 times
+};
+
 struct OutputConfig {
   std::string database = "results.db";
   std::string label;
@@ -66,6 +75,7 @@ struct ExperimentConfig {
   WorkloadConfig workload;
   SchedulerConfig scheduler;
   SimulationConfig simulation;
+  FailureConfig failures;
   OutputConfig output;
 };
 

@@ -80,10 +80,11 @@ void Scheduler::complete(JobId id, double now, JobStatus status) {
   stop(job, now, status);
 }
 
-void Scheduler::interrupt(JobId id, double now) {
+void Scheduler::interrupt(JobId id, double now, bool failed_attempt) {
   JobState& job = *all_[id];
   if (!job.running()) throw std::logic_error(job_name(id) + " is interrupted but is not running");
   stop(job, now, JobStatus::preempted);
+  if (failed_attempt) books_[id].new_attempt = true;
 }
 
 void Scheduler::compact() {
@@ -262,6 +263,10 @@ void Scheduler::launch(JobState& job, const Resources& want, std::vector<GpuId> 
   book.accounted_until = now;
   book.run_started = now;
   book.protected_in = round_;
+  if (book.new_attempt) {
+    ++job.attempts;
+    book.new_attempt = false;
+  }
   ++running_;
   outcome.started.push_back(job.spec.id);
   record(now, job.spec.id, PluginKind::placement, "place", reason);

@@ -63,9 +63,10 @@ class Scheduler {
 
   // A running job ends (finished or failed); its GPUs are freed.
   void complete(JobId id, double now, JobStatus status = JobStatus::finished);
-  // A running job loses its GPUs without the scheduler choosing it (node
-  // failure, crash): it waits again, as a preempted job.
-  void interrupt(JobId id, double now);
+  // A running job loses its GPUs without the scheduler choosing it (a node
+  // fails or leaves, the job crashes): it waits again, as a preempted job.
+  // After a crash (`failed_attempt`) its next launch starts a new attempt.
+  void interrupt(JobId id, double now, bool failed_attempt = false);
 
   RoundOutcome run_round(double now);
 
@@ -92,6 +93,7 @@ class Scheduler {
     std::uint64_t ranked_in = 0;     // round in which the plan ranked it
     std::size_t rank = 0;
     std::uint64_t protected_in = 0;  // round in which it was placed or kept
+    bool new_attempt = true;         // the next launch starts an attempt
   };
 
   SchedulerView view(double now);
