@@ -1,0 +1,113 @@
+// Workload transforms, profile assignment and pricing, on any trace.
+#include <doctest/doctest.h>
+
+#include "config/experiment.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+const char* kTrace =
+    "arrival,gpus,duration,vc,tenant\n"
+    "0,1,100,a,alice\n"
+    "50,2,200,b,bob\n"
+    "120,4,300,a,bob\n"
+    "400,1,400,c,alice\n"
+    "900,8,500,a,carol\n";
+
+Workload build(const TempDir& dir, const std::string& extra) {
+  dir.write("trace.csv", kTrace);
+  const std::string toml = R"([cluster]
+nodes = 2
+gpus_per_node = 8
+[workload]
+kind = "csv"
+path = "trace.csv"
+)" + extra + R"(
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)";
+  const ExperimentConfig config = load_experiment(dir.write("w.toml", toml));
+  return build_workload(config.workload, ClusterState(config.cluster.nodes));
+}
+
+std::vector<double> arrivals(const Workload& w) {
+  std::vector<double> out;
+  for (const JobSpec& job : w.jobs) out.push_back(job.arrival);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("without transforms a trace is priced on the linear model") {
+  TempDir dir;
+  const Workload w = build(dir, "");
+  REQUIRE(w.jobs.size() == 5);
+  CHECK(arrivals(w) == std::vector<double>{0, 50, 120, 400, 900});
+  CHECK(w.jobs[2].total_work == 4 * 300);  // GPU-seconds
+  CHECK(w.jobs[2].vc == "a");
+  CHECK(w.jobs[1].tenant == "bob");
+  CHECK(w.notes.empty());
+}
+
+TEST_CASE("a time window keeps the jobs inside it and restarts the clock") {
+  TempDir dir;
+  const Workload w = build(dir, "window = [50, 400]");
+  CHECK(arrivals(w) == std::vector<double>{0, 70});
+  CHECK(w.jobs[0].total_work == 2 * 200);
+  CHECK(w.notes == std::vector<std::string>{"window: kept 2 of 5 jobs"});
+}
+
+TEST_CASE("virtual clusters and users can be selected") {
+  TempDir dir;
+  CHECK(arrivals(build(dir, "vcs = [\"a\"]")) == std::vector<double>{0, 120, 900});
+  CHECK(arrivals(build(dir, "tenants = [\"alice\", \"carol\"]")) == std::vector<double>{0, 400, 900});
+  CHECK(build(dir, "vcs = [\"a\", \"c\"]\ntenants = [\"alice\"]").jobs.size() == 2);
+}
+
+TEST_CASE("max_jobs keeps the first jobs by arrival") {
+  TempDir dir;
+  const Workload w = build(dir, "max_jobs = 3");
+  CHECK(arrivals(w) == std::vector<double>{0, 50, 120});
+  CHECK(w.notes == std::vector<std::string>{"max_jobs: kept the first 3 of 5 jobs"});
+}
+
+TEST_CASE("Poisson re-drawing keeps sizes, durations and order") {
+  TempDir dir;
+  const Workload w = build(dir, "poisson_jobs_per_hour = 36\nseed = 3");
+  REQUIRE(w.jobs.size() == 5);
+  CHECK(w.jobs[0].arrival == 0);
+  for (std::size_t i = 1; i < 5; ++i) CHECK(w.jobs[i].arrival > w.jobs[i - 1].arrival);
+  CHECK(arrivals(w) != std::vector<double>{0, 50, 120, 400, 900});
+  CHECK(w.jobs[4].gpus == 8);
+  CHECK(w.jobs[4].total_work == 8 * 500);
+  CHECK(arrivals(build(dir, "poisson_jobs_per_hour = 36\nseed = 3")) == arrivals(w));
+  CHECK(arrivals(build(dir, "poisson_jobs_per_hour = 36\nseed = 4")) != arrivals(w));
+}
+
+TEST_CASE("load and duration scaling") {
+  TempDir dir;
+  const Workload w = build(dir, "arrival_rate_scale = 2\nduration_scale = 0.5");
+  CHECK(arrivals(w) == std::vector<double>{0, 25, 60, 200, 450});
+  CHECK(w.jobs[2].total_work == 4 * 150);
+}
+
+TEST_CASE("tracking marks a window of job ids") {
+  TempDir dir;
+  const Workload w = build(dir, "track = [1, 3]");
+  std::vector<bool> tracked;
+  for (const JobSpec& job : w.jobs) tracked.push_back(job.tracked);
+  CHECK(tracked == std::vector<bool>{false, true, true, false, false});
+}
+
+TEST_CASE("transform mistakes are located") {
+  TempDir dir;
+  CHECK_THROWS_WITH_AS(build(dir, "window = [400, 50]"),
+                       (dir.path() / "w.toml").string().append(":7:10: 'window' in [workload] must be [start, end) seconds with start < end").c_str(),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(build(dir, "reference_gpu_type = \"a100\""),
+                       "[workload] reference_gpu_type 'a100' is not a GPU type of the cluster", UserError);
+}
