@@ -95,6 +95,16 @@ TEST_CASE("load and duration scaling") {
   CHECK(w.jobs[2].total_work == 4 * 150);
 }
 
+TEST_CASE("jobs can be made elastic around their request") {
+  TempDir dir;
+  const Workload w = build(dir, "elastic_min_gpus = 2\nelastic_max_gpus = 4");
+  std::vector<std::pair<int, int>> ranges;
+  for (const JobSpec& job : w.jobs) ranges.emplace_back(job.min_gpus, job.max_gpus);
+  CHECK(ranges == std::vector<std::pair<int, int>>{{1, 4}, {2, 4}, {2, 4}, {1, 4}, {2, 8}});
+  CHECK(w.jobs[0].elastic());
+  CHECK(w.jobs[4].gpus == 8);
+}
+
 TEST_CASE("tracking marks a window of job ids") {
   TempDir dir;
   const Workload w = build(dir, "track = [1, 3]");

@@ -28,6 +28,7 @@ struct NodeSpec {
 struct Node {
   NodeId id = 0;
   NodeSpec spec;
+  int type = 0;  // index of spec.gpu_type in ClusterState::gpu_types()
   bool up = true;
   GpuId first_gpu = 0;  // this node's GPUs are [first_gpu, first_gpu + spec.gpus)
   int free_gpus = 0;    // whole GPUs with no tenant
@@ -77,6 +78,8 @@ class ClusterState {
   int rack_count() const { return rack_count_; }
   // Distinct GPU types, in order of first appearance.
   const std::vector<std::string>& gpu_types() const { return gpu_types_; }
+  // Index of a GPU type in gpu_types(), or kAnyGpuType if the cluster has none of it.
+  int type_index(std::string_view gpu_type) const;
 
   Shape shape_of(const Allocation& allocation) const;
   // The shape of `gpus` GPUs packed onto as few nodes as possible, of
@@ -86,7 +89,8 @@ class ClusterState {
 
   // How many of the job's GPUs node `id` could take now: GPUs with at least
   // `want.gpu_milli` free, limited by the node's free CPU and memory for the
-  // job's per-GPU share of `want.cpus` and `want.mem_gb`. 0 if the node is down.
+  // job's per-GPU share of `want.cpus` and `want.mem_gb`. 0 if the node is
+  // down or of another GPU type than `want.gpu_type` asks for.
   int fits_on(NodeId id, const Resources& want) const;
   // Appends `count` GPUs of node `id` that can take `want.gpu_milli`, lowest first.
   void take(NodeId id, const Resources& want, int count, std::vector<GpuId>& out) const;

@@ -16,12 +16,15 @@
 
 namespace tessel {
 
+inline constexpr int kAnyGpuType = -1;
+
 // A request or a grant of resources for one job.
 struct Resources {
   int gpus = 0;
   int gpu_milli = 1000;  // share of each GPU in thousandths; 1000 = whole GPUs
   double cpus = 0;       // total over the job; 0 = no demand declared
   double mem_gb = 0;     // total over the job; 0 = no demand declared
+  int gpu_type = kAnyGpuType;  // index into ClusterState::gpu_types(), or any
 };
 
 struct JobSpec {

@@ -33,7 +33,8 @@ inline constexpr std::uint32_t kAbiVersion = 1;
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);
 
-enum class ArgType : std::uint32_t { boolean, integer, number, string, number_list, string_list };
+// number_table is a TOML table of numbers by name: `{ research = 0.6, prod = 0.4 }`.
+enum class ArgType : std::uint32_t { boolean, integer, number, string, number_list, string_list, number_table };
 std::string_view to_string(ArgType type);
 
 // One declared argument. `default_value` is TOML value syntax ("3600",
@@ -57,8 +58,9 @@ struct PluginInfo {
   std::uint32_t arg_count;
 };
 
+using NumberTable = std::map<std::string, double, std::less<>>;
 using ArgValue = std::variant<bool, std::int64_t, double, std::string, std::vector<double>,
-                              std::vector<std::string>>;
+                              std::vector<std::string>, NumberTable>;
 
 // Arguments after validation: every declared argument is present, with its
 // declared type. Asking for an undeclared one is a plugin bug (logic_error).
@@ -76,6 +78,7 @@ class PluginArgs {
   const std::vector<std::string>& strings(std::string_view name) const {
     return get<std::vector<std::string>>(name);
   }
+  const NumberTable& number_table(std::string_view name) const { return get<NumberTable>(name); }
   const std::map<std::string, ArgValue, std::less<>>& all() const { return values_; }
 
  private:

@@ -40,6 +40,8 @@ class BOOST_SYMBOL_VISIBLE AdmissionPolicy : public Plugin {
 // A job the policy wants to run, with what it should get. `resources.gpus`
 // is 0 (do not run it now) or within [min_gpus, max_gpus] of the job; for a
 // rigid job that means exactly its request. `gpu_milli` must be the job's own.
+// A `gpu_type` other than kAnyGpuType restricts placement to that type; a
+// running job on another type moves.
 struct Grant {
   JobId job;
   Resources resources;
@@ -82,8 +84,10 @@ struct PlacementChoice {
 class BOOST_SYMBOL_VISIBLE PlacementPolicy : public Plugin {
  public:
   // Choose exactly `want.gpus` distinct GPUs, each with at least
-  // `want.gpu_milli` free, on nodes that are up (and with room for the CPU
-  // and memory share if the job declares one); or none, with the reason.
+  // `want.gpu_milli` free, on nodes that are up, of `want.gpu_type` if it
+  // names one (and with room for the CPU and memory share if the job
+  // declares one); or none, with the reason. ClusterState::fits_on and
+  // take() answer all of this per node.
   virtual PlacementChoice place(const SchedulerView& view, const JobState& job,
                                 const Resources& want) = 0;
 };

@@ -69,6 +69,19 @@ std::variant<ArgValue, std::string> convert(const toml::node& node, const ArgSpe
       }
       return ArgValue(std::move(out));
     }
+    case ArgType::number_table: {
+      const auto* table = node.as_table();
+      if (table == nullptr) return expected();
+      NumberTable out;
+      for (auto&& [key, value] : *table) {
+        auto x = number(value);
+        if (!x)
+          return "expects numbers in its table, found " + std::string(type_name(value)) + " for '" +
+                 std::string(key.str()) + "'";
+        out.emplace(std::string(key.str()), *x);
+      }
+      return ArgValue(std::move(out));
+    }
   }
   return std::string("unknown argument type");
 }

@@ -187,6 +187,12 @@ PlacementChoice Scheduler::ask_placement(const SchedulerView& v, const JobState&
   std::string why;
   if (!cluster_.can_assign(candidate, &why))
     broken(PluginKind::placement, "placed " + job_name(job.spec.id) + " where it cannot go: " + why);
+  if (want.gpu_type != kAnyGpuType)
+    for (GpuId gpu : choice.gpus)
+      if (cluster_.node(cluster_.gpu(gpu).node).type != want.gpu_type)
+        broken(PluginKind::placement, "placed " + job_name(job.spec.id) + " on GPU " + std::to_string(gpu) +
+                                          ", not of the type it was granted (" +
+                                          cluster_.gpu_types()[want.gpu_type] + ")");
   return choice;
 }
 
@@ -313,6 +319,10 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                                          std::to_string(spec.max_gpus));
     if (grant.resources.gpu_milli != spec.gpu_milli)
       broken(PluginKind::allocation, "changed the GPU share of " + job_name(grant.job));
+    if (grant.resources.gpu_type < kAnyGpuType ||
+        grant.resources.gpu_type >= static_cast<int>(cluster_.gpu_types().size()))
+      broken(PluginKind::allocation, "granted " + job_name(grant.job) + " an unknown GPU type index " +
+                                         std::to_string(grant.resources.gpu_type));
   }
 
   const JobState* blocker = nullptr;
@@ -325,8 +335,10 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
     record(v.now(), job.spec.id, PluginKind::allocation, "grant", grant.reason);
     if (job.running()) {
       const Allocation& held = job.allocation;
+      const bool right_type = grant.resources.gpu_type == kAnyGpuType ||
+                              cluster_.node(cluster_.gpu(held.gpus.front()).node).type == grant.resources.gpu_type;
       if (held.gpu_count() == grant.resources.gpus && held.cpus == grant.resources.cpus &&
-          held.mem_gb == grant.resources.mem_gb) {
+          held.mem_gb == grant.resources.mem_gb && right_type) {
         books_[job.spec.id].protected_in = round_;
       } else {
         resize(v, job, grant.resources, /*may_preempt=*/true, grant.reason, outcome);
@@ -376,7 +388,9 @@ void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal
   for (const ResizeProposal& p : proposals) {
     JobState& job = *all_[p.job];
     if (job.allocation.gpu_count() == p.gpus) continue;
-    Resources want{p.gpus, job.spec.gpu_milli, job.allocation.cpus, job.allocation.mem_gb};
+    // Same CPUs, memory and GPU type; only the GPU count changes.
+    const int type = cluster_.node(cluster_.gpu(job.allocation.gpus.front()).node).type;
+    const Resources want{p.gpus, job.spec.gpu_milli, job.allocation.cpus, job.allocation.mem_gb, type};
     if (!resize(v, job, want, /*may_preempt=*/false, p.reason, outcome))
       record(v.now(), job.spec.id, PluginKind::elasticity, "drop", p.reason);
     else

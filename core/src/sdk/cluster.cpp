@@ -30,7 +30,8 @@ NodeId ClusterState::add_node(const NodeSpec& spec) {
     largest_node_of_type_.push_back(0);
     type = gpu_types_.end() - 1;
   }
-  int& largest = largest_node_of_type_[type - gpu_types_.begin()];
+  node.type = static_cast<int>(type - gpu_types_.begin());
+  int& largest = largest_node_of_type_[node.type];
   largest = std::max(largest, spec.gpus);
   rack_count_ = std::max(rack_count_, spec.rack + 1);
   nodes_.push_back(std::move(node));
@@ -110,9 +111,16 @@ void for_each_node_share(const std::vector<Gpu>& gpus, const Allocation& allocat
 }
 }  // namespace
 
+int ClusterState::type_index(std::string_view gpu_type) const {
+  for (std::size_t t = 0; t < gpu_types_.size(); ++t)
+    if (gpu_types_[t] == gpu_type) return static_cast<int>(t);
+  return kAnyGpuType;
+}
+
 int ClusterState::fits_on(NodeId id, const Resources& want) const {
   const Node& node = nodes_[id];
   if (!node.up || want.gpus <= 0) return 0;
+  if (want.gpu_type != kAnyGpuType && want.gpu_type != node.type) return 0;
   int gpus = node.free_gpus;
   if (want.gpu_milli < 1000) {
     gpus = 0;

@@ -40,6 +40,7 @@ std::string_view to_string(ArgType type) {
     case ArgType::string: return "string";
     case ArgType::number_list: return "list of numbers";
     case ArgType::string_list: return "list of strings";
+    case ArgType::number_table: return "table of numbers";
   }
   return "?";
 }

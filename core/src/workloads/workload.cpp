@@ -39,6 +39,8 @@ TraceTransforms read_transforms(TableReader& reader) {
   }
   t.arrival_rate_scale = reader.number("arrival_rate_scale", 1, 1e-6).value_or(1);
   t.duration_scale = reader.number("duration_scale", 1, 1e-6).value_or(1);
+  t.elastic_min_gpus = static_cast<int>(reader.integer("elastic_min_gpus", 0, 0, 1 << 20).value_or(0));
+  t.elastic_max_gpus = static_cast<int>(reader.integer("elastic_max_gpus", 0, 0, 1 << 20).value_or(0));
   return t;
 }
 
@@ -85,6 +87,8 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
     job.spec.arrival /= t.arrival_rate_scale;
     job.duration *= t.duration_scale;
     job.spec.total_work *= t.duration_scale;
+    if (t.elastic_min_gpus > 0) job.spec.min_gpus = std::min(t.elastic_min_gpus, job.spec.gpus);
+    if (t.elastic_max_gpus > 0) job.spec.max_gpus = std::max(t.elastic_max_gpus, job.spec.gpus);
   }
 }
 

@@ -65,6 +65,10 @@ struct TraceTransforms {
   std::optional<double> poisson_jobs_per_hour;      // re-draw arrivals; sizes, durations and order stay
   double arrival_rate_scale = 1;                    // load factor: arrival times divided by it
   double duration_scale = 1;                        // durations multiplied by it
+  // Make every job elastic: it may run on [min(elastic_min_gpus, gpus),
+  // max(elastic_max_gpus, gpus)] GPUs. 0: leave the trace's own range.
+  int elastic_min_gpus = 0;
+  int elastic_max_gpus = 0;
 };
 
 struct WorkloadConfig {
