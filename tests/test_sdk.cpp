@@ -116,3 +116,14 @@ TEST_CASE("CPU and memory limit how many of a job's GPUs a node takes") {
   CHECK(packed.nodes == 2);
   CHECK(packed.gpu_type == "v100");
 }
+
+TEST_CASE("a GPU-type request limits the nodes that fit") {
+  ClusterState cluster = two_racks();  // n0, n1: v100; n2, n3: k80
+  CHECK(cluster.type_index("k80") == 1);
+  CHECK(cluster.type_index("a100") == kAnyGpuType);
+  CHECK(cluster.node(2).type == 1);
+  const Resources k80{2, 1000, 0, 0, cluster.type_index("k80")};
+  CHECK(cluster.fits_on(0, k80) == 0);
+  CHECK(cluster.fits_on(2, k80) == 4);
+  CHECK(cluster.fits_on(0, Resources{2, 1000, 0, 0, kAnyGpuType}) == 4);
+}
