@@ -3,6 +3,7 @@
 // located error every malformed row raises.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -33,6 +34,7 @@ Trace read_trace(const TempDir& dir, const std::string& kind, const std::string&
   return configure(dir, kind_and_path(kind, path)).workload.source->read(1);
 }
 
+// The jobs as a run gets them: sorted, numbered and priced by the linear model.
 Workload build(const TempDir& dir, const std::string& kind, const std::string& path) {
   const ExperimentConfig config = configure(dir, kind_and_path(kind, path));
   return build_workload(config.workload, ClusterState(config.cluster.nodes));
@@ -54,8 +56,8 @@ std::string trace_error(const std::string& kind, const std::string& contents) {
   return "no error";
 }
 
-template <typename Reader>
-std::string spec_error(Reader read, const std::string& contents) {
+// The same for a cluster-spec reader, with its file named "spec.csv".
+std::string spec_error(std::vector<NodeSpec> (*read)(const std::string&), const std::string& contents) {
   TempDir dir;
   const std::string path = dir.write("spec.csv", contents).string();
   try {

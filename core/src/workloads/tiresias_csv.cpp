@@ -19,6 +19,8 @@
 //   it is the one we trust.
 // - A job must ask for a GPU and last a positive time; rows that do not are
 //   errors, as they would make no sense to Tiresias either.
+// - Tiresias truncates durations to whole seconds (jobs.py); fractions are
+//   kept here, as the other kinds keep them.
 #include "workloads/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
