@@ -17,16 +17,25 @@ std::string trimmed(std::string_view s) {
   return std::string(s);
 }
 
-std::string number_range(double min, double max) {
+// What a field should hold, with its range when it has one: "an integer >= 1".
+std::string expectation(std::string_view what, double min, double max) {
   auto text = [](double x) {
     std::string s = std::to_string(x);
     s.erase(s.find_last_not_of('0') + 1);
     if (s.back() == '.') s.pop_back();
     return s;
   };
-  if (min <= -1e300) return "<= " + text(max);
-  if (max >= 1e300) return ">= " + text(min);
-  return "in " + text(min) + ".." + text(max);
+  const bool low = min > -1e300, high = max < 1e300;
+  std::string out(what);
+  if (low && high) return out + " in " + text(min) + ".." + text(max);
+  if (low) return out + " >= " + text(min);
+  if (high) return out + " <= " + text(max);
+  return out;
+}
+
+std::string integer_expectation(std::int64_t min, std::int64_t max) {
+  return expectation("an integer", min == INT64_MIN ? -1e300 : double(min),
+                     max == INT64_MAX ? 1e300 : double(max));
 }
 }  // namespace
 
@@ -117,16 +126,21 @@ void CsvTable::fail(std::string_view column, const std::string& message) const {
   throw TraceError(path_, line_, std::string(column), message);
 }
 
+std::string_view CsvTable::required_text(std::string_view column) const {
+  const std::string_view field = text(column);
+  if (field.empty()) fail(column, "expected a value, got an empty field");
+  return field;
+}
+
 std::optional<double> CsvTable::optional_number(std::string_view column, double min,
                                                 double max) const {
   const std::string_view field = text(column);
   if (field.empty()) return std::nullopt;
   double value = 0;
   auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-  if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(value))
-    fail(column, "expected a number, got '" + std::string(field) + "'");
-  if (value < min || value > max)
-    fail(column, "expected a number " + number_range(min, max) + ", got '" + std::string(field) + "'");
+  if (error != std::errc() || end != field.data() + field.size() || !std::isfinite(value) ||
+      value < min || value > max)
+    fail(column, "expected " + expectation("a number", min, max) + ", got '" + std::string(field) + "'");
   return value;
 }
 
@@ -136,24 +150,25 @@ std::optional<std::int64_t> CsvTable::optional_integer(std::string_view column, 
   if (field.empty()) return std::nullopt;
   std::int64_t value = 0;
   auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-  if (error != std::errc() || end != field.data() + field.size())
-    fail(column, "expected an integer, got '" + std::string(field) + "'");
-  if (value < min || value > max)
-    fail(column, "expected an integer " +
-                     number_range(min == INT64_MIN ? -1e300 : double(min),
-                                  max == INT64_MAX ? 1e300 : double(max)) +
-                     ", got '" + std::string(field) + "'");
+  if (error != std::errc() || end != field.data() + field.size() || value < min || value > max)
+    fail(column, "expected " + integer_expectation(min, max) + ", got '" + std::string(field) + "'");
   return value;
 }
 
 double CsvTable::number(std::string_view column, double min, double max) const {
   if (auto value = optional_number(column, min, max)) return *value;
-  fail(column, "expected a number, got an empty field");
+  fail(column, "expected " + expectation("a number", min, max) + ", got an empty field");
+}
+
+double CsvTable::positive_number(std::string_view column) const {
+  const double value = number(column, 0);
+  if (value == 0) fail(column, "expected a number > 0, got '" + std::string(text(column)) + "'");
+  return value;
 }
 
 std::int64_t CsvTable::integer(std::string_view column, std::int64_t min, std::int64_t max) const {
   if (auto value = optional_integer(column, min, max)) return *value;
-  fail(column, "expected an integer, got an empty field");
+  fail(column, "expected " + integer_expectation(min, max) + ", got an empty field");
 }
 
 }  // namespace tessel

@@ -37,9 +37,13 @@ class CsvTable {
   // Field accessors for the current row. The optional forms return nullopt
   // when the column is absent or the field is empty.
   std::string_view text(std::string_view column) const;
+  // The field, which must not be empty.
+  std::string_view required_text(std::string_view column) const;
   double number(std::string_view column, double min = -1e300, double max = 1e300) const;
   std::int64_t integer(std::string_view column, std::int64_t min = INT64_MIN,
                        std::int64_t max = INT64_MAX) const;
+  // A number > 0: a duration or a weight, where 0 means nothing.
+  double positive_number(std::string_view column) const;
   std::optional<double> optional_number(std::string_view column, double min = -1e300,
                                         double max = 1e300) const;
   std::optional<std::int64_t> optional_integer(std::string_view column, std::int64_t min = INT64_MIN,

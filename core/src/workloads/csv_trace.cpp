@@ -26,8 +26,7 @@ class CsvWorkload final : public WorkloadSource {
       JobSpec& spec = job.spec;
       spec.arrival = table.number("arrival", 0);
       spec.gpus = static_cast<int>(table.integer("gpus", 1, 1 << 20));
-      job.duration = table.number("duration", 0);
-      if (job.duration <= 0) table.fail("duration", "expected a positive number of seconds");
+      job.duration = table.positive_number("duration");
       spec.name = table.text("name");
       spec.tenant = table.text("tenant");
       spec.vc = table.text("vc");

@@ -7,5 +7,10 @@ namespace tessel {
 
 std::unique_ptr<WorkloadSource> parse_synthetic_workload(TableReader&, const TomlDocument&);
 std::unique_ptr<WorkloadSource> parse_csv_workload(TableReader&, const TomlDocument&);
+std::unique_ptr<WorkloadSource> parse_pollux_csv_workload(TableReader&, const TomlDocument&);
+std::unique_ptr<WorkloadSource> parse_pollux_workload(TableReader&, const TomlDocument&);
+std::unique_ptr<WorkloadSource> parse_gavel_trace_workload(TableReader&, const TomlDocument&);
+std::unique_ptr<WorkloadSource> parse_tiresias_csv_workload(TableReader&, const TomlDocument&);
+std::unique_ptr<WorkloadSource> parse_openb_workload(TableReader&, const TomlDocument&);
 
 }  // namespace tessel

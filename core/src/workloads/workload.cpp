@@ -12,8 +12,19 @@ std::span<const WorkloadKind> workload_kinds() {
   static const WorkloadKind kinds[] = {
       {"synthetic", parse_synthetic_workload, "Gavel-style generator: Poisson arrivals, log-uniform durations"},
       {"csv", parse_csv_workload, "plain CSV trace: arrival,gpus,duration[,name,...]"},
+      {"pollux-csv", parse_pollux_csv_workload, "Pollux's Philly-derived job list: timestamp,duration,num_gpus,..."},
+      {"pollux-workload", parse_pollux_workload, "a Pollux (OSDI'21) workload: name,time,application,num_replicas,..."},
+      {"gavel-trace", parse_gavel_trace_workload, "Gavel's tab-separated .trace files, sized in steps"},
+      {"tiresias-csv", parse_tiresias_csv_workload, "Tiresias's job trace: job_id,num_gpu,submit_time,..."},
+      {"openb", parse_openb_workload, "Alibaba 2023 GPU trace pod list, fractional GPUs included"},
   };
   return kinds;
+}
+
+std::string count_text(std::size_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
 }
 
 namespace {
@@ -42,12 +53,6 @@ TraceTransforms read_transforms(TableReader& reader) {
   t.elastic_min_gpus = static_cast<int>(reader.integer("elastic_min_gpus", 0, 0, 1 << 20).value_or(0));
   t.elastic_max_gpus = static_cast<int>(reader.integer("elastic_max_gpus", 0, 0, 1 << 20).value_or(0));
   return t;
-}
-
-std::string count_text(std::size_t n) {
-  std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
 }
 
 void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<TraceJob>& jobs,

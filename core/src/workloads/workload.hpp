@@ -96,6 +96,9 @@ struct Workload {
 // GPU type. Throws UserError (TraceError for malformed traces).
 Workload build_workload(const WorkloadConfig& config, const ClusterState& cluster);
 
+// A count for notes, with thousands separators: "82,247".
+std::string count_text(std::size_t n);
+
 // A malformed trace: names the file, the line and the field.
 class TraceError : public UserError {
  public:
