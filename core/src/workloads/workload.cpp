@@ -12,6 +12,7 @@ std::span<const WorkloadKind> workload_kinds() {
   static const WorkloadKind kinds[] = {
       {"synthetic", parse_synthetic_workload, "Gavel-style generator: Poisson arrivals, log-uniform durations"},
       {"csv", parse_csv_workload, "plain CSV trace: arrival,gpus,duration[,name,...]"},
+      {"philly-json", parse_philly_json_workload, "Microsoft Philly cluster_job_log (JSON list of jobs), streamed"},
   };
   return kinds;
 }
@@ -40,12 +41,6 @@ TraceTransforms read_transforms(TableReader& reader) {
   t.arrival_rate_scale = reader.number("arrival_rate_scale", 1, 1e-6).value_or(1);
   t.duration_scale = reader.number("duration_scale", 1, 1e-6).value_or(1);
   return t;
-}
-
-std::string count_text(std::size_t n) {
-  std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
 }
 
 void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<TraceJob>& jobs,
@@ -89,6 +84,12 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
 }
 
 }  // namespace
+
+std::string count_text(std::size_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
 
 WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& document) {
   WorkloadConfig config;

@@ -92,6 +92,9 @@ struct Workload {
 // GPU type. Throws UserError (TraceError for malformed traces).
 Workload build_workload(const WorkloadConfig& config, const ClusterState& cluster);
 
+// A count for notes, with thousands separators: 117325 -> "117,325".
+std::string count_text(std::size_t n);
+
 // A malformed trace: names the file, the line and the field.
 class TraceError : public UserError {
  public:
