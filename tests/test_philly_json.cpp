@@ -273,20 +273,20 @@ TEST_CASE("malformed JSON names the file and the line") {
         log + ":1: malformed JSON: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
               "literal");
   CHECK(read_error(dir, "[\n{\"jobid\": \"a\", \"attempts\": [") ==
-        log + ":2: malformed JSON: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
+        log + ":2: malformed JSON in job 'a': syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
               "literal");
   CHECK(read_error(dir, "[\n{\"jobid\": \"a\",\n \"status\" \"Pass\"}]") ==
-        log + ":3: malformed JSON: syntax error while parsing object separator - unexpected string literal; expected ':'");
+        log + ":3: malformed JSON in job 'a': syntax error while parsing object separator - unexpected string literal; expected ':'");
   CHECK(read_error(dir, "[]\n]") ==
         log + ":2: malformed JSON: syntax error while parsing value - unexpected ']'; expected end of input");
   CHECK(read_error(dir, "[{\"jobid\": \"a\", \"big\": 1e999}]") ==
-        log + ":1: malformed JSON: number overflow parsing '1e999'");
+        log + ":1: malformed JSON in job 'a': number overflow parsing '1e999'");
   // Deeply nested garbage: refused where it stops being a list of jobs, or
   // where it ends when it hides in a field the reader skips.
   CHECK(read_error(dir, std::string(100000, '[')) ==
         log + ":1: expected a job (a JSON object) as entry 1 of the list, got a list");
   CHECK(read_error(dir, "[{\"x\": " + std::string(100000, '[')) ==
-        log + ":1: malformed JSON: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
+        log + ":1: malformed JSON in job #1 of the list: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
               "literal");
 }
 

@@ -58,16 +58,18 @@ namespace {
 
 enum class DurationMode { sum_of_attempts, last_attempt };
 
+// Every status the log uses (philly-traces README).
+const std::vector<std::string> kStatuses{"Pass", "Killed", "Failed"};
+
 struct PhillyJsonOptions {
   std::string path;
   DurationMode duration = DurationMode::sum_of_attempts;
-  std::vector<std::string> statuses{"Pass", "Killed", "Failed"};
+  std::vector<std::string> statuses = kStatuses;
   std::optional<double> min_duration_seconds;
   std::optional<double> max_duration_seconds;
   bool single_gpu_only = false;
 };
 
-const std::vector<std::string> kStatuses{"Pass", "Killed", "Failed"};
 // As for the CSV kind: a bound that keeps GPU counts well inside an int.
 constexpr std::size_t kMaxGpus = 1 << 20;
 
@@ -268,20 +270,8 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
   bool string(string_t& text) override { return value(Kind::string, text); }
   bool binary(binary_t&) override { return true; }  // only binary formats (CBOR, ...) produce it
 
-  bool start_object(std::size_t) override {
-    if (skip_depth_ > 0) {
-      ++skip_depth_;
-      return true;
-    }
-    return value(Kind::object, {});
-  }
-  bool start_array(std::size_t) override {
-    if (skip_depth_ > 0) {
-      ++skip_depth_;
-      return true;
-    }
-    return value(Kind::array, {});
-  }
+  bool start_object(std::size_t) override { return begin_container(Kind::object); }
+  bool start_array(std::size_t) override { return begin_container(Kind::array); }
 
   bool key(string_t& name) override {
     if (skip_depth_ == 0) field_ = field_named(name);
@@ -329,14 +319,36 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
     // A type error earlier in the same job comes first in the file.
     if (pending_) raise_pending();
-    throw TraceError(path_, input_.line(), "", "malformed JSON: " + json_problem(error));
+    // The job helps find the place when the whole list is on one line.
+    const std::string in_job = inside_job() ? " in " + job_.label() : "";
+    throw TraceError(path_, input_.line(), "", "malformed JSON" + in_job + ": " + json_problem(error));
   }
 
  private:
   enum class Kind { null, boolean, number, string, object, array };
   // Where the parser is: placements are the entries of an attempt's `detail`.
   enum class Level { document, job_list, job, attempt_list, attempt, placement_list, placement, gpu_list, done };
-  enum class Field { unknown, status, vc, jobid, user, submitted_time, attempts, start_time, end_time, detail, ip, gpus };
+  enum class Field {
+    unknown, status, vc, jobid, user, submitted_time, attempts, start_time, end_time, detail, ip, gpus
+  };
+  struct KnownField {
+    Level level;
+    Field field;
+    std::string_view name;
+  };
+  static constexpr KnownField kKnownFields[] = {
+      {Level::job, Field::status, "status"},
+      {Level::job, Field::vc, "vc"},
+      {Level::job, Field::jobid, "jobid"},
+      {Level::job, Field::user, "user"},
+      {Level::job, Field::submitted_time, "submitted_time"},
+      {Level::job, Field::attempts, "attempts"},
+      {Level::attempt, Field::start_time, "start_time"},
+      {Level::attempt, Field::end_time, "end_time"},
+      {Level::attempt, Field::detail, "detail"},
+      {Level::placement, Field::ip, "ip"},
+      {Level::placement, Field::gpus, "gpus"},
+  };
 
   struct PendingError {
     std::size_t line;
@@ -345,28 +357,25 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
   };
 
   Field field_named(std::string_view name) const {
-    using enum Field;
-    switch (level_) {
-      case Level::job:
-        if (name == "status") return status;
-        if (name == "vc") return vc;
-        if (name == "jobid") return jobid;
-        if (name == "user") return user;
-        if (name == "submitted_time") return submitted_time;
-        if (name == "attempts") return attempts;
-        return unknown;
-      case Level::attempt:
-        if (name == "start_time") return start_time;
-        if (name == "end_time") return end_time;
-        if (name == "detail") return detail;
-        return unknown;
-      case Level::placement:
-        if (name == "ip") return ip;
-        if (name == "gpus") return gpus;
-        return unknown;
-      default:
-        return unknown;
-    }
+    for (const KnownField& known : kKnownFields)
+      if (known.level == level_ && known.name == name) return known.field;
+    return Field::unknown;
+  }
+
+  std::string_view field_name() const {
+    for (const KnownField& known : kKnownFields)
+      if (known.field == field_) return known.name;
+    return "";
+  }
+
+  bool inside_job() const {
+    return level_ != Level::document && level_ != Level::job_list && level_ != Level::done;
+  }
+
+  bool begin_container(Kind kind) {
+    if (skip_depth_ == 0) return value(kind, {});
+    ++skip_depth_;
+    return true;
   }
 
   // Every value, scalar or the start of a container, lands here.
@@ -505,7 +514,8 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
   // Records a wrong value and skips it. The error is raised when the job
   // ends, so it can name the job even when its jobid comes later.
   bool mismatch(Kind kind, std::string_view text, const std::string& expected) {
-    if (!pending_) pending_ = PendingError{line_of(kind), field_path(), "expected " + expected + ", got " + describe(kind, text)};
+    if (!pending_)
+      pending_ = PendingError{line_of(kind), field_path(), "expected " + expected + ", got " + describe(kind, text)};
     skip(kind);
     return true;
   }
@@ -526,23 +536,6 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
       case Level::placement: return placement + "." + std::string(field_name());
       case Level::gpu_list: return placement + ".gpus[" + std::to_string(gpus_seen_) + "]";
       default: return {};
-    }
-  }
-
-  std::string_view field_name() const {
-    switch (field_) {
-      case Field::status: return "status";
-      case Field::vc: return "vc";
-      case Field::jobid: return "jobid";
-      case Field::user: return "user";
-      case Field::submitted_time: return "submitted_time";
-      case Field::attempts: return "attempts";
-      case Field::start_time: return "start_time";
-      case Field::end_time: return "end_time";
-      case Field::detail: return "detail";
-      case Field::ip: return "ip";
-      case Field::gpus: return "gpus";
-      default: return "";
     }
   }
 
@@ -643,7 +636,8 @@ std::unique_ptr<WorkloadSource> parse_philly_json_workload(TableReader& reader, 
   if (auto statuses = reader.strings("statuses", options.statuses)) {
     for (const std::string& status : *statuses)
       if (std::find(kStatuses.begin(), kStatuses.end(), status) == kStatuses.end())
-        reader.error("statuses", "unknown status '" + status + "' in 'statuses' of [workload] (valid: Pass, Killed, Failed)");
+        reader.error("statuses",
+                     "unknown status '" + status + "' in 'statuses' of [workload] (valid: Pass, Killed, Failed)");
     if (statuses->empty()) reader.error("statuses", "'statuses' in [workload] must name at least one status");
     options.statuses = std::move(*statuses);
   }
