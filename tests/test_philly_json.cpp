@@ -167,8 +167,10 @@ TEST_CASE("jobs the mapping cannot use are skipped and counted in one note") {
               attempt("2017-10-03 08:10:00", "2017-10-03 08:40:00", 2) + "]"),
       job("last_without_gpus", "Pass", "2017-10-03 08:00:00",
           "[" + ok + R"(, {"start_time": "2017-10-03 09:00:00", "end_time": "2017-10-03 10:00:00", "detail": []}])"),
-      job("backwards", "Pass", "2017-10-03 08:00:00", "[" + attempt("2017-10-03 09:00:00", "2017-10-03 08:00:00", 1) + "]"),
-      job("instant", "Pass", "2017-10-03 08:00:00", "[" + attempt("2017-10-03 09:00:00", "2017-10-03 09:00:00", 1) + "]"),
+      job("backwards", "Pass", "2017-10-03 08:00:00",
+          "[" + attempt("2017-10-03 09:00:00", "2017-10-03 08:00:00", 1) + "]"),
+      job("instant", "Pass", "2017-10-03 08:00:00",
+          "[" + attempt("2017-10-03 09:00:00", "2017-10-03 09:00:00", 1) + "]"),
       job("good", "Pass", "2017-10-03 08:30:00", "[" + ok + "]"),
   };
   TempDir dir;
@@ -273,10 +275,11 @@ TEST_CASE("malformed JSON names the file and the line") {
         log + ":1: malformed JSON: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
               "literal");
   CHECK(read_error(dir, "[\n{\"jobid\": \"a\", \"attempts\": [") ==
-        log + ":2: malformed JSON in job 'a': syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
-              "literal");
+        log + ":2: malformed JSON in job 'a': syntax error while parsing value - unexpected end of input; "
+              "expected '[', '{', or a literal");
   CHECK(read_error(dir, "[\n{\"jobid\": \"a\",\n \"status\" \"Pass\"}]") ==
-        log + ":3: malformed JSON in job 'a': syntax error while parsing object separator - unexpected string literal; expected ':'");
+        log + ":3: malformed JSON in job 'a': syntax error while parsing object separator - "
+              "unexpected string literal; expected ':'");
   CHECK(read_error(dir, "[]\n]") ==
         log + ":2: malformed JSON: syntax error while parsing value - unexpected ']'; expected end of input");
   CHECK(read_error(dir, "[{\"jobid\": \"a\", \"big\": 1e999}]") ==
@@ -286,8 +289,8 @@ TEST_CASE("malformed JSON names the file and the line") {
   CHECK(read_error(dir, std::string(100000, '[')) ==
         log + ":1: expected a job (a JSON object) as entry 1 of the list, got a list");
   CHECK(read_error(dir, "[{\"x\": " + std::string(100000, '[')) ==
-        log + ":1: malformed JSON in job #1 of the list: syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
-              "literal");
+        log + ":1: malformed JSON in job #1 of the list: syntax error while parsing value - "
+              "unexpected end of input; expected '[', '{', or a literal");
 }
 
 TEST_CASE("a document that is not a list of jobs is refused") {
