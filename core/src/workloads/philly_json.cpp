@@ -6,8 +6,8 @@
 //    "attempts": [{"start_time": "2017-10-03 07:52:31", "end_time": "2017-10-03 09:15:02",
 //                  "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}]}
 //
-// The original file is 6.6 GB, so it is read as a stream of SAX events and
-// only the job being read is held in memory, never the document.
+// The trace is 6.6 GB in all, so the log is read as a stream of SAX events
+// and only the job being read is held in memory, never the document.
 //
 // Each job becomes one TraceJob:
 //   name = jobid, tenant = user, vc = vc
@@ -24,15 +24,15 @@
 //   duration = "sum"          "sum": the sum over attempts of end_time - start_time
 //                             (Blox's sum_attempts); "last": the last attempt's alone
 //   statuses = ["Pass", "Killed", "Failed"]   keep only jobs with these statuses
-//   min_duration_seconds      keep jobs with duration > this   (none by default;
-//   max_duration_seconds      keep jobs with duration < this    Blox keeps 1897.4 < d < 600000)
+//   min_duration_seconds      keep jobs with duration > this   (none by default; Blox keeps
+//   max_duration_seconds      keep jobs with duration < this    60*10^1.5 = 1897.4 < d < 60*10^4)
 //   single_gpu_only = false   keep only jobs with exactly one GPU
 //
 // Jobs the mapping cannot use are skipped and counted in one note, each under
 // the first reason that applies: no attempts; a None time among those the
 // arrival and duration need (submitted_time, and the start and end of every
 // attempt for "sum" or of the last one for "last"); no GPUs in the last
-// attempt; no positive duration (an attempt that ends before it starts). The
+// attempt; no positive duration (zero, or an attempt that ends before it starts). The
 // filters then apply in the order listed above, each with a note of how many
 // jobs it removed.
 //
