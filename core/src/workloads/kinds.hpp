@@ -12,5 +12,6 @@ std::unique_ptr<WorkloadSource> parse_pollux_workload(TableReader&, const TomlDo
 std::unique_ptr<WorkloadSource> parse_gavel_trace_workload(TableReader&, const TomlDocument&);
 std::unique_ptr<WorkloadSource> parse_tiresias_csv_workload(TableReader&, const TomlDocument&);
 std::unique_ptr<WorkloadSource> parse_openb_workload(TableReader&, const TomlDocument&);
+std::unique_ptr<WorkloadSource> parse_philly_json_workload(TableReader&, const TomlDocument&);
 
 }  // namespace tessel

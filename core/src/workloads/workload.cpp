@@ -17,6 +17,7 @@ std::span<const WorkloadKind> workload_kinds() {
       {"gavel-trace", parse_gavel_trace_workload, "Gavel's tab-separated .trace files, sized in steps"},
       {"tiresias-csv", parse_tiresias_csv_workload, "Tiresias's job trace: job_id,num_gpu,submit_time,..."},
       {"openb", parse_openb_workload, "Alibaba 2023 GPU trace pod list, fractional GPUs included"},
+      {"philly-json", parse_philly_json_workload, "Microsoft Philly cluster_job_log (JSON list of jobs), streamed"},
   };
   return kinds;
 }
@@ -98,6 +99,12 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
 }
 
 }  // namespace
+
+std::string count_text(std::size_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
 
 WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& document) {
   WorkloadConfig config;
