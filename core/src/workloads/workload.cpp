@@ -100,12 +100,6 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
 
 }  // namespace
 
-std::string count_text(std::size_t n) {
-  std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
-}
-
 WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& document) {
   WorkloadConfig config;
   std::vector<std::string> names;
