@@ -124,7 +124,8 @@ TEST_CASE("gavel-table reads Gavel's own file") {
   CHECK(std::find(profiles.begin(), profiles.end(), "ResNet-50 (batch size 64)") != profiles.end());
   CHECK(model->check(cluster_of({"k80", "p100", "v100"})) == "");
 
-  const auto colocated = as_gavel(*model).colocated_rates(resnet50, job("Transformer (batch size 32)"), shape(1, "v100"));
+  const auto colocated =
+      as_gavel(*model).colocated_rates(resnet50, job("Transformer (batch size 32)"), shape(1, "v100"));
   REQUIRE(colocated.has_value());
   CHECK(colocated->first == 2.48752036332518);
   CHECK(colocated->second == 2.0519338792685047);
@@ -142,7 +143,7 @@ TEST_CASE("gavel-table: measured counts, linear scaling between them, spread job
   CHECK(model->rate(alpha, shape(1, "v100")) == 10);
   CHECK(model->rate(alpha, shape(2, "v100")) == 18);
   CHECK(model->rate(alpha, shape(4, "v100")) == 30);
-  CHECK(model->rate(alpha, shape(3, "v100")) == 27);  // 18 on 2 GPUs, times 3/2
+  CHECK(model->rate(alpha, shape(3, "v100")) == 27);    // 18 on 2 GPUs, times 3/2
   CHECK(model->rate(alpha, shape(16, "v100")) == 120);  // 30 on 4 GPUs, times 4
   CHECK(model->rate(alpha, shape(0, "v100")) == 0);
   CHECK(model->rate(alpha, shape(1, "V100")) == 10);  // GPU types match in any case
@@ -173,7 +174,8 @@ TEST_CASE("gavel-table checks the cluster's GPU types") {
   CHECK(model->check(cluster_of({"v100"})) == "");
   CHECK(model->check(cluster_of({"V100"})) == "");
   CHECK(model->check(cluster_of({"k80"})) == "GPU type 'k80' has no throughput for 'Beta'");
-  CHECK(model->check(cluster_of({"v100", "a100"})) == "no throughputs for GPU type 'a100' (the table has: k80, v100)");
+  CHECK(model->check(cluster_of({"v100", "a100"})) ==
+        "no throughputs for GPU type 'a100' (the table has: k80, v100)");
 }
 
 TEST_CASE("gavel-table keeps the space-sharing pairs of equal GPU counts") {
@@ -185,7 +187,8 @@ TEST_CASE("gavel-table keeps the space-sharing pairs of equal GPU counts") {
   CHECK(gavel.colocated_rates(job("Alpha"), job("Beta"), shape(1, "v100")) == Pair({6.0, 3.0}));
   CHECK(gavel.colocated_rates(job("Beta"), job("Alpha"), shape(1, "v100")) == Pair({3.0, 6.0}));
   CHECK(gavel.colocated_rates(job("Alpha"), job("Alpha"), shape(1, "v100")) == Pair({4.0, 4.0}));
-  CHECK(gavel.colocated_rates(job("Alpha"), job("Beta"), shape(2, "v100")) == std::nullopt);  // measured 0: cannot share
+  // Measured as 0 for both: they cannot share.
+  CHECK(gavel.colocated_rates(job("Alpha"), job("Beta"), shape(2, "v100")) == std::nullopt);
   CHECK(gavel.colocated_rates(job("Alpha"), job("Beta"), shape(1, "k80")) == std::nullopt);
   CHECK(gavel.colocated_rates(job("Alpha"), job("Gamma"), shape(1, "v100")) == std::nullopt);
 }
@@ -208,9 +211,10 @@ TEST_CASE("placement-penalty slows spread jobs by node and rack, per profile") {
   }
 
   SUBCASE("arguments and per-profile overrides") {
-    const auto model = model_from(dir, R"({ name = "placement-penalty", across_nodes = 0.8, across_racks = 0.6, )"
-                                   R"(models = { vgg19 = { across_nodes = 0.5 }, resnet50 = { across_racks = 0.7 }, )"
-                                   R"(vgg16 = { across_racks = 0.3 } } })");
+    const auto model =
+        model_from(dir, R"({ name = "placement-penalty", across_nodes = 0.8, across_racks = 0.6, )"
+                        R"(models = { vgg19 = { across_nodes = 0.5 }, resnet50 = { across_racks = 0.7 }, )"
+                        R"(vgg16 = { across_racks = 0.3 } } })");
     CHECK(model->rate(job("inception3"), one_node) == 4);
     CHECK(model->rate(job("inception3"), two_nodes) == doctest::Approx(3.2));
     CHECK(model->rate(job("inception3"), two_racks) == doctest::Approx(2.4));
@@ -229,8 +233,9 @@ TEST_CASE("placement-penalty slows spread jobs by node and rack, per profile") {
 TEST_CASE("placement-penalty wraps gavel-table") {
   TempDir dir;
   dir.write("throughputs.json", kSmallTable);
-  const auto model = model_from(dir, R"({ name = "placement-penalty", models = { Alpha = { across_nodes = 0.5 } }, )"
-                                   R"(base = { name = "gavel-table", path = "throughputs.json", unconsolidated = false } })");
+  const auto model =
+      model_from(dir, R"({ name = "placement-penalty", models = { Alpha = { across_nodes = 0.5 } }, )"
+                      R"(base = { name = "gavel-table", path = "throughputs.json", unconsolidated = false } })");
   CHECK(std::vector<std::string>(model->profiles().begin(), model->profiles().end()) ==
         std::vector<std::string>{"Alpha", "Beta"});
   CHECK(model->rate(job("Alpha"), shape(2, "v100")) == 18);
@@ -253,7 +258,8 @@ TEST_CASE("model arguments are checked and located") {
   CHECK(problems(dir, R"({ name = "gavel-table", path = 7 })") ==
         "model.toml:2:40: 'path' in [workload.model] must be a string, got an integer");
   CHECK(problems(dir, R"({ name = "gavel-table", path = "missing.json" })") ==
-        "model.toml:2:40: cannot read Gavel throughputs '" + json + "missing.json': cannot open: No such file or directory");
+        "model.toml:2:40: cannot read Gavel throughputs '" + json +
+            "missing.json': cannot open: No such file or directory");
 
   dir.write("broken.json", "{\n  \"v100\": {\n    \"('Alpha', 1)\": {\"null\": 1.0,}\n");
   CHECK(problems(dir, R"({ name = "gavel-table", path = "broken.json" })")
@@ -332,9 +338,10 @@ TEST_CASE("a run on K80s priced by gavel-table: spread jobs run at the unconsoli
   CHECK(finish_times(results)[1] == doctest::Approx(work / 6.950187717290474));
 
   // With Gavel's consolidated pricing and a 0.5 penalty instead, job 1 takes twice its duration.
-  const RunResults penalized = simulate(
-      dir, two_node_experiment("k80", R"({ name = "placement-penalty", across_nodes = 0.5, base = { name = "gavel-table", path = ")" +
-                                     file->string() + R"(", unconsolidated = false } })"));
+  const std::string penalized_gavel = R"({ name = "placement-penalty", across_nodes = 0.5, )"
+                                      R"(base = { name = "gavel-table", path = ")" +
+                                      file->string() + R"(", unconsolidated = false } })";
+  const RunResults penalized = simulate(dir, two_node_experiment("k80", penalized_gavel));
   CHECK(finish_times(penalized)[0] == doctest::Approx(1000));
   CHECK(finish_times(penalized)[1] == doctest::Approx(1200));
 }

@@ -24,16 +24,18 @@
 //   few servers. tessel prices a shape spanning several nodes with the
 //   `<type>_unconsolidated` table, falling back per GPU count to the
 //   consolidated entry where that table has none (`k80_unconsolidated` lacks
-//   ResNet-50 at 2, 4 and 8 GPUs). `unconsolidated = false` prices every
-//   shape as consolidated, as Gavel does.
+//   ResNet-50 with batch size 64 or 128 on 2, 4 and 8 GPUs).
+//   `unconsolidated = false` prices every shape as consolidated, as Gavel
+//   does.
 // - GPU counts. A Gavel job always gets exactly its scale factor (1, 2, 4
 //   or 8). For other counts tessel scales linearly from the largest measured
 //   count below (from the smallest measured count when all are above), so 16
 //   GPUs run twice as fast as 8, and a single-GPU job type (A3C, CycleGAN,
 //   Recommendation) on 4 GPUs four times as fast as on one.
-// - Zeros. Gavel records 0 where a job could not run (ResNet-50 with batch
-//   size 128 on 2 or more K80s). A rate must be positive, so a zero counts as
-//   not measured and the count is priced by the scaling rule above.
+// - Zeros. Gavel records 0 where a job did not run (ResNet-50 with batch
+//   size 128 on 2 or more K80s); its policies then give the job no time on
+//   that type. A rate must be positive, so a zero counts as not measured and
+//   the count is priced by the scaling rule above.
 // - Fractional GPUs. Gavel has none; a share of each GPU scales the rate by
 //   that share, as in the linear model.
 // - Space sharing. The [own, partner] pairs are exposed through
@@ -49,9 +51,8 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/errors.hpp"
 #include "models/models.hpp"
@@ -73,6 +74,18 @@ std::string lowercase(std::string_view text) {
 bool equal_ignoring_case(std::string_view a, std::string_view lower_b) {
   return a.size() == lower_b.size() &&
          std::equal(a.begin(), a.end(), lower_b.begin(), [](char x, char y) { return lower(x) == y; });
+}
+
+// "v100_unconsolidated" -> {"v100", spread}.
+struct TableName {
+  std::string gpu_type;  // lower case
+  bool spread = false;
+};
+
+TableName parse_table_name(std::string_view table) {
+  const bool spread = table.ends_with(kUnconsolidatedSuffix);
+  if (spread) table.remove_suffix(kUnconsolidatedSuffix.size());
+  return {lowercase(table), spread};
 }
 
 struct JobKey {
@@ -100,7 +113,7 @@ JobKey job_key_or_throw(const std::string& table, const std::string& key) {
   auto parsed = parse_job_key(key);
   if (!parsed)
     throw UserError("under \"" + table + "\", key \"" + key +
-                         "\" is not of the form \"('<job type>', <GPU count>)\"");
+                    "\" is not of the form \"('<job type>', <GPU count>)\"");
   return *std::move(parsed);
 }
 
@@ -131,12 +144,10 @@ GavelTableModel::GavelTableModel(const std::string& path, bool use_unconsolidate
   std::set<std::string> job_types;
   for (const auto& [table, entries] : root.items()) {
     if (!entries.is_object()) throw UserError("\"" + table + "\" must be an object of job entries");
-    const bool spread = table.ends_with(kUnconsolidatedSuffix);
-    const std::string gpu_type =
-        lowercase(spread ? table.substr(0, table.size() - kUnconsolidatedSuffix.size()) : table);
-    if (!spread) {
-      if (gpu_type_index(gpu_type)) throw UserError("GPU type \"" + table + "\" appears twice");
-      gpu_types_.push_back(gpu_type);
+    const TableName name = parse_table_name(table);
+    if (!name.spread) {
+      if (gpu_type_index(name.gpu_type)) throw UserError("GPU type \"" + table + "\" appears twice");
+      gpu_types_.push_back(name.gpu_type);
     }
     for (const auto& [key, entry] : entries.items()) job_types.insert(job_key_or_throw(table, key).job_type);
   }
@@ -161,11 +172,10 @@ GavelTableModel::GavelTableModel(const std::string& path, bool use_unconsolidate
   // Consolidated tables before unconsolidated ones, which override them.
   for (const bool spread : {false, true}) {
     for (const auto& [table, entries] : root.items()) {
-      if (table.ends_with(kUnconsolidatedSuffix) != spread) continue;
-      const std::string gpu_type =
-          lowercase(spread ? table.substr(0, table.size() - kUnconsolidatedSuffix.size()) : table);
-      const auto type = gpu_type_index(gpu_type);
-      if (!type) throw UserError("\"" + table + "\" has no consolidated table \"" + gpu_type + "\"");
+      const TableName name = parse_table_name(table);
+      if (name.spread != spread) continue;
+      const auto type = gpu_type_index(name.gpu_type);
+      if (!type) throw UserError("\"" + table + "\" has no consolidated table \"" + name.gpu_type + "\"");
       for (const auto& [key, entry] : entries.items()) {
         const JobKey job = job_key_or_throw(table, key);
         const std::size_t job_type = job_type_indices_.at(job.job_type);
@@ -179,7 +189,7 @@ GavelTableModel::GavelTableModel(const std::string& path, bool use_unconsolidate
           const JobKey partner = job_key_or_throw(table, partner_key);
           if (!rates.is_array() || rates.size() != 2 || !rates[0].is_number() || !rates[1].is_number())
             throw UserError("under \"" + table + "\", \"" + key + "\": \"" + partner_key +
-                                 "\" must be a pair of numbers");
+                            "\" must be a pair of numbers");
           const auto partner_type = job_type_index(partner.job_type);
           const double own = rates[0].get<double>(), other = rates[1].get<double>();
           if (spread || !partner_type || partner.gpus != job.gpus || own <= 0 || other <= 0) continue;
@@ -248,7 +258,7 @@ std::string GavelTableModel::check(const ClusterState& cluster) const {
 }
 
 std::optional<std::pair<double, double>> GavelTableModel::colocated_rates(const JobSpec& job, const JobSpec& partner,
-                                                                         const Shape& shape) const {
+                                                                          const Shape& shape) const {
   const auto type = gpu_type_index(shape.gpu_type);
   const auto job_type = job_type_index(job.model);
   const auto partner_type = job_type_index(partner.model);

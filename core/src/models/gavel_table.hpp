@@ -38,7 +38,7 @@ class GavelTableModel final : public ThroughputModel {
   // (Gavel records 0 for both). tessel does not co-locate jobs yet, so only
   // policies that reason about packing need this.
   std::optional<std::pair<double, double>> colocated_rates(const JobSpec& job, const JobSpec& partner,
-                                                          const Shape& shape) const;
+                                                           const Shape& shape) const;
 
  private:
   struct Measurement {

@@ -23,12 +23,16 @@
 //   carry a 392 MB tensor and AlexNet a 144 MB one, while no ResNet or
 //   Inception tensor exceeds 9 MB. That simulator itself models no placement
 //   slowdown (simulator/README.md).
-// - How much. Blox (msr-fiddle/blox, jobs/model.py, use_approx_scores)
-//   divides a job's speed by a per-model penalty when its GPUs are on more
-//   than one machine (jobs/job.py): 0.9 for ResNet-50 and for models it does
-//   not list, 0.6 for AlexNet, its strongest. So `across_nodes` defaults to
-//   0.9, and the built-in entries give Tiresias's sensitive models, under
-//   the names its traces use (`alexnet`, `vgg11`, `vgg16`, `vgg19`), 0.6.
+// - How much. Blox (msr-fiddle/blox) multiplies a job's speed by a
+//   per-model penalty when its GPUs are on more than one machine
+//   (jobs/job.py divides the iteration time by it). Its approximate scores
+//   (jobs/model.py, use_approx_scores) give 0.9 to ResNet-50 and to models
+//   it does not list, 0.6 to AlexNet, its strongest; its profiled scores
+//   (use_real_scores) give 1 throughout. So `across_nodes` defaults to 0.9,
+//   and the built-in entries give Tiresias's sensitive models, under the
+//   names its traces use, 0.6: `alexnet` as in Blox, and `vgg11`, `vgg16`,
+//   `vgg19`, which Blox does not list, alike, their largest tensor being
+//   larger still.
 // - Racks. None of these sources measures a further slowdown across racks
 //   (Blox only counts machines; the Philly study, Jeon et al., ATC'19,
 //   relates locality to GPU utilization by the number of servers a job
@@ -74,8 +78,8 @@ class PlacementPenaltyModel final : public ThroughputModel {
     if (shape.nodes <= 1) return base_rate;
     const auto found = per_profile_.find(job.model);
     const SpreadFactors& factors = found == per_profile_.end() ? defaults_ : found->second;
-    return base_rate * (shape.racks > 1 ? std::min(factors.across_nodes, factors.across_racks)
-                                        : factors.across_nodes);
+    return base_rate *
+           (shape.racks > 1 ? std::min(factors.across_nodes, factors.across_racks) : factors.across_nodes);
   }
 
   std::span<const std::string> profiles() const override { return base_->profiles(); }
