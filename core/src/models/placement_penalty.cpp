@@ -1,9 +1,12 @@
 // `placement-penalty`: a base model, slowed down when a job's GPUs span
 // several nodes or racks.
 //
-//   model = { name = "placement-penalty", across_nodes = 0.8, across_racks = 0.6,
-//             models = { vgg19 = { across_nodes = 0.5 } },
-//             base = { name = "gavel-table", path = "...", unconsolidated = false } }
+//   [workload.model]
+//   name = "placement-penalty"
+//   across_nodes = 0.8
+//   across_racks = 0.6
+//   models = { vgg19 = { across_nodes = 0.5 } }
+//   base = { name = "gavel-table", path = "...", unconsolidated = false }
 //
 // The rule: rate = base rate x factor, where the factor is 1 on one node,
 // `across_nodes` on several nodes of one rack, and the smaller of
