@@ -278,7 +278,7 @@ TEST_CASE("model arguments are checked and located") {
 
   CHECK(problems(dir, R"({ name = "placement-penalty", across_nodes = 0, across_racks = 1.5, acros_nodes = 0.5 })") ==
         "model.toml:2:54: 'across_nodes' in [workload.model] must be in (0, 1], got 0\n"
-        "model.toml:2:72: 'across_racks' in [workload.model] must be in 0..1, got 1.5\n"
+        "model.toml:2:72: 'across_racks' in [workload.model] must be in (0, 1], got 1.5\n"
         "model.toml:2:77: unknown key 'acros_nodes' in [workload.model] (valid: across_nodes, across_racks, base, "
         "models, name)");
   CHECK(problems(dir, R"({ name = "placement-penalty", models = { vgg19 = 0.5, vgg16 = { nodes = 0.5 } } })") ==

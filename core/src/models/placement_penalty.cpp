@@ -48,6 +48,7 @@
 // unconsolidated measurements; give it `unconsolidated = false` so that the
 // slowdown is counted once.
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -100,9 +101,11 @@ class PlacementPenaltyModel final : public ThroughputModel {
 
 // A factor in (0, 1]: a spread job is never faster than a consolidated one.
 std::optional<double> read_factor(TableReader& reader, std::string_view key, double fallback) {
-  auto factor = reader.number(key, fallback, 0, 1);
-  if (factor && *factor == 0) {
-    reader.error(key, "'" + std::string(key) + "' in [" + reader.table_name() + "] must be in (0, 1], got 0");
+  auto factor = reader.number(key, fallback);
+  if (factor && !(*factor > 0 && *factor <= 1)) {
+    std::ostringstream message;
+    message << "'" << key << "' in [" << reader.table_name() << "] must be in (0, 1], got " << *factor;
+    reader.error(key, message.str());
     return std::nullopt;
   }
   return factor;
