@@ -6,10 +6,14 @@
 namespace tessel {
 
 std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const TomlDocument&);
+std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader&, const TomlDocument&);
+std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader&, const TomlDocument&);
 
 std::span<const ModelKind> throughput_models() {
   static const ModelKind kinds[] = {
       {"linear", parse_linear_model, "GPU-seconds of work, linear speedup, placement-blind"},
+      {"gavel-table", parse_gavel_table_model, "steps at Gavel's measured throughputs, by GPU type and count"},
+      {"placement-penalty", parse_placement_penalty_model, "a base model, slowed down for jobs spread over nodes or racks"},
   };
   return kinds;
 }

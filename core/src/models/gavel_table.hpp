@@ -1,0 +1,66 @@
+// `gavel-table`: throughputs measured by Gavel (OSDI'20), in steps/s, looked
+// up by GPU type, job type and GPU count. Declared here, not in an anonymous
+// namespace, so that engine code and tests can reach the space-sharing data
+// that the ThroughputModel interface has no place for. See gavel_table.cpp
+// for the rule and its simplifications.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tessel/throughput.hpp"
+
+namespace tessel {
+
+class GavelTableModel final : public ThroughputModel {
+ public:
+  // Reads Gavel's `simulation_throughputs.json`. `use_unconsolidated` prices
+  // jobs spread over several nodes with the `<type>_unconsolidated` tables.
+  // Throws UserError naming the file when it cannot be read or is malformed.
+  GavelTableModel(const std::string& path, bool use_unconsolidated);
+
+  std::string_view name() const override { return "gavel-table"; }
+  double rate(const JobSpec& job, const Shape& shape) const override;
+  // Gavel's job types, such as "ResNet-50 (batch size 64)", sorted.
+  std::span<const std::string> profiles() const override { return job_types_; }
+  std::string check(const ClusterState& cluster) const override;
+
+  // Steps/s of `job` and of `partner` while both run on the same
+  // `shape.gpus` GPUs of `shape.gpu_type` (Gavel's space sharing), exactly
+  // as measured; nullopt when the pair was not measured or cannot share
+  // (Gavel records 0 for both). tessel does not co-locate jobs yet, so only
+  // policies that reason about packing need this.
+  std::optional<std::pair<double, double>> colocated_rates(const JobSpec& job, const JobSpec& partner,
+                                                           const Shape& shape) const;
+
+ private:
+  struct Measurement {
+    int gpus = 0;
+    double steps_per_second = 0;
+  };
+  // Positive measurements of one job type on one GPU type, by ascending GPU count.
+  using ScalingCurve = std::vector<Measurement>;
+
+  std::optional<std::size_t> gpu_type_index(std::string_view gpu_type) const;
+  std::optional<std::size_t> job_type_index(const std::string& job_type) const;
+  std::size_t curve_index(std::size_t gpu_type, bool spread, std::size_t job_type) const;
+  const ScalingCurve& curve(std::size_t gpu_type, bool spread, std::size_t job_type) const;
+
+  std::vector<std::string> gpu_types_;  // lower case
+  std::vector<std::string> job_types_;
+  std::unordered_map<std::string, std::size_t> job_type_indices_;
+  // By curve_index; a spread curve is the consolidated one with the
+  // unconsolidated measurements substituted.
+  std::vector<ScalingCurve> curves_;
+  // (gpu type, job type, GPUs, partner job type) -> [job's, partner's] steps/s.
+  std::map<std::tuple<std::size_t, std::size_t, int, std::size_t>, std::pair<double, double>> colocated_;
+};
+
+}  // namespace tessel
