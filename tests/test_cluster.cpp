@@ -100,10 +100,31 @@ TEST_CASE("presets give the published clusters") {
   CHECK(gpus(read("[cluster]\npreset = \"blox\"\n").cluster.nodes) == 128);
 }
 
+TEST_CASE("a cluster can come from Tiresias's and Alibaba's spec files") {
+  TempDir dir;
+  dir.write("spec.csv", "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n2,3,4,40,256\n");
+  dir.write("nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nalpha,64000,262144,2,P100\nbeta,96000,393216,8,V100M16\n");
+  const std::string rest = "[workload]\nkind = \"synthetic\"\n[scheduler]\nallocation = { plugin = \"fifo\" }\n"
+                           "placement = { plugin = \"first_fit\" }\n";
+  const auto tiresias =
+      load_experiment(dir.write("t.toml", "[cluster]\ntiresias_spec = \"spec.csv\"\ngpu_type = \"v100\"\n" + rest));
+  REQUIRE(tiresias.cluster.nodes.size() == 6);
+  CHECK(tiresias.cluster.nodes[4].rack == 1);
+  CHECK(tiresias.cluster.nodes[4].gpu_type == "v100");
+  CHECK(gpus(tiresias.cluster.nodes) == 24);
+  const auto openb = load_experiment(dir.write("o.toml", "[cluster]\nopenb_nodes = \"nodes.csv\"\n" + rest));
+  REQUIRE(openb.cluster.nodes.size() == 2);
+  CHECK(openb.cluster.nodes[1].name == "beta");
+  CHECK(openb.cluster.nodes[1].gpu_type == "V100M16");
+  CHECK(openb.cluster.nodes[1].cpus == 96);
+  CHECK(openb.cluster.nodes[1].mem_gb == 384);
+}
+
 TEST_CASE("cluster mistakes are located and explained") {
   auto found = problems("[cluster]\npreset = \"philly\"\nnodes = 3\n");
   REQUIRE(found.size() >= 1);
-  CHECK(found[0] == "c.toml:1:1: [cluster] takes one of: 'preset', [[cluster.groups]], or 'nodes' with 'gpus_per_node'");
+  CHECK(found[0] == "c.toml:1:1: [cluster] takes one of: 'preset', [[cluster.groups]], 'tiresias_spec', "
+                    "'openb_nodes', or 'nodes' with 'gpus_per_node'");
   found = problems("[cluster]\npreset = \"phily\"\n");
   REQUIRE(found.size() == 1);
   CHECK(found[0] == "c.toml:2:10: unknown preset 'phily' in [cluster] (valid: philly, blox, gavel, synergy, pollux)");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "workloads/cluster_specs.hpp"
+
 namespace tessel {
 
 namespace {
@@ -145,9 +147,21 @@ ClusterConfig read_cluster_config(TableReader& reader) {
   ClusterConfig config;
   const bool has_preset = reader.present("preset");
   const bool has_groups = reader.present("groups");
+  const bool has_tiresias = reader.present("tiresias_spec");
+  const bool has_openb = reader.present("openb_nodes");
   const bool has_uniform = reader.present("nodes") || reader.present("gpus_per_node");
-  if (has_preset + has_groups + has_uniform > 1) {
-    reader.error("", "[cluster] takes one of: 'preset', [[cluster.groups]], or 'nodes' with 'gpus_per_node'");
+  if (has_preset + has_groups + has_tiresias + has_openb + has_uniform > 1) {
+    reader.error("", "[cluster] takes one of: 'preset', [[cluster.groups]], 'tiresias_spec', 'openb_nodes', "
+                     "or 'nodes' with 'gpus_per_node'");
+  } else if (has_tiresias) {
+    const auto path = reader.input_path("tiresias_spec", std::nullopt);
+    const auto type = reader.string("gpu_type", std::string(kUnnamedGpuType));
+    if (path && type) {
+      config.nodes = read_tiresias_cluster(*path);
+      for (NodeSpec& node : config.nodes) node.gpu_type = *type;
+    }
+  } else if (has_openb) {
+    if (const auto path = reader.input_path("openb_nodes", std::nullopt)) config.nodes = read_openb_nodes(*path);
   } else if (has_preset) {
     std::vector<std::string> names;
     for (const ClusterPreset& preset : cluster_presets()) names.emplace_back(preset.name);

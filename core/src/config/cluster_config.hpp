@@ -2,7 +2,10 @@
 //   nodes = 32, gpus_per_node = 4, ...   a uniform cluster
 //   [[cluster.groups]] count = 9, ...    groups of identical nodes (heterogeneous GPUs)
 //   preset = "philly"                    a published cluster (see cluster_presets())
+//   tiresias_spec = "n32g4.csv"          Tiresias's cluster spec (optionally with gpu_type)
+//   openb_nodes = "nodes.csv"            the Alibaba 2023 trace's node list
 // — plus [[cluster.events]]: nodes added, removed, failed or repaired at given times.
+// Throws TraceError for a malformed spec file.
 #pragma once
 
 #include <span>
