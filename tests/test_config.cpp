@@ -129,5 +129,5 @@ TEST_CASE("unknown workload kinds and models list the valid ones") {
   const auto found = problems(kGood, {"workload.kind=philly", "workload.model=exponential"});
   REQUIRE(found.size() == 2);
   CHECK(found[0] == "--set workload.kind=philly: unknown kind 'philly' in [workload] (valid: synthetic, csv)");
-  CHECK(found[1] == "--set workload.model=exponential: unknown throughput model 'exponential' (valid: linear)");
+  CHECK(found[1] == "--set workload.model=exponential: unknown throughput model 'exponential' (valid: linear, pollux-apps, synergy-sensitivity)");
 }

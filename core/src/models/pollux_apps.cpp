@@ -389,7 +389,7 @@ PolluxAppsModel::PolluxAppsModel(const fs::path& apps_directory) {
     throw UserError("'" + apps_directory.string() + "' is not a directory");
   std::vector<fs::path> directories;
   for (const fs::directory_entry& entry : fs::directory_iterator(apps_directory))
-    if (entry.is_directory()) directories.push_back(entry.path());
+    if (entry.is_directory() && !entry.path().filename().string().starts_with('.')) directories.push_back(entry.path());
   std::sort(directories.begin(), directories.end());
   for (const fs::path& directory : directories) {
     applications_.push_back(PolluxApplication::load(directory));
@@ -436,8 +436,10 @@ std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader& arguments,
     return std::make_unique<PolluxAppsModel>(*directory);
   } catch (const UserError& e) {
     arguments.error("path", "pollux-apps: " + std::string(e.what()));
-    return nullptr;
+  } catch (const fs::filesystem_error& e) {
+    arguments.error("path", "pollux-apps: " + std::string(e.what()));
   }
+  return nullptr;
 }
 
 }  // namespace tessel
