@@ -112,6 +112,7 @@ int replica_count(std::span<const int> placement) {
   return std::accumulate(placement.begin(), placement.end(), 0);
 }
 
+// Pollux's traces hold each placement once, as its smallest rotation.
 std::vector<int> canonical_placement(std::span<const int> placement) {
   std::vector<int> nodes;
   for (int gpus : placement)
@@ -202,10 +203,15 @@ StepTime PolluxApplication::NodeLayer::at(double replica_count, double local_bsz
 PolluxApplication PolluxApplication::load(const fs::path& directory) {
   PolluxApplication app;
   app.name_ = directory.filename().string();
+  app.read_step_times(directory);
+  app.read_epochs(directory, app.read_validation(directory));
+  return app;
+}
 
+void PolluxApplication::read_step_times(const fs::path& directory) {
   std::map<std::vector<int>, StepTimeSums> by_placement;
   std::map<int, std::map<int, StepTimeSums>> by_nodes;  // nodes -> replicas -> local batch size
-  app.min_local_bsz_ = INT_MAX;
+  min_local_bsz_ = INT_MAX;
   {
     CsvTable table((directory / "placements.csv").string(), {"placement", "local_bsz", "step_time", "sync_time"}, {});
     while (table.next()) {
@@ -214,9 +220,9 @@ PolluxApplication PolluxApplication::load(const fs::path& directory) {
       const StepTime time = read_step_time(table);
       by_placement[placement][local_bsz].add(time);
       by_nodes[static_cast<int>(placement.size())][replica_count(placement)][local_bsz].add(time);
-      app.min_local_bsz_ = std::min(app.min_local_bsz_, local_bsz);
-      app.max_local_bsz_ = std::max(app.max_local_bsz_, local_bsz);
-      app.max_gpus_per_node_ = std::max(app.max_gpus_per_node_, *std::max_element(placement.begin(), placement.end()));
+      min_local_bsz_ = std::min(min_local_bsz_, local_bsz);
+      max_local_bsz_ = std::max(max_local_bsz_, local_bsz);
+      max_gpus_per_node_ = std::max(max_gpus_per_node_, *std::max_element(placement.begin(), placement.end()));
     }
     if (by_placement.empty()) throw TraceError(table.path(), 0, "", "no measurements");
   }
@@ -230,28 +236,30 @@ PolluxApplication PolluxApplication::load(const fs::path& directory) {
       by_nodes[nodes][replicas][local_bsz].add(read_step_time(table));
     }
   }
-  for (const auto& [placement, sums] : by_placement) app.by_placement_.emplace(placement, StepTimeCurve(means(sums)));
+  for (const auto& [placement, sums] : by_placement) by_placement_.emplace(placement, StepTimeCurve(means(sums)));
   for (const auto& [nodes, by_replicas] : by_nodes) {
-    NodeLayer& layer = app.by_nodes_[nodes];
+    NodeLayer& layer = by_nodes_[nodes];
     for (const auto& [replicas, sums] : by_replicas) {
       layer.replicas.push_back(replicas);
       layer.curves.emplace_back(means(sums));
     }
   }
+}
 
-  std::map<int, fs::path> validation_files;  // by batch size
+std::map<int, fs::path> PolluxApplication::read_validation(const fs::path& directory) {
+  std::map<int, fs::path> files;  // by batch size
   for (const fs::directory_entry& entry : fs::directory_iterator(directory)) {
     const std::optional<int> batch_size = validated_batch_size(entry.path());
     if (!batch_size) continue;
-    const auto [first, inserted] = validation_files.emplace(*batch_size, entry.path());
+    const auto [first, inserted] = files.emplace(*batch_size, entry.path());
     if (!inserted)
       throw TraceError(entry.path().string(), 0, "", "repeats the batch size of " + first->second.string());
   }
-  if (validation_files.empty())
-    throw TraceError(directory.string(), 0, "", "no validation-<batch size>.csv files");
-  for (const auto& [batch_size, file] : validation_files) {
-    ValidationCurve& curve = app.validation_.emplace_back();
+  if (files.empty()) throw TraceError(directory.string(), 0, "", "no validation-<batch size>.csv files");
+  for (const auto& [batch_size, file] : files) {
+    ValidationCurve& curve = validation_.emplace_back();
     curve.batch_size = batch_size;
+    validated_batch_sizes_.push_back(batch_size);
     CsvTable table(file.string(), {"progress", "grad_sqr", "grad_var"}, {"iteration", "metric"});
     while (table.next()) {
       const double progress = table.number("progress", 0);
@@ -261,38 +269,37 @@ PolluxApplication PolluxApplication::load(const fs::path& directory) {
       curve.stats.push_back({table.number("grad_sqr", 0), table.number("grad_var", 0)});
     }
   }
-  for (const ValidationCurve& curve : app.validation_) app.validated_batch_sizes_.push_back(curve.batch_size);
-  app.init_batch_size_ = app.validation_.front().batch_size;
-  app.max_batch_size_ = app.validation_.back().batch_size;
+  init_batch_size_ = validation_.front().batch_size;
+  max_batch_size_ = validation_.back().batch_size;
+  if (max_batch_size_ < min_local_bsz_)
+    throw TraceError(directory.string(), 0, "",
+                     "the largest validated batch size, " + std::to_string(max_batch_size_) +
+                         ", is below the smallest local batch size in placements.csv, " +
+                         std::to_string(min_local_bsz_));
+  return files;
+}
 
-  std::size_t shortest = SIZE_MAX;
-  for (const ValidationCurve& curve : app.validation_) shortest = std::min(shortest, curve.progress.size());
-  std::size_t epochs = shortest;
+void PolluxApplication::read_epochs(const fs::path& directory, const std::map<int, fs::path>& validation_files) {
+  std::size_t epochs = SIZE_MAX;
+  for (const ValidationCurve& curve : validation_) epochs = std::min(epochs, curve.progress.size());
   for (const PolluxSettings& settings : kPolluxSettings) {
-    if (settings.application != app.name_) continue;
+    if (settings.application != name_) continue;
     epochs = static_cast<std::size_t>(settings.max_epochs);
-    if (settings.max_local_bsz > 0) app.max_local_bsz_ = settings.max_local_bsz;
+    if (settings.max_local_bsz > 0) max_local_bsz_ = settings.max_local_bsz;
   }
   if (epochs == 0) throw TraceError(directory.string(), 0, "", "a validation curve has no epochs");
-  for (const ValidationCurve& curve : app.validation_)
+  for (const ValidationCurve& curve : validation_)
     if (curve.progress.size() < epochs)
       throw TraceError(validation_files.at(curve.batch_size).string(), 0, "",
                        "holds " + std::to_string(curve.progress.size()) + " of the " + std::to_string(epochs) +
-                           " epochs Pollux trains " + app.name_ + " for");
-  app.epoch_start_.assign(1, 0.0);
+                           " epochs Pollux trains " + name_ + " for");
+  epoch_start_.assign(1, 0.0);
   for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
     double end = INFINITY;
-    for (const ValidationCurve& curve : app.validation_) end = std::min(end, curve.progress[epoch]);
-    app.epoch_start_.push_back(end);
+    for (const ValidationCurve& curve : validation_) end = std::min(end, curve.progress[epoch]);
+    epoch_start_.push_back(end);
   }
-  if (!(app.target_progress() > 0))
-    throw TraceError(directory.string(), 0, "", "the validation curves make no progress");
-  if (app.max_batch_size_ < app.min_local_bsz_)
-    throw TraceError(directory.string(), 0, "",
-                     "the largest validated batch size, " + std::to_string(app.max_batch_size_) +
-                         ", is below the smallest local batch size in placements.csv, " +
-                         std::to_string(app.min_local_bsz_));
-  return app;
+  if (!(target_progress() > 0)) throw TraceError(directory.string(), 0, "", "the validation curves make no progress");
 }
 
 // ------------------------------------------------------------------ queries

@@ -123,6 +123,10 @@ class PolluxApplication {
   };
 
   PolluxApplication() = default;
+  // The parts of load(), in order: each relies on what the previous read.
+  void read_step_times(const std::filesystem::path& directory);
+  std::map<int, std::filesystem::path> read_validation(const std::filesystem::path& directory);
+  void read_epochs(const std::filesystem::path& directory, const std::map<int, std::filesystem::path>& validation_files);
   GradientStats stats_in_epoch(double batch_size, int epoch) const;
   double gain(double batch_size, GradientStats stats) const;
   double mean_gain(double batch_size) const;

@@ -92,6 +92,19 @@ std::size_t level_of(const std::vector<double>& levels, double value) {
   return static_cast<std::size_t>(std::lower_bound(levels.begin(), levels.end(), value) - levels.begin());
 }
 
+// Gives each point not profiled (0) of a CPU-major grid the better of its
+// filled neighbours with one CPU level or one memory level less. Returns
+// the first point that has neither.
+std::optional<std::size_t> fill_unprofiled(std::vector<double>& relative, std::size_t mem_levels) {
+  for (std::size_t cell = 0; cell < relative.size(); ++cell) {
+    if (relative[cell] > 0) continue;
+    if (cell >= mem_levels) relative[cell] = std::max(relative[cell], relative[cell - mem_levels]);
+    if (cell % mem_levels > 0) relative[cell] = std::max(relative[cell], relative[cell - 1]);
+    if (relative[cell] <= 0) return cell;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 SynergySensitivityModel::SynergySensitivityModel(const std::filesystem::path& csv, Options options)
@@ -148,18 +161,11 @@ SynergySensitivityModel::SynergySensitivityModel(const std::filesystem::path& cs
       seen[cell] = true;
       profile.relative[cell] = point.relative;
     }
-    for (std::size_t c = 0; c < cpu_levels_.size(); ++c) {
-      for (std::size_t m = 0; m < mems; ++m) {
-        double& value = profile.relative[c * mems + m];
-        if (value > 0) continue;
-        if (c > 0) value = std::max(value, profile.relative[(c - 1) * mems + m]);
-        if (m > 0) value = std::max(value, profile.relative[c * mems + m - 1]);
-        if (value <= 0)
-          throw TraceError(table.path(), 0, "",
-                           profile_name(model, gpus) + " has no profiled point at or below cpus = " +
-                               number_text(cpu_levels_[c]) + ", mem_gb = " + number_text(mem_gb_levels_[m]));
-      }
-    }
+    if (const std::optional<std::size_t> cell = fill_unprofiled(profile.relative, mems))
+      throw TraceError(table.path(), 0, "",
+                       profile_name(model, gpus) + " has no profiled point at or below cpus = " +
+                           number_text(cpu_levels_[*cell / mems]) + ", mem_gb = " +
+                           number_text(mem_gb_levels_[*cell % mems]));
     if (models_.empty() || models_.back().name != model) {
       models_.push_back({model, {}});
       names_.push_back(model);
