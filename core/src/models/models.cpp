@@ -8,12 +8,19 @@ namespace tessel {
 std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const TomlDocument&);
 std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader&, const TomlDocument&);
 std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader&, const TomlDocument&);
+std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader&, const TomlDocument&);
+std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader&, const TomlDocument&);
 
 std::span<const ModelKind> throughput_models() {
   static const ModelKind kinds[] = {
       {"linear", parse_linear_model, "GPU-seconds of work, linear speedup, placement-blind"},
       {"gavel-table", parse_gavel_table_model, "steps at Gavel's measured throughputs, by GPU type and count"},
       {"placement-penalty", parse_placement_penalty_model, "a base model, slowed down for jobs spread over nodes or racks"},
+      {"pollux-apps", parse_pollux_apps_model,
+       "Pollux's application traces: progress at the initial batch size's efficiency, placement- and "
+       "batch-size-aware"},
+      {"synergy-sensitivity", parse_synergy_sensitivity_model,
+       "Synergy's CPU/memory sensitivity profiles: GPU-seconds at the GPU-proportional share"},
   };
   return kinds;
 }
