@@ -527,7 +527,7 @@ TEST_CASE("synergy-sensitivity names the line at fault") {
     return "";
   };
   CHECK(problem("a,1,4,20,32,0.5,2,1,10,fast\n") ==
-        ":2: field 'relative_throughput': expected a number, got 'fast'");
+        ":2: field 'relative_throughput': expected a number >= 0, got 'fast'");
   CHECK(problem("a,1,4,20,32,0.5,2,1,10,1\na,1,4,20,32,0.5,2,1,10,1\n") ==
         ":3: repeats the point cpus = 1, mem_gb = 10 of a on 1 GPU");
   CHECK(problem("a,1,4,20,32,0.5,2,1,10,1\na,1,6,20,32,0.5,2,2,10,1\n") ==
