@@ -130,19 +130,56 @@ TEST_CASE("TESSEL_PLUGIN_PATH adds plugins; `tessel plugins` describes every one
     CHECK(all.out.find(name) != std::string::npos);
 }
 
-TEST_CASE("every plugin runs the quickstart workload and finishes every job") {
+namespace {
+
+// Arguments a plugin needs to run the quickstart workload (those without defaults).
+toml::table zoo_arguments(std::string_view plugin) {
+  (void)plugin;
+  return toml::table{};
+}
+
+// What must hold after every round, whatever the policy.
+void check_invariants(const Scheduler& scheduler) {
+  const ClusterState& cluster = scheduler.cluster();
+  std::vector<int> used(cluster.gpus().size(), 0);
+  for (const JobState* job : scheduler.jobs()) {
+    if (!job->running()) {
+      CHECK(job->allocation.empty());
+      continue;
+    }
+    CHECK(job->allocation.gpu_count() >= job->spec.min_gpus);
+    CHECK(job->allocation.gpu_count() <= job->spec.max_gpus);
+    for (GpuId gpu : job->allocation.gpus) used[gpu] += job->allocation.gpu_milli;
+  }
+  for (GpuId gpu = 0; gpu < used.size(); ++gpu) {
+    CHECK(used[gpu] <= 1000);                     // no GPU double-booked
+    CHECK(used[gpu] == cluster.gpu(gpu).used_milli);  // the core's books agree with the jobs'
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every plugin runs the quickstart workload, keeps the invariants and finishes every job") {
   PluginRegistry registry;
-  const auto base = load_experiment(source_root() / "experiments/quickstart.toml", {"workload.jobs=120"});
+  const auto base = load_experiment(source_root() / "experiments/quickstart.toml",
+                                    {"workload.jobs=120", "output.decisions=true"});
   for (const PluginEntry& plugin : registry.plugins()) {
     CAPTURE(plugin.info->name);
     ExperimentConfig config = base;
     StageConfig& stage = config.scheduler.stages[static_cast<std::size_t>(plugin.info->kind) - 1];
     stage.plugin = plugin.info->name;
-    stage.args = toml::table{};
+    stage.args = zoo_arguments(plugin.info->name);
     Simulation simulation(config, registry);
+    std::size_t rounds = 0;
+    simulation.observe_rounds([&](double, const Scheduler& scheduler, const RoundOutcome&) {
+      check_invariants(scheduler);
+      ++rounds;
+    });
     const RunResults results = simulation.run();
+    CHECK(rounds > 0);
     std::size_t finished = 0;
     for (const JobRecord& job : results.jobs) finished += job.status == "finished";
     CHECK(finished == 120);
+    for (const DecisionRecord& decision : results.decisions) CHECK_FALSE(decision.reason.empty());
   }
 }

@@ -22,7 +22,8 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
       failure_rng_(derive_seed(config.workload.seed, 0x6661696c)),  // "fail"
       next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
-  ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed);
+  ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed,
+                                                config.document->base_directory().string());
   Workload workload = build_workload(config.workload, cluster);
   jobs_ = std::move(workload.jobs);
   notes_ = std::move(workload.notes);
@@ -215,6 +216,7 @@ void Simulation::round(double now) {
   for (const ResizeOutcome& resize : outcome.resized) start(resize.job, now, resize.cost_seconds);
   for (JobId id : outcome.started)
     start(id, now, progress_[id].has_run ? scheduler_->settings().restart_seconds : 0);
+  if (observer_) observer_(now, *scheduler_, outcome);
 
   const ClusterState& cluster = scheduler_->cluster();
   const auto active = scheduler_->active().size();

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -42,6 +43,11 @@ class Simulation {
   // Runs until every job is done (or no job can ever progress). `stop` is
   // polled between events; when it becomes true, throws Interrupted.
   RunResults run(const std::atomic<bool>* stop = nullptr);
+
+  // Called after every round with the core's state: for invariant checks
+  // in tests, and for watching a run.
+  using RoundObserver = std::function<void(double now, const Scheduler&, const RoundOutcome&)>;
+  void observe_rounds(RoundObserver observer) { observer_ = std::move(observer); }
 
   std::size_t job_count() const { return jobs_.size(); }
   // What the workload left out or changed, for the user.
@@ -99,6 +105,7 @@ class Simulation {
   std::vector<std::uint32_t> node_generation_;  // invalidates a removed node's failures
   Rng failure_rng_;
   std::vector<Sample> samples_;
+  RoundObserver observer_;
   double next_round_;
   double last_round_ = -1;
   std::uint64_t idle_rounds_ = 0;  // consecutive rounds that changed nothing with nothing running

@@ -108,10 +108,17 @@ class BOOST_SYMBOL_VISIBLE ArgumentError : public std::invalid_argument {
 // What a plugin receives at construction.
 class PluginContext {
  public:
-  PluginContext(const PluginArgs& args, std::uint64_t seed, SlotRegistry& slots)
-      : args_(args), seed_(seed), slots_(slots) {}
+  PluginContext(const PluginArgs& args, std::uint64_t seed, SlotRegistry& slots,
+                std::string config_directory = {})
+      : args_(args), seed_(seed), slots_(slots), config_directory_(std::move(config_directory)) {}
 
   const PluginArgs& args() const { return args_; }
+  // Relative paths in arguments (a data file) are relative to the config
+  // file; this turns one into a path the plugin can open.
+  std::string resolve(const std::string& path) const {
+    if (path.empty() || path.front() == '/' || config_directory_.empty()) return path;
+    return config_directory_ + "/" + path;
+  }
   // A seed derived from the run's seed and this plugin; use it for any randomness.
   std::uint64_t seed() const { return seed_; }
   template <class T>
@@ -123,6 +130,7 @@ class PluginContext {
   const PluginArgs& args_;
   std::uint64_t seed_;
   SlotRegistry& slots_;
+  std::string config_directory_;
 };
 
 // The base of every stage interface (see stages.hpp).

@@ -42,8 +42,9 @@ class SchedulerView {
   std::span<const JobState* const> pending() const { return pending_; }
   // Admitted jobs that are not done (queued, running, preempted), in arrival order.
   std::span<const JobState* const> active() const { return active_; }
-  // Any job the core knows, by id.
+  // Any job the core knows, by id; all of them, done ones included, by id.
   const JobState& job(JobId id) const { return *all_[id]; }
+  std::span<const JobState* const> jobs() const { return all_; }
 
   // Seconds `job` still needs on `shape`, by the throughput model (an oracle
   // in simulation, an estimate on real nodes).

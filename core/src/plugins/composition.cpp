@@ -152,7 +152,7 @@ PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Dia
 }
 
 ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistry& registry,
-                                    std::uint64_t seed) {
+                                    std::uint64_t seed, const std::string& config_directory) {
   Diagnostics diagnostics;
   std::array<const PluginEntry*, 4> entries{};
   std::array<PluginArgs, 4> args;
@@ -175,7 +175,7 @@ ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistr
   for (std::size_t i = 0; i < 4; ++i) {
     const StageConfig& stage = config.stages[i];
     composed.info[i] = entries[i]->info;
-    const PluginContext context(args[i], derive_seed(seed, i + 1), *composed.slots);
+    const PluginContext context(args[i], derive_seed(seed, i + 1), *composed.slots, config_directory);
     try {
       created[i] = PluginRegistry::create(*entries[i], context);
     } catch (const ArgumentError& e) {

@@ -33,7 +33,8 @@ PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Dia
 
 // Finds, checks and creates the four plugins; throws ConfigError with every
 // problem, located in the config file.
+// `config_directory` is what relative paths in plugin arguments are relative to.
 ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistry& registry,
-                                    std::uint64_t seed);
+                                    std::uint64_t seed, const std::string& config_directory = {});
 
 }  // namespace tessel
