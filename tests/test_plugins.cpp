@@ -105,7 +105,7 @@ placement = { plugin = "first_fit" }
         "arg.toml:9:42: argument 'threshold' of allocation plugin 'throwing_factory': must be negative\n");
 
   dir.write("kind.toml", base + "allocation = { plugin = \"x\", path = \"" +
-                             (build_root() / "plugins/first_fit.so").string() + "\" }\n");
+                             (build_root() / "plugins/placement/first_fit.so").string() + "\" }\n");
   result = run_tessel({"validate", "kind.toml"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err.find("plugin of the wrong kind: 'first_fit' is a placement plugin, not an allocation plugin") !=
