@@ -1,7 +1,11 @@
 #include "commands.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <span>
@@ -12,6 +16,7 @@
 #include "plugins/registry.hpp"
 #include "results/report.hpp"
 #include "results/store.hpp"
+#include "experiment_runner.hpp"
 #include "simulation.hpp"
 
 namespace tessel::cli {
@@ -33,21 +38,47 @@ std::string composition_text(const SchedulerConfig& scheduler) {
 
 }  // namespace
 
+namespace {
+
+// "[#########.........] 12/40 runs, ETA 1m23s", redrawn in place on a terminal.
+void draw_progress(const ExperimentProgress& p) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * p.done / std::max<std::size_t>(1, p.total));
+  const double eta = p.done ? p.elapsed_seconds * static_cast<double>(p.total - p.done) / p.done : 0;
+  const long seconds = std::lround(eta);
+  std::cerr << "\r[" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] " << p.done << "/"
+            << p.total << " runs, ETA " << (seconds >= 60 ? std::to_string(seconds / 60) + "m" : "")
+            << seconds % 60 << "s   " << std::flush;
+  if (p.done == p.total) std::cerr << "\n";
+}
+
+}  // namespace
+
 int run(const RunOptions& options, const std::atomic<bool>& stop) {
-  const ExperimentConfig config = load_experiment(options.config, options.overrides);
-  PluginRegistry registry(config.scheduler.plugin_path);
-  const std::string database = options.database.empty() ? config.output.database : options.database;
-  if (const auto parent = std::filesystem::path(database).parent_path(); !parent.empty())
-    std::filesystem::create_directories(parent);
-  ResultsStore store(database);
-  if (!options.quiet)
-    std::cerr << "tessel: simulating " << options.config << " on " << cluster_text(config) << " with "
-              << composition_text(config.scheduler) << "\n";
-  const std::int64_t id = run_simulation(config, registry, store, RunInfo{}, &stop);
+  ExperimentPlan plan =
+      plan_experiment({options.config, options.overrides, options.database, options.parallel, options.resume});
   if (!options.quiet) {
-    print_report(std::cout, load_reports(store, {id}), ReportFormat::table);
-    std::cout << "results: " << database << " (run " << id << ")\n";
+    const ExperimentConfig& first = plan.runs.front().config;
+    std::cerr << "tessel: simulating " << options.config;
+    if (plan.runs.size() > 1) std::cerr << " (" << plan.runs.size() << " runs)";
+    std::cerr << " on " << cluster_text(first) << " with " << composition_text(first.scheduler) << "\n";
   }
+  const bool terminal = isatty(STDERR_FILENO) && !options.quiet;
+  const ExperimentOutcome outcome = run_experiment(
+      std::move(plan), &stop, terminal ? draw_progress : std::function<void(const ExperimentProgress&)>{});
+  if (options.quiet) return 0;
+  if (outcome.skipped > 0)
+    std::cerr << "tessel: " << outcome.skipped << " of " << outcome.points
+              << " runs were complete already; skipped them\n";
+  ResultsStore store(outcome.database);
+  std::vector<std::int64_t> ids;
+  for (std::int64_t id : outcome.runs)
+    if (id > 0) ids.push_back(id);
+  if (!ids.empty()) print_report(std::cout, load_reports(store, ids), ReportFormat::table);
+  std::cout << "results: " << outcome.database;
+  if (ids.size() == 1) std::cout << " (run " << ids.front() << ")";
+  if (ids.size() > 1) std::cout << " (runs " << ids.front() << "-" << ids.back() << ")";
+  std::cout << "\n";
   return 0;
 }
 

@@ -14,6 +14,8 @@ struct RunOptions {
   std::string config;
   std::string database;  // empty: [output] database
   std::vector<std::string> overrides;
+  unsigned parallel = 0;  // 0: one simulation per core
+  bool resume = false;
   bool quiet = false;
 };
 

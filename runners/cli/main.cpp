@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--db", run.database, "results database (default: [output] database)");
   run_cmd->add_option("--set", run.overrides, "override a config key, e.g. --set workload.seed=7")
       ->allow_extra_args(false);
+  run_cmd->add_option("-j,--jobs", run.parallel, "simulations at once for a [sweep] (default: one per core)");
+  run_cmd->add_flag("--resume", run.resume, "skip sweep points that already have a complete run in the database");
   run_cmd->add_flag("-q,--quiet", run.quiet, "print nothing on success");
 
   std::string validate_config;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 
+#include "config/sweep.hpp"
 #include "plugins/composition.hpp"
 
 namespace tessel {
@@ -336,7 +337,7 @@ std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& regi
                             ResultsStore& store, RunInfo info, const std::atomic<bool>* stop) {
   Simulation simulation(config, registry);  // the user's errors surface before a run row exists
   if (info.label.empty()) info.label = config.output.label;
-  info.config = config.document->text();
+  info.config = without_sweep(*config.document);
   info.seed = config.workload.seed;
   info.mode = "simulation";
   const std::int64_t id = store.begin_run(info);

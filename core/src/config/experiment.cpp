@@ -107,6 +107,7 @@ ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
   config.simulation = read_simulation(root.nested(root.table("simulation"), "simulation"));
   config.failures = read_failures(root.nested(root.table("failures"), "failures"));
   config.output = read_output(root.nested(root.table("output"), "output"));
+  root.node("sweep");  // expanded before reading (config/sweep.hpp)
   root.finish();
   diagnostics.raise_if_any();
   return config;

@@ -94,6 +94,7 @@ PluginEntry PluginRegistry::inspect(const std::string& path) {
 }
 
 void PluginRegistry::scan() {
+  std::lock_guard lock(mutex_);
   if (scanned_) return;
   scanned_ = true;
   for (const std::string& dir : search_path_) {
@@ -133,6 +134,7 @@ const std::vector<RejectedFile>& PluginRegistry::rejected() {
 }
 
 const PluginEntry& PluginRegistry::find(PluginKind kind, std::string_view name) {
+  std::lock_guard lock(mutex_);
   scan();
   for (const PluginEntry& entry : plugins_)
     if (entry.info->kind == kind && name == entry.info->name) return entry;
@@ -154,6 +156,7 @@ const PluginEntry& PluginRegistry::find(PluginKind kind, std::string_view name) 
 }
 
 const PluginEntry& PluginRegistry::open(const std::string& path, PluginKind kind) {
+  std::lock_guard lock(mutex_);
   for (const PluginEntry& entry : opened_)
     if (entry.path == path) {
       if (entry.info->kind != kind) break;

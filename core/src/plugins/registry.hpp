@@ -13,6 +13,7 @@
 
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,7 @@ struct RejectedFile {
   std::string message;
 };
 
+// Safe to share between threads (a sweep's simulations look plugins up concurrently).
 class PluginRegistry {
  public:
   explicit PluginRegistry(std::vector<std::string> extra_directories = {});
@@ -96,6 +98,7 @@ class PluginRegistry {
   void scan();
 
   std::vector<std::string> search_path_;
+  std::recursive_mutex mutex_;
   bool scanned_ = false;
   std::deque<PluginEntry> plugins_;
   std::deque<PluginEntry> opened_;  // explicit files

@@ -1,0 +1,97 @@
+#include "config/sweep.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tessel {
+
+namespace {
+
+// TOML value syntax for --set, and the same value in JSON for the axes.
+std::string toml_text(const toml::node& value) {
+  std::ostringstream out;
+  value.visit([&](auto&& v) { out << v; });
+  return out.str();
+}
+
+nlohmann::json json_value(const toml::node& value) {
+  if (const auto* s = value.as_string()) return s->get();
+  if (const auto* i = value.as_integer()) return i->get();
+  if (const auto* f = value.as_floating_point()) return f->get();
+  if (const auto* b = value.as_boolean()) return b->get();
+  return toml_text(value);  // arrays and tables: as written
+}
+
+struct Axis {
+  std::string path;  // "workload.seed" for seeds
+  std::string name;  // in the axes JSON: the path, or "seed"
+  std::vector<const toml::node*> values;
+};
+
+}  // namespace
+
+std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
+  const toml::node* sweep_node = document.root().get("sweep");
+  if (sweep_node == nullptr) return {SweepPoint{{}, "{}"}};
+  Diagnostics diagnostics;
+  const toml::table* sweep = sweep_node->as_table();
+  if (sweep == nullptr) throw ConfigError(document.where(*sweep_node), "[sweep] must be a table");
+
+  // toml++ keeps keys sorted; the axes follow the order they are written in.
+  std::vector<std::pair<std::string, const toml::node*>> entries;
+  for (auto&& [key, value] : *sweep) entries.emplace_back(std::string(key.str()), &value);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    const auto& x = a.second->source().begin;
+    const auto& y = b.second->source().begin;
+    return x.line != y.line ? x.line < y.line : x.column < y.column;
+  });
+
+  std::vector<Axis> axes;
+  for (const auto& [name, node] : entries) {
+    const toml::node& value = *node;
+    const toml::array* list = value.as_array();
+    if (list == nullptr || list->empty()) {
+      diagnostics.error(document.where(value), "'" + name + "' in [sweep] must be a non-empty list of values");
+      continue;
+    }
+    Axis axis{name == "seeds" ? "workload.seed" : name, name == "seeds" ? "seed" : name, {}};
+    if (name != "seeds" && name.find('.') == std::string::npos)
+      diagnostics.error(document.where(value), "'" + name + "' in [sweep] is not a config path like "
+                                                            "\"workload.jobs_per_hour\" (or 'seeds')");
+    for (const toml::node& element : *list) axis.values.push_back(&element);
+    axes.push_back(std::move(axis));
+  }
+  diagnostics.raise_if_any();
+  // `seeds` varies fastest, whatever its position, so that a point's seeds sit together.
+  std::stable_partition(axes.begin(), axes.end(), [](const Axis& a) { return a.name != "seed"; });
+
+  std::vector<SweepPoint> points;
+  std::vector<std::size_t> index(axes.size(), 0);
+  while (true) {
+    SweepPoint point;
+    nlohmann::json labels = nlohmann::json::object();
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      const toml::node& value = *axes[a].values[index[a]];
+      point.overrides.push_back(axes[a].path + "=" + toml_text(value));
+      labels[axes[a].name] = json_value(value);
+    }
+    point.axes = labels.dump();
+    points.push_back(std::move(point));
+    std::size_t a = axes.size();
+    while (a > 0 && ++index[a - 1] == axes[a - 1].values.size()) index[--a] = 0;
+    if (a == 0) break;
+  }
+  return points;
+}
+
+std::string without_sweep(const TomlDocument& document) {
+  toml::table copy = document.root();
+  copy.erase("sweep");
+  std::ostringstream out;
+  out << copy;
+  return out.str();
+}
+
+}  // namespace tessel

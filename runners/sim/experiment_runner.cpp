@@ -1,0 +1,126 @@
+#include "experiment_runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "config/experiment.hpp"
+#include "config/sweep.hpp"
+#include "engine/errors.hpp"
+#include "plugins/registry.hpp"
+#include "results/store.hpp"
+#include "simulation.hpp"
+
+namespace tessel {
+
+ExperimentPlan plan_experiment(const ExperimentOptions& options) {
+  const TomlDocument base = TomlDocument::load(options.config, options.overrides);
+  std::vector<PlannedRun> runs;
+  std::vector<Diagnostic> problems;
+  for (const SweepPoint& point : expand_sweep(base)) {
+    std::vector<std::string> overrides = options.overrides;
+    overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
+    try {
+      PlannedRun run{load_experiment(options.config, overrides), {}};
+      run.info.axes = point.axes;
+      run.info.label = run.config.output.label.empty()
+                           ? std::filesystem::path(options.config).stem().string()
+                           : run.config.output.label;
+      runs.push_back(std::move(run));
+    } catch (const ConfigError& e) {
+      // The same mistake shows in every point; report each once.
+      for (const Diagnostic& d : e.diagnostics())
+        if (std::find_if(problems.begin(), problems.end(), [&](const Diagnostic& p) {
+              return p.where == d.where && p.message == d.message;
+            }) == problems.end())
+          problems.push_back(d);
+    }
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+  std::string database = options.database.empty() ? runs.front().config.output.database : options.database;
+  return ExperimentPlan{options, std::move(runs), std::move(database)};
+}
+
+ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* stop,
+                                 const std::function<void(const ExperimentProgress&)>& on_progress) {
+  const ExperimentOptions& options = plan.options;
+  std::vector<PlannedRun>& runs = plan.runs;
+  ExperimentOutcome outcome;
+  outcome.points = runs.size();
+  outcome.database = plan.database;
+  if (const auto parent = std::filesystem::path(outcome.database).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent);
+  ResultsStore store(outcome.database);
+
+  // Plugins are found once, before any thread looks them up.
+  PluginRegistry registry(runs.front().config.scheduler.plugin_path);
+  registry.plugins();
+
+  if (options.resume) {
+    std::set<std::pair<std::string, std::string>> complete;
+    for (const RunRow& row : store.runs())
+      if (row.status == "complete") complete.emplace(row.label, row.axes);
+    std::erase_if(runs, [&](const PlannedRun& run) { return complete.contains({run.info.label, run.info.axes}); });
+    outcome.skipped = outcome.points - runs.size();
+  }
+  outcome.runs.assign(runs.size(), 0);
+  if (runs.empty()) return outcome;
+
+  const unsigned threads = std::max(1u, std::min<unsigned>(
+      options.parallel ? options.parallel : std::max(1u, std::thread::hardware_concurrency()),
+      static_cast<unsigned>(runs.size())));
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> abort{false};  // a run failed: the others stop too
+  std::atomic<bool> combined_stop{false};
+  std::mutex mutex;  // guards progress, first_error
+  ExperimentProgress progress{0, runs.size(), outcome.skipped, 0};
+  std::exception_ptr first_error;
+  const auto started = std::chrono::steady_clock::now();
+
+  auto work = [&] {
+    while (true) {
+      const std::size_t i = next++;
+      if (i >= runs.size() || combined_stop.load()) return;
+      try {
+        outcome.runs[i] = run_simulation(runs[i].config, registry, store, runs[i].info, &combined_stop);
+      } catch (const Interrupted&) {
+        return;
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!first_error) first_error = std::current_exception();
+        abort = true;
+        combined_stop = true;
+        return;
+      }
+      std::lock_guard lock(mutex);
+      ++progress.done;
+      progress.elapsed_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (on_progress) on_progress(progress);
+    }
+  };
+  // Ctrl-C reaches the simulations through combined_stop.
+  std::atomic<bool> watching{true};
+  std::thread watcher([&] {
+    while (watching.load()) {
+      if (stop != nullptr && stop->load()) combined_stop = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+  for (std::thread& t : pool) t.join();
+  watching = false;
+  watcher.join();
+
+  if (first_error) std::rethrow_exception(first_error);
+  if (combined_stop.load() && !abort.load()) throw Interrupted();
+  return outcome;
+}
+
+}  // namespace tessel

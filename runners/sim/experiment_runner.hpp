@@ -1,0 +1,63 @@
+// Running an experiment file: one run, or one run per point of its [sweep],
+// in parallel, into one results database.
+//
+// Every point's config is read and checked before any run starts, so a
+// mistake in the 40th point costs nothing. With `resume`, points that
+// already have a complete run in the database (same label and axes) are
+// skipped. When `stop` is raised (Ctrl-C), running simulations stop at
+// their next event and are marked 'interrupted'; no run is left 'running'.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/experiment.hpp"
+#include "results/store.hpp"
+
+namespace tessel {
+
+struct ExperimentOptions {
+  std::string config;                  // the experiment TOML file
+  std::vector<std::string> overrides;  // --set, applied before each point's own
+  std::string database;                // empty: [output] database
+  unsigned parallel = 0;               // simulations at once; 0: one per core
+  bool resume = false;
+};
+
+struct ExperimentProgress {
+  std::size_t done = 0;     // runs finished in this invocation
+  std::size_t total = 0;    // runs to do in this invocation
+  std::size_t skipped = 0;  // complete already (--resume)
+  double elapsed_seconds = 0;
+};
+
+struct ExperimentOutcome {
+  std::string database;
+  std::vector<std::int64_t> runs;  // this invocation's, in point order
+  std::size_t points = 0;
+  std::size_t skipped = 0;
+};
+
+struct PlannedRun {
+  ExperimentConfig config;
+  RunInfo info;  // label and axes
+};
+
+// The runs an experiment file asks for, each with its config read and checked.
+struct ExperimentPlan {
+  ExperimentOptions options;
+  std::vector<PlannedRun> runs;  // one per sweep point, in point order
+  std::string database;
+};
+
+// Reads every point's config. Throws ConfigError listing each problem once.
+ExperimentPlan plan_experiment(const ExperimentOptions& options);
+
+// Runs the plan. Throws UserError (a trace, a plugin, the database), Interrupted.
+ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* stop,
+                                 const std::function<void(const ExperimentProgress&)>& on_progress = {});
+
+}  // namespace tessel

@@ -1,0 +1,147 @@
+// Sweeps: expansion, parallel runs into one database, resume, Ctrl-C.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "config/sweep.hpp"
+#include "results/sqlite.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+extern char** environ;
+
+namespace {
+
+const char* kSweep = R"([cluster]
+nodes = 4
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 40
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+[output]
+database = "sweep.db"
+[sweep]
+"workload.jobs_per_hour" = [2, 4]
+"scheduler.allocation.backfill" = [false, true]
+seeds = [1, 2, 3]
+)";
+
+std::int64_t count(const fs::path& db, const std::string& sql) {
+  sql::Database database(db.string(), false);
+  auto statement = database.prepare(sql);
+  statement.step();
+  return statement.integer(0);
+}
+
+}  // namespace
+
+TEST_CASE("a sweep expands to the cross product, seeds varying fastest") {
+  const TomlDocument doc = TomlDocument::parse(kSweep, "s.toml");
+  const auto points = expand_sweep(doc);
+  REQUIRE(points.size() == 12);
+  CHECK(points[0].axes == R"({"scheduler.allocation.backfill":false,"seed":1,"workload.jobs_per_hour":2})");
+  CHECK(points[0].overrides == std::vector<std::string>{"workload.jobs_per_hour=2",
+                                                        "scheduler.allocation.backfill=false", "workload.seed=1"});
+  CHECK(points[1].overrides[2] == "workload.seed=2");
+  CHECK(points[3].overrides == std::vector<std::string>{"workload.jobs_per_hour=2",
+                                                        "scheduler.allocation.backfill=true", "workload.seed=1"});
+  CHECK(points[11].overrides == std::vector<std::string>{"workload.jobs_per_hour=4",
+                                                         "scheduler.allocation.backfill=true", "workload.seed=3"});
+  CHECK(expand_sweep(TomlDocument::parse("[cluster]\n", "plain.toml")).size() == 1);
+  CHECK(without_sweep(doc).find("[sweep]") == std::string::npos);
+  CHECK(without_sweep(doc).find("[cluster]") != std::string::npos);
+}
+
+TEST_CASE("malformed sweeps are located") {
+  try {
+    expand_sweep(TomlDocument::parse("[sweep]\nseeds = 3\njobs_per_hour = [1]\n", "s.toml"));
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 2);
+    CHECK(e.diagnostics()[0].str() == "s.toml:2:9: 'seeds' in [sweep] must be a non-empty list of values");
+    CHECK(e.diagnostics()[1].str() ==
+          "s.toml:3:17: 'jobs_per_hour' in [sweep] is not a config path like \"workload.jobs_per_hour\" (or 'seeds')");
+  }
+  TempDir dir;
+  std::string bad = kSweep;
+  bad += "\"cluster.nodes\" = [4, -1]\n";
+  dir.write("bad.toml", bad);
+  const auto result = run_tessel({"run", "bad.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err == "--set cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
+  CHECK_FALSE(fs::exists(dir.path() / "sweep.db"));  // nothing ran
+}
+
+TEST_CASE("every point is stored as a run labelled by its axes, and --resume skips complete ones") {
+  TempDir dir;
+  dir.write("s.toml", kSweep);
+  auto result = run_tessel({"run", "s.toml", "-j", "2"}, dir.path());
+  REQUIRE(result.code == 0);
+  const fs::path db = dir.path() / "sweep.db";
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 12);
+  CHECK(count(db, "SELECT count(DISTINCT axes) FROM runs") == 12);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE label = 's'") == 12);
+  CHECK(count(db, "SELECT count(*) FROM jobs") == 12 * 40);
+  CHECK(result.out.find("results: sweep.db (runs 1-12)") != std::string::npos);
+
+  {
+    sql::Database raw(db.string(), false);
+    raw.exec("UPDATE runs SET status = 'failed' WHERE id = 5");
+  }
+  result = run_tessel({"run", "s.toml", "--resume"}, dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(result.err.find("11 of 12 runs were complete already; skipped them") != std::string::npos);
+  CHECK(count(db, "SELECT count(*) FROM runs") == 13);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 12);
+  CHECK(count(db, "SELECT count(*) FROM runs r WHERE r.id = 13 AND r.axes = (SELECT axes FROM runs WHERE id = 5)") == 1);
+
+  result = run_tessel({"run", "s.toml", "--resume"}, dir.path());
+  CHECK(result.code == 0);
+  CHECK(count(db, "SELECT count(*) FROM runs") == 13);
+}
+
+TEST_CASE("Ctrl-C stops a sweep and leaves no run half-marked") {
+  TempDir dir;
+  std::string big = kSweep;
+  big.replace(big.find("jobs = 40"), 9, "jobs = 300000");
+  big.replace(big.find("nodes = 4"), 9, "nodes = 400");
+  big.replace(big.find("[2, 4]"), 6, "[150, 160]");
+  dir.write("big.toml", big);
+  std::vector<std::string> argv{tessel_exe().string(), "run", "big.toml", "-q", "-j", "2"};
+  std::vector<char*> raw;
+  for (auto& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addchdir_np(&actions, dir.path().c_str());
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, raw[0], &actions, nullptr, raw.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  const fs::path db = dir.path() / "sweep.db";
+  for (int i = 0; i < 3000; ++i) {  // until two runs are under way
+    try {
+      if (fs::exists(db) && count(db, "SELECT count(*) FROM runs") >= 2) break;
+    } catch (...) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(count(db, "SELECT count(*) FROM runs") >= 2);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'running'") == 0);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'") >= 1);
+  CHECK(count(db, "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id WHERE r.status != 'complete'") == 0);
+}
