@@ -127,3 +127,8 @@ TEST_CASE("a GPU-type request limits the nodes that fit") {
   CHECK(cluster.fits_on(2, k80) == 4);
   CHECK(cluster.fits_on(0, Resources{2, 1000, 0, 0, kAnyGpuType}) == 4);
 }
+
+TEST_CASE("reason numbers read naturally") {
+  CHECK(Reason("{} {} {} {}", 38728.3, 12.3456, 0.125, 3.0).str() == "38728 12.35 0.125 3");
+  CHECK(Reason("{}", 1e-5).str() == "1e-05");
+}

@@ -14,6 +14,8 @@
 #include "engine/errors.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
+#include "results/explain.hpp"
+#include "results/plot.hpp"
 #include "results/report.hpp"
 #include "results/store.hpp"
 #include "experiment_runner.hpp"
@@ -132,10 +134,15 @@ int plugins(const PluginsOptions& options) {
   return 0;
 }
 
+namespace {
+ResultsStore open_existing(const std::string& database) {
+  if (!std::filesystem::exists(database)) throw UserError(database + ": no such results database");
+  return ResultsStore(database, /*create=*/false);
+}
+}  // namespace
+
 int report(const ReportOptions& options) {
-  if (!std::filesystem::exists(options.database))
-    throw UserError(options.database + ": no such results database");
-  ResultsStore store(options.database, /*create=*/false);
+  ResultsStore store = open_existing(options.database);
   const auto reports = load_reports(store, options.runs);
   if (reports.empty()) {
     std::cerr << options.database << ": no runs yet\n";
@@ -144,7 +151,38 @@ int report(const ReportOptions& options) {
   const ReportFormat format = options.format == "csv"    ? ReportFormat::csv
                               : options.format == "json" ? ReportFormat::json
                                                          : ReportFormat::table;
-  print_report(std::cout, reports, format);
+  if (options.by.empty())
+    print_report(std::cout, reports, format);
+  else
+    print_grouped_report(std::cout, group_by_axis(reports, options.by), options.by, format);
+  return 0;
+}
+
+int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b) {
+  ResultsStore store = open_existing(database);
+  const auto reports = load_reports(store, {run_a, run_b});
+  print_comparison(std::cout, reports[0], reports[1]);
+  return 0;
+}
+
+int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run) {
+  ResultsStore store = open_existing(database);
+  if (!run) {
+    const auto runs = store.runs();
+    if (runs.empty()) throw UserError(database + ": no runs yet");
+    run = runs.back().id;
+  }
+  print_explanation(std::cout, store, *run, static_cast<JobId>(job));
+  return 0;
+}
+
+int plot(const PlotOptions& options) {
+  ResultsStore store = open_existing(options.database);
+  PlotRequest request{options.kind, options.runs, options.metric, options.by, options.output};
+  if (request.output.empty())
+    request.output = std::filesystem::path(options.database).stem().string() + "-" + options.kind + ".svg";
+  tessel::plot(store, request);
+  std::cout << "wrote " << request.output << "\n";
   return 0;
 }
 

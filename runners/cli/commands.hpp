@@ -23,6 +23,16 @@ struct ReportOptions {
   std::string database;
   std::string format = "table";
   std::vector<std::int64_t> runs;
+  std::string by;  // a sweep axis to group by
+};
+
+struct PlotOptions {
+  std::string database;
+  std::string kind = "jct-cdf";
+  std::vector<std::int64_t> runs;
+  std::string metric = "avg_jct_s";
+  std::string by;
+  std::string output;  // default: <database stem>-<kind>.svg
 };
 
 struct PluginsOptions {
@@ -35,5 +45,8 @@ int run(const RunOptions& options, const std::atomic<bool>& stop);
 int validate(const std::string& config, const std::vector<std::string>& overrides);
 int plugins(const PluginsOptions& options);
 int report(const ReportOptions& options);
+int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b);
+int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run);
+int plot(const PlotOptions& options);
 
 }  // namespace tessel::cli

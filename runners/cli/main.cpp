@@ -55,6 +55,32 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--format", report.format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}));
   report_cmd->add_option("--run", report.runs, "only these run ids")->allow_extra_args(false);
+  report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
+
+  std::string compare_db;
+  std::int64_t compare_a = 0, compare_b = 0;
+  auto* compare_cmd = app.add_subcommand("compare", "Two runs side by side, with ratios");
+  compare_cmd->add_option("database", compare_db, "results database")->required();
+  compare_cmd->add_option("run_a", compare_a, "run id A")->required();
+  compare_cmd->add_option("run_b", compare_b, "run id B")->required();
+
+  std::string explain_db;
+  std::int64_t explain_job = 0;
+  std::optional<std::int64_t> explain_run;
+  auto* explain_cmd = app.add_subcommand("explain", "Why did a job wait? Its recorded decisions, in time order");
+  explain_cmd->add_option("database", explain_db, "results database")->required();
+  explain_cmd->add_option("job", explain_job, "job id")->required();
+  explain_cmd->add_option("--run", explain_run, "run id (default: the last run)");
+
+  tessel::cli::PlotOptions plot;
+  auto* plot_cmd = app.add_subcommand("plot", "Draw figures with gnuplot (SVG or PNG)");
+  plot_cmd->add_option("database", plot.database, "results database")->required();
+  plot_cmd->add_option("--kind", plot.kind, "jct-cdf, metric or occupancy")
+      ->check(CLI::IsMember({"jct-cdf", "metric", "occupancy"}));
+  plot_cmd->add_option("--run", plot.runs, "only these run ids")->allow_extra_args(false);
+  plot_cmd->add_option("--metric", plot.metric, "for --kind metric: a report column, e.g. avg_jct_s");
+  plot_cmd->add_option("--by", plot.by, "for --kind metric: the sweep axis on x");
+  plot_cmd->add_option("-o,--output", plot.output, "output file, .svg or .png (default: <db>-<kind>.svg)");
 
   try {
     app.parse(argc, argv);
@@ -70,6 +96,9 @@ int main(int argc, char** argv) {
     if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides);
     if (*plugins_cmd) return tessel::cli::plugins(plugins);
     if (*report_cmd) return tessel::cli::report(report);
+    if (*compare_cmd) return tessel::cli::compare(compare_db, compare_a, compare_b);
+    if (*explain_cmd) return tessel::cli::explain(explain_db, explain_job, explain_run);
+    if (*plot_cmd) return tessel::cli::plot(plot);
   } catch (const tessel::ConfigError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
     return 2;

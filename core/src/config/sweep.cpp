@@ -16,7 +16,7 @@ std::string toml_text(const toml::node& value) {
   return out.str();
 }
 
-nlohmann::json json_value(const toml::node& value) {
+nlohmann::ordered_json json_value(const toml::node& value) {
   if (const auto* s = value.as_string()) return s->get();
   if (const auto* i = value.as_integer()) return i->get();
   if (const auto* f = value.as_floating_point()) return f->get();
@@ -71,7 +71,7 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
   std::vector<std::size_t> index(axes.size(), 0);
   while (true) {
     SweepPoint point;
-    nlohmann::json labels = nlohmann::json::object();
+    nlohmann::ordered_json labels = nlohmann::ordered_json::object();  // axes in sweep order
     for (std::size_t a = 0; a < axes.size(); ++a) {
       const toml::node& value = *axes[a].values[index[a]];
       point.overrides.push_back(axes[a].path + "=" + toml_text(value));

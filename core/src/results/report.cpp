@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
-#include <sstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +30,54 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
   return reports;
 }
 
+std::string axes_text(const std::string& axes_json) {
+  const nlohmann::ordered_json axes = nlohmann::ordered_json::parse(axes_json, nullptr, false);
+  if (!axes.is_object()) return {};
+  std::string text;
+  for (const auto& [path, value] : axes.items()) {
+    const std::string name = path.substr(path.rfind('.') + 1);
+    text += (text.empty() ? "" : " ") + name + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return text;
+}
+
 namespace {
+
+// Rows of figures under some identifying columns: the one shape every
+// report prints.
+struct Row {
+  std::vector<std::string> keys;
+  RunSummary summary;
+};
+
+struct Figure {
+  enum Kind { count, time, fraction };
+  const char* title;     // table header
+  const char* csv_name;  // CSV column / JSON field
+  Kind kind;
+  double (*value)(const RunSummary&);
+};
+
+const Figure kFigures[] = {
+    {"jobs", "jobs", Figure::count, [](const RunSummary& s) { return double(s.jobs); }},
+    {"finished", "finished", Figure::count, [](const RunSummary& s) { return double(s.finished); }},
+    {"avg JCT", "avg_jct_s", Figure::time, [](const RunSummary& s) { return s.avg_jct; }},
+    {"p50 JCT", "p50_jct_s", Figure::time, [](const RunSummary& s) { return s.p50_jct; }},
+    {"p95 JCT", "p95_jct_s", Figure::time, [](const RunSummary& s) { return s.p95_jct; }},
+    {"p99 JCT", "p99_jct_s", Figure::time, [](const RunSummary& s) { return s.p99_jct; }},
+    {"avg queueing", "avg_queueing_delay_s", Figure::time, [](const RunSummary& s) { return s.avg_queueing_delay; }},
+    {"makespan", "makespan_s", Figure::time, [](const RunSummary& s) { return s.makespan; }},
+    {"GPU util", "gpu_utilization", Figure::fraction, [](const RunSummary& s) { return s.gpu_utilization; }},
+    {"preemptions", "preemptions", Figure::count, [](const RunSummary& s) { return double(s.preemptions); }},
+};
+
+// Counts print whole, times to the millisecond, fractions to 6 places.
+std::string machine_value(const Figure& figure, const RunSummary& s) {
+  char buffer[64];
+  const int decimals = figure.kind == Figure::count ? 0 : figure.kind == Figure::time ? 3 : 6;
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, figure.value(s));
+  return buffer;
+}
 
 std::string fixed(double value, int decimals) {
   char buffer[64];
@@ -45,49 +92,125 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-void print_table(std::ostream& out, const std::vector<RunReport>& reports) {
-  // One unit for the whole table, so that rows compare at a glance.
+// One unit for the whole table, so that rows compare at a glance.
+struct TimeUnit {
+  double scale;
+  int decimals;
+  const char* suffix;
+};
+TimeUnit unit_for(const std::vector<Row>& rows) {
   double largest = 0;
-  for (const auto& r : reports) largest = std::max(largest, r.summary.avg_jct);
-  const bool hours = largest >= 3 * 3600;
-  const double scale = hours ? 3600 : 1;
-  const int decimals = hours ? 2 : 0;
-  const std::string unit = hours ? "h" : "s";
+  for (const Row& row : rows) largest = std::max(largest, row.summary.avg_jct);
+  return largest >= 3 * 3600 ? TimeUnit{3600, 2, " h"} : TimeUnit{1, 0, " s"};
+}
 
-  const std::vector<std::string> header = {
-      "run", "label", "status", "jobs", "finished", "avg JCT", "p50 JCT", "p95 JCT", "p99 JCT",
-      "avg queueing", "makespan", "GPU util", "preemptions"};
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& r : reports) {
-    const RunSummary& s = r.summary;
-    rows.push_back({std::to_string(r.run.id), r.run.label.empty() ? "-" : r.run.label, r.run.status,
-                    std::to_string(s.jobs), std::to_string(s.finished),
-                    fixed(s.avg_jct / scale, decimals) + " " + unit,
-                    fixed(s.p50_jct / scale, decimals) + " " + unit,
-                    fixed(s.p95_jct / scale, decimals) + " " + unit,
-                    fixed(s.p99_jct / scale, decimals) + " " + unit,
-                    fixed(s.avg_queueing_delay / scale, decimals) + " " + unit,
-                    fixed(s.makespan / scale, decimals) + " " + unit,
-                    fixed(100 * s.gpu_utilization, 1) + " %", std::to_string(s.preemptions)});
+std::string table_cell(const Figure& figure, const RunSummary& s, const TimeUnit& unit) {
+  const double v = figure.value(s);
+  switch (figure.kind) {
+    case Figure::time: return fixed(v / unit.scale, unit.decimals) + unit.suffix;
+    case Figure::fraction: return fixed(100 * v, 1) + " %";
+    case Figure::count: return fixed(v, 0);
+  }
+  return {};
+}
+
+// `text_keys[k]`: key column k holds words (aligned left) rather than numbers.
+void print_table(std::ostream& out, const std::vector<std::string>& key_names, const std::vector<bool>& text_keys,
+                 const std::vector<Row>& rows) {
+  const TimeUnit unit = unit_for(rows);
+  std::vector<std::string> header = key_names;
+  for (const Figure& f : kFigures) header.emplace_back(f.title);
+  std::vector<std::vector<std::string>> cells;
+  for (const Row& row : rows) {
+    std::vector<std::string> line = row.keys;
+    for (const Figure& f : kFigures) line.push_back(table_cell(f, row.summary, unit));
+    cells.push_back(std::move(line));
   }
   std::vector<std::size_t> width(header.size());
   for (std::size_t c = 0; c < header.size(); ++c) {
     width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
   }
-  auto line = [&](const std::vector<std::string>& cells) {
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      // Text columns align left, figures right.
-      if (c == 1 || c == 2)
-        out << std::left << std::setw(static_cast<int>(width[c])) << cells[c];
-      else
-        out << std::right << std::setw(static_cast<int>(width[c])) << cells[c];
-      out << (c + 1 < cells.size() ? "  " : "\n");
+  auto print_line = [&](const std::vector<std::string>& line) {
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      out << (c < text_keys.size() && text_keys[c] ? std::left : std::right) << std::setw(static_cast<int>(width[c]))
+          << line[c] << (c + 1 < line.size() ? "  " : "\n");
     }
   };
-  line(header);
-  for (const auto& row : rows) line(row);
-  for (const auto& r : reports) {
+  print_line(header);
+  for (const auto& line : cells) print_line(line);
+}
+
+void print_csv(std::ostream& out, const std::vector<std::string>& key_names, const std::vector<Row>& rows) {
+  for (std::size_t k = 0; k < key_names.size(); ++k) out << (k ? "," : "") << key_names[k];
+  for (const Figure& f : kFigures) out << ',' << f.csv_name;
+  out << '\n';
+  for (const Row& row : rows) {
+    for (std::size_t k = 0; k < row.keys.size(); ++k) out << (k ? "," : "") << csv_field(row.keys[k]);
+    for (const Figure& f : kFigures) out << ',' << machine_value(f, row.summary);
+    out << '\n';
+  }
+}
+
+nlohmann::json figures_json(const RunSummary& s) {
+  nlohmann::json figures = nlohmann::json::object();
+  for (const Figure& f : kFigures) figures[f.csv_name] = f.value(s);
+  return figures;
+}
+
+void print_rows(std::ostream& out, const std::vector<std::string>& key_names, const std::vector<bool>& text_keys,
+                const std::vector<Row>& rows, ReportFormat format) {
+  switch (format) {
+    case ReportFormat::table: print_table(out, key_names, text_keys, rows); break;
+    case ReportFormat::csv: print_csv(out, key_names, rows); break;
+    case ReportFormat::json: {
+      nlohmann::json list = nlohmann::json::array();
+      for (const Row& row : rows) {
+        nlohmann::json item = figures_json(row.summary);
+        for (std::size_t k = 0; k < key_names.size(); ++k) item[key_names[k]] = row.keys[k];
+        list.push_back(std::move(item));
+      }
+      out << list.dump(2) << '\n';
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format) {
+  const bool any_axes = std::any_of(reports.begin(), reports.end(),
+                                    [](const RunReport& r) { return !axes_text(r.run.axes).empty(); });
+  std::vector<std::string> keys = {"run", "label", "status"};
+  if (any_axes) keys.insert(keys.begin() + 2, "axes");
+  std::vector<Row> rows;
+  for (const RunReport& r : reports) {
+    Row row{{std::to_string(r.run.id), r.run.label.empty() ? "-" : r.run.label, r.run.status}, r.summary};
+    if (any_axes) row.keys.insert(row.keys.begin() + 2, axes_text(r.run.axes));
+    rows.push_back(std::move(row));
+  }
+  if (format == ReportFormat::json) {
+    // JSON keeps the axes as an object and adds what a tool may want.
+    nlohmann::json list = nlohmann::json::array();
+    for (const RunReport& r : reports) {
+      nlohmann::json item = figures_json(r.summary);
+      nlohmann::json axes = nlohmann::json::parse(r.run.axes, nullptr, false);
+      item["run"] = r.run.id;
+      item["label"] = r.run.label;
+      item["axes"] = axes.is_discarded() ? nlohmann::json::object() : axes;
+      item["status"] = r.run.status;
+      item["seed"] = r.run.seed;
+      item["note"] = r.run.note;
+      list.push_back(std::move(item));
+    }
+    out << list.dump(2) << '\n';
+    return;
+  }
+  std::vector<bool> text_keys(keys.size(), true);
+  text_keys[0] = false;  // the run id
+  print_rows(out, keys, text_keys, rows, format);
+  if (format != ReportFormat::table) return;
+  for (const RunReport& r : reports) {
     if (r.run.status != "complete")
       out << "note: run " << r.run.id << " is " << r.run.status
           << (r.run.note.empty() ? "" : " (" + r.run.note + ")") << "; it has no results\n";
@@ -96,51 +219,118 @@ void print_table(std::ostream& out, const std::vector<RunReport>& reports) {
   }
 }
 
-void print_csv(std::ostream& out, const std::vector<RunReport>& reports) {
-  out << "run,label,status,jobs,finished,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,"
-         "avg_queueing_delay_s,makespan_s,gpu_utilization,preemptions\n";
-  for (const auto& r : reports) {
-    const RunSummary& s = r.summary;
-    out << r.run.id << ',' << csv_field(r.run.label) << ',' << r.run.status << ',' << s.jobs << ','
-        << s.finished << ',' << fixed(s.avg_jct, 3) << ',' << fixed(s.p50_jct, 3) << ','
-        << fixed(s.p95_jct, 3) << ',' << fixed(s.p99_jct, 3) << ',' << fixed(s.avg_queueing_delay, 3)
-        << ',' << fixed(s.makespan, 3) << ',' << fixed(s.gpu_utilization, 6) << ',' << s.preemptions
-        << '\n';
+std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis) {
+  std::vector<AxisGroup> groups;
+  std::vector<std::vector<RunSummary>> members;
+  std::vector<std::string> known_axes;
+  for (const RunReport& r : reports) {
+    if (r.run.status != "complete") continue;
+    nlohmann::ordered_json axes = nlohmann::ordered_json::parse(r.run.axes, nullptr, false);  // in sweep order
+    if (!axes.is_object()) continue;
+    for (const auto& [name, value] : axes.items())
+      if (std::find(known_axes.begin(), known_axes.end(), name) == known_axes.end()) known_axes.push_back(name);
+    if (!axes.contains(axis)) continue;
+    const nlohmann::json value = nlohmann::json::parse(axes[axis].dump());
+    axes.erase(axis);
+    axes.erase("seed");
+    const std::string series = r.run.label + (axes.empty() ? "" : " " + axes_text(axes.dump()));
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const AxisGroup& g) { return g.series == series && g.value == value; });
+    if (group == groups.end()) {
+      groups.push_back({series, value, 0, {}});
+      members.emplace_back();
+      group = groups.end() - 1;
+    }
+    members[group - groups.begin()].push_back(r.summary);
   }
+  if (groups.empty()) {
+    std::string valid;
+    for (const auto& name : known_axes) valid += (valid.empty() ? "" : ", ") + name;
+    throw UserError("no complete run has axis '" + axis + "' (axes: " + (valid.empty() ? "none" : valid) + ")");
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& runs = members[g];
+    const double n = static_cast<double>(runs.size());
+    RunSummary& mean = groups[g].mean;
+    double jobs = 0, finished = 0, preemptions = 0;
+    for (const RunSummary& s : runs) {
+      jobs += s.jobs;
+      finished += s.finished;
+      preemptions += s.preemptions;
+      mean.avg_jct += s.avg_jct / n;
+      mean.p50_jct += s.p50_jct / n;
+      mean.p95_jct += s.p95_jct / n;
+      mean.p99_jct += s.p99_jct / n;
+      mean.avg_queueing_delay += s.avg_queueing_delay / n;
+      mean.makespan += s.makespan / n;
+      mean.gpu_utilization += s.gpu_utilization / n;
+    }
+    // Counts are averaged too, rounded: a group describes one typical run.
+    mean.jobs = static_cast<std::size_t>(std::lround(jobs / n));
+    mean.finished = static_cast<std::size_t>(std::lround(finished / n));
+    mean.preemptions = std::llround(preemptions / n);
+    groups[g].runs = runs.size();
+  }
+  std::vector<std::string> series_order;
+  for (const AxisGroup& g : groups)
+    if (std::find(series_order.begin(), series_order.end(), g.series) == series_order.end())
+      series_order.push_back(g.series);
+  std::stable_sort(groups.begin(), groups.end(), [&](const AxisGroup& a, const AxisGroup& b) {
+    const auto sa = std::find(series_order.begin(), series_order.end(), a.series);
+    const auto sb = std::find(series_order.begin(), series_order.end(), b.series);
+    return sa != sb ? sa < sb : a.value < b.value;
+  });
+  return groups;
 }
 
-void print_json(std::ostream& out, const std::vector<RunReport>& reports) {
-  nlohmann::json runs = nlohmann::json::array();
-  for (const auto& r : reports) {
-    const RunSummary& s = r.summary;
-    nlohmann::json axes = nlohmann::json::parse(r.run.axes, nullptr, false);
-    runs.push_back({{"run", r.run.id},
-                    {"label", r.run.label},
-                    {"axes", axes.is_discarded() ? nlohmann::json::object() : axes},
-                    {"status", r.run.status},
-                    {"seed", r.run.seed},
-                    {"jobs", s.jobs},
-                    {"finished", s.finished},
-                    {"avg_jct_s", s.avg_jct},
-                    {"p50_jct_s", s.p50_jct},
-                    {"p95_jct_s", s.p95_jct},
-                    {"p99_jct_s", s.p99_jct},
-                    {"avg_queueing_delay_s", s.avg_queueing_delay},
-                    {"makespan_s", s.makespan},
-                    {"gpu_utilization", s.gpu_utilization},
-                    {"preemptions", s.preemptions}});
-  }
-  out << runs.dump(2) << '\n';
+void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
+                          ReportFormat format) {
+  std::vector<Row> rows;
+  for (const AxisGroup& g : groups)
+    rows.push_back({{g.series, g.value.is_string() ? g.value.get<std::string>() : g.value.dump(),
+                     std::to_string(g.runs)},
+                    g.mean});
+  print_rows(out, {"series", axis, "runs"}, {true, false, false}, rows, format);
 }
 
-}  // namespace
+std::vector<std::string> figure_names() {
+  std::vector<std::string> names;
+  for (const Figure& f : kFigures) names.emplace_back(f.csv_name);
+  return names;
+}
 
-void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format) {
-  switch (format) {
-    case ReportFormat::table: print_table(out, reports); break;
-    case ReportFormat::csv: print_csv(out, reports); break;
-    case ReportFormat::json: print_json(out, reports); break;
+std::optional<double> figure_value(const RunSummary& summary, std::string_view name) {
+  for (const Figure& f : kFigures)
+    if (name == f.csv_name) return f.value(summary);
+  return std::nullopt;
+}
+
+std::string figure_title(std::string_view name) {
+  for (const Figure& f : kFigures)
+    if (name == f.csv_name)
+      return std::string(f.title) + (f.kind == Figure::time ? " (s)" : f.kind == Figure::fraction ? " (fraction)" : "");
+  return std::string(name);
+}
+
+void print_comparison(std::ostream& out, const RunReport& a, const RunReport& b) {
+  auto name = [](const RunReport& r) {
+    const std::string axes = axes_text(r.run.axes);
+    return "run " + std::to_string(r.run.id) + " (" + r.run.label + (axes.empty() ? "" : " " + axes) + ")";
+  };
+  const TimeUnit unit = unit_for({Row{{}, a.summary}, Row{{}, b.summary}});
+  std::vector<std::vector<std::string>> lines = {{"", "A: " + name(a), "B: " + name(b), "B / A"}};
+  for (const Figure& f : kFigures) {
+    const double x = f.value(a.summary), y = f.value(b.summary);
+    lines.push_back({f.title, table_cell(f, a.summary, unit), table_cell(f, b.summary, unit),
+                     x != 0 ? fixed(y / x, 2) : "-"});
   }
+  std::vector<std::size_t> width(4, 0);
+  for (const auto& line : lines)
+    for (std::size_t c = 0; c < 4; ++c) width[c] = std::max(width[c], line[c].size());
+  for (const auto& line : lines)
+    for (std::size_t c = 0; c < 4; ++c)
+      out << (c == 0 ? std::left : std::right) << std::setw(static_cast<int>(width[c])) << line[c]
+          << (c < 3 ? "  " : "\n");
 }
 
 }  // namespace tessel

@@ -1,12 +1,16 @@
-// `tessel report`: the summary of each run in a results database, as a
-// table for people, or CSV / JSON for tools. Times in CSV and JSON are
-// seconds; the table picks seconds or hours and says which.
+// `tessel report` and `tessel compare`: the figures of the runs in a results
+// database, as a table for people, or CSV / JSON for tools. Times in CSV and
+// JSON are seconds; a table picks seconds or hours and says which.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "results/store.hpp"
 #include "results/summary.hpp"
@@ -23,6 +27,35 @@ struct RunReport {
 // Every run, or only `run_ids` when given. Throws UserError for unknown ids.
 std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::int64_t>& run_ids = {});
 
+// One row per run.
 void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format);
+
+// A sweep grouped by one axis: complete runs that differ only in `axis` and
+// in their seed form a series; each group is one value of the axis in one
+// series, with the figures averaged over its seeds.
+struct AxisGroup {
+  std::string series;    // the label and the other axes
+  nlohmann::json value;  // of `axis`
+  std::size_t runs = 0;  // averaged over (one per seed)
+  RunSummary mean;
+};
+// Series in order of first appearance, values in order within a series.
+// Throws UserError if no complete run has the axis.
+std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis);
+void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
+                          ReportFormat format);
+
+// The figures by their CSV names ("avg_jct_s", "gpu_utilization", ...).
+std::vector<std::string> figure_names();
+// The figure's value and its title with unit ("avg JCT (s)"); nullopt for an unknown name.
+std::optional<double> figure_value(const RunSummary& summary, std::string_view name);
+std::string figure_title(std::string_view name);
+
+// Two runs side by side, with the ratio B / A of each figure.
+void print_comparison(std::ostream& out, const RunReport& a, const RunReport& b);
+
+// "jobs_per_hour=2 plugin=las seed=1": a run's axes, each named by the last
+// part of its path.
+std::string axes_text(const std::string& axes_json);
 
 }  // namespace tessel

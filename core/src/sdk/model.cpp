@@ -46,9 +46,14 @@ std::string_view to_string(ArgType type) {
 }
 
 namespace {
+// Whole numbers exactly; others to about four significant digits, never in
+// exponent form for ordinary magnitudes ("38728", "12.35", "0.125").
 void append_number(std::string& out, double value) {
   char buffer[32];
-  if (std::isfinite(value) && value == std::round(value) && std::fabs(value) < 1e15)
+  const double magnitude = std::fabs(value);
+  if (!std::isfinite(value) || magnitude >= 1e15 || (magnitude < 1e-3 && value != 0))
+    std::snprintf(buffer, sizeof buffer, "%g", value);
+  else if (value == std::round(value) || magnitude >= 1000)
     std::snprintf(buffer, sizeof buffer, "%.0f", value);
   else
     std::snprintf(buffer, sizeof buffer, "%.4g", value);

@@ -1,0 +1,215 @@
+#include "results/plot.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/errors.hpp"
+#include "results/report.hpp"
+
+extern char** environ;
+
+namespace tessel {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> plot_kinds() { return {"jct-cdf", "metric", "occupancy"}; }
+
+namespace {
+
+// gnuplot strings are double-quoted; keep the text printable.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+class Scratch {
+ public:
+  Scratch() {
+    std::string pattern = (fs::temp_directory_path() / "tessel-plot-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw UserError("cannot create a temporary directory for the plot");
+    path_ = pattern;
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string run_label(const RunRow& run) {
+  const std::string axes = axes_text(run.axes);
+  return "run " + std::to_string(run.id) + " " + run.label + (axes.empty() ? "" : " " + axes);
+}
+
+std::string terminal_for(const std::string& output) {
+  const std::string extension = fs::path(output).extension().string();
+  // noenhanced: config paths are full of underscores, which gnuplot would subscript.
+  if (extension == ".svg") return "set terminal svg size 960,600 dynamic noenhanced font 'Helvetica,13' background '#ffffff'";
+  if (extension == ".png") return "set terminal pngcairo size 1280,800 noenhanced font 'Helvetica,13'";
+  throw UserError("plot output '" + output + "' must end in .svg or .png");
+}
+
+void run_gnuplot(const fs::path& script, const std::string& output) {
+  const fs::path errors = script.parent_path() / "gnuplot.err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string program = "gnuplot", argument = script.string();
+  char* argv[] = {program.data(), argument.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    throw UserError(rc == ENOENT ? std::string("gnuplot is not installed (apt-get install gnuplot-nox)")
+                                 : std::string("cannot run gnuplot: ") + std::strerror(rc));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(errors);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw UserError("gnuplot failed on " + output + ": " + text.str());
+}
+
+std::vector<RunRow> chosen_runs(ResultsStore& store, const std::vector<std::int64_t>& ids) {
+  std::vector<RunRow> runs;
+  if (ids.empty()) {
+    for (RunRow& row : store.runs())
+      if (row.status == "complete") runs.push_back(std::move(row));
+  } else {
+    for (std::int64_t id : ids) {
+      auto row = store.run(id);
+      if (!row) throw UserError(store.path() + ": no run " + std::to_string(id));
+      runs.push_back(std::move(*row));
+    }
+  }
+  if (runs.empty()) throw UserError(store.path() + ": no complete run to plot");
+  return runs;
+}
+
+void jct_cdf(ResultsStore& store, const PlotRequest& request, const Scratch& scratch, std::ostream& script) {
+  script << "set title 'Job completion times'\n"
+            "set xlabel 'job completion time (hours)'\nset ylabel 'fraction of jobs'\n"
+            "set logscale x\nset key bottom right\nset grid\nset yrange [0:1]\n";
+  std::string plots;
+  for (const RunRow& run : chosen_runs(store, request.runs)) {
+    std::vector<double> jcts;
+    for (const JobRecord& job : store.jobs(run.id))
+      if (job.tracked && job.finish && job.status == "finished") jcts.push_back((*job.finish - job.arrival) / 3600);
+    if (jcts.empty()) continue;
+    std::sort(jcts.begin(), jcts.end());
+    const fs::path data = scratch.path() / ("run" + std::to_string(run.id) + ".dat");
+    std::ofstream out(data);
+    for (std::size_t i = 0; i < jcts.size(); ++i)
+      out << std::max(jcts[i], 1e-4) << ' ' << double(i + 1) / double(jcts.size()) << '\n';
+    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with steps lw 2 title " +
+             quoted(run_label(run));
+  }
+  if (plots.empty()) throw UserError(store.path() + ": the chosen runs have no finished jobs");
+  script << plots << '\n';
+}
+
+void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scratch& scratch, std::ostream& script) {
+  if (request.axis.empty()) throw UserError("plot --kind metric needs --by AXIS (a sweep axis)");
+  const auto names = figure_names();
+  if (std::find(names.begin(), names.end(), request.metric) == names.end()) {
+    std::string valid;
+    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    throw UserError("unknown metric '" + request.metric + "' (valid: " + valid + ")");
+  }
+  const std::vector<AxisGroup> groups = group_by_axis(load_reports(store, request.runs), request.axis);
+  const bool numeric = std::all_of(groups.begin(), groups.end(), [](const AxisGroup& g) { return g.value.is_number(); });
+  const bool is_time = request.metric.ends_with("_s");
+  std::string ylabel = figure_title(request.metric);
+  if (is_time) ylabel = ylabel.substr(0, ylabel.rfind(" (")) + " (hours)";
+  script << "set title " << quoted(ylabel + " by " + request.axis) << "\nset xlabel " << quoted(request.axis)
+         << "\nset ylabel " << quoted(ylabel) << "\nset key outside right\nset grid\n";
+  std::vector<std::string> values;  // x positions of non-numeric values
+  for (const AxisGroup& g : groups)
+    if (!numeric && std::find(values.begin(), values.end(), g.value.dump()) == values.end())
+      values.push_back(g.value.dump());
+  if (!numeric) {
+    script << "set xtics (";
+    for (std::size_t i = 0; i < values.size(); ++i)
+      script << (i ? ", " : "") << quoted(nlohmann::json::parse(values[i]).is_string()
+                                              ? nlohmann::json::parse(values[i]).get<std::string>()
+                                              : values[i])
+             << ' ' << i;
+    script << ")\nset xrange [-0.5:" << values.size() - 0.5 << "]\n";
+  }
+  std::string plots;
+  std::size_t file = 0;
+  for (auto begin = groups.begin(); begin != groups.end();) {
+    auto end = std::find_if(begin, groups.end(), [&](const AxisGroup& g) { return g.series != begin->series; });
+    const fs::path data = scratch.path() / ("series" + std::to_string(file++) + ".dat");
+    std::ofstream out(data);
+    for (auto g = begin; g != end; ++g) {
+      const double x = numeric ? g->value.get<double>()
+                               : double(std::find(values.begin(), values.end(), g->value.dump()) - values.begin());
+      const double y = *figure_value(g->mean, request.metric) / (is_time ? 3600 : 1);
+      out << x << ' ' << y << '\n';
+    }
+    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with linespoints lw 2 pt 7 title " +
+             quoted(begin->series);
+    begin = end;
+  }
+  script << plots << '\n';
+}
+
+void occupancy(ResultsStore& store, const PlotRequest& request, const Scratch& scratch, std::ostream& script) {
+  std::vector<RunRow> runs = chosen_runs(store, request.runs);
+  const RunRow& run = runs.back();
+  const std::vector<Sample> samples = store.samples(run.id);
+  if (samples.empty()) throw UserError("run " + std::to_string(run.id) + " recorded no samples");
+  const fs::path data = scratch.path() / "occupancy.dat";
+  std::ofstream out(data);
+  for (const Sample& s : samples)
+    out << s.time / 3600 << ' ' << s.busy_gpus << ' ' << s.total_gpus << ' ' << s.waiting_jobs + s.pending_jobs
+        << '\n';
+  out.close();
+  script << "set title " << quoted("Cluster occupancy and queue, " + run_label(run))
+         << "\nset xlabel 'time (hours)'\nset ylabel 'GPUs'\nset y2label 'waiting jobs'\nset y2tics\nset ytics nomirror\n"
+            "set key outside right\nset grid\nset yrange [0:*]\nset y2range [0:*]\n"
+         << "plot " << quoted(data.string()) << " using 1:2 with steps lw 2 title 'busy GPUs', "
+         << quoted(data.string()) << " using 1:3 with steps lw 1 dt 2 title 'GPUs up', " << quoted(data.string())
+         << " using 1:4 axes x1y2 with steps lw 2 title 'waiting jobs'\n";
+}
+
+}  // namespace
+
+void plot(ResultsStore& store, const PlotRequest& request) {
+  Scratch scratch;
+  const fs::path script_path = scratch.path() / "plot.gp";
+  std::ofstream script(script_path);
+  script << terminal_for(request.output) << "\nset output " << quoted(request.output) << "\nset encoding utf8\n";
+  if (request.kind == "jct-cdf")
+    jct_cdf(store, request, scratch, script);
+  else if (request.kind == "metric")
+    metric_by_axis(store, request, scratch, script);
+  else if (request.kind == "occupancy")
+    occupancy(store, request, scratch, script);
+  else
+    throw UserError("unknown plot kind '" + request.kind + "' (valid: jct-cdf, metric, occupancy)");
+  script.close();
+  run_gnuplot(script_path, request.output);
+}
+
+}  // namespace tessel

@@ -1,0 +1,192 @@
+// Reading results back: grouped reports, comparisons, explanations, plots.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "results/report.hpp"
+#include "results/store.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+JobRecord finished_job(JobId id, double arrival, double start, double finish, double gpu_seconds) {
+  JobRecord job;
+  job.id = id;
+  job.arrival = arrival;
+  job.first_start = start;
+  job.finish = finish;
+  job.gpus = 1;
+  job.gpu_seconds = gpu_seconds;
+  job.status = "finished";
+  return job;
+}
+
+// A database written by hand: two policies x two loads x two seeds, each
+// run with two jobs whose JCTs are chosen so that averages are easy.
+fs::path hand_database(const TempDir& dir) {
+  const fs::path path = dir.path() / "hand.db";
+  ResultsStore store(path.string());
+  for (const char* policy : {"fifo", "las"})
+    for (int load : {2, 4})
+      for (int seed : {1, 2}) {
+        RunInfo info;
+        info.label = "exp";
+        info.config = "[cluster]\n";
+        info.axes = std::string(R"({"workload.jobs_per_hour":)") + std::to_string(load) +
+                    R"(,"scheduler.allocation.plugin":")" + policy + R"(","seed":)" + std::to_string(seed) + "}";
+        const std::int64_t run = store.begin_run(info);
+        // JCT of job 0 = 100 * load * seed (+ 1000 for las); job 1 waits 10 s and runs 90 s.
+        const double jct0 = 100.0 * load * seed + (std::string(policy) == "las" ? 1000 : 0);
+        RunResults results;
+        results.jobs = {finished_job(0, 0, 0, jct0, 50), finished_job(1, 0, 10, 100, 50)};
+        results.capacity_gpu_seconds = 400;
+        store.complete_run(run, results);
+      }
+  return path;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("report --by averages a sweep's seeds into one row per series and value") {
+  TempDir dir;
+  const fs::path db = hand_database(dir);
+  const auto result = run_tessel({"report", db.string(), "--by", "workload.jobs_per_hour", "--format", "csv"});
+  REQUIRE(result.code == 0);
+  // fifo at load 2: JCTs (200, 100) and (400, 100): run averages 150 and 250, mean 200.
+  // las at load 4: (1400, 100) and (1800, 100): 750 and 950, mean 850.
+  std::istringstream lines(result.out);
+  std::string header, fifo2, fifo4, las2, las4;
+  std::getline(lines, header);
+  std::getline(lines, fifo2);
+  std::getline(lines, fifo4);
+  std::getline(lines, las2);
+  std::getline(lines, las4);
+  CHECK(header.starts_with("series,workload.jobs_per_hour,runs,jobs,finished,avg_jct_s,"));
+  CHECK(fifo2.starts_with("exp plugin=fifo,2,2,2,2,200.000,"));
+  CHECK(fifo4.starts_with("exp plugin=fifo,4,2,2,2,350.000,"));
+  CHECK(las2.starts_with("exp plugin=las,2,2,2,2,700.000,"));
+  CHECK(las4.starts_with("exp plugin=las,4,2,2,2,850.000,"));
+  // Utilization: 100 GPU-seconds of 400 offered in every run.
+  CHECK(fifo2.find(",0.250000,") != std::string::npos);
+
+  const auto missing = run_tessel({"report", db.string(), "--by", "jobs_per_hour"});
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "tessel: no complete run has axis 'jobs_per_hour' (axes: workload.jobs_per_hour, "
+                       "scheduler.allocation.plugin, seed)\n");
+}
+
+TEST_CASE("compare puts two runs side by side with ratios") {
+  TempDir dir;
+  const fs::path db = hand_database(dir);
+  const auto result = run_tessel({"compare", db.string(), "1", "5"});  // fifo load 2 seed 1 vs las load 2 seed 1
+  REQUIRE(result.code == 0);
+  CHECK(result.out.find("A: run 1 (exp jobs_per_hour=2 plugin=fifo seed=1)") != std::string::npos);
+  std::istringstream lines(result.out);
+  std::string line;
+  bool found = false;
+  while (std::getline(lines, line))
+    if (line.starts_with("avg JCT")) {
+      found = true;
+      CHECK(line.find("150 s") != std::string::npos);   // (200 + 100) / 2
+      CHECK(line.find("650 s") != std::string::npos);   // (1200 + 100) / 2
+      CHECK(line.ends_with("4.33"));
+    }
+  CHECK(found);
+  CHECK(run_tessel({"compare", db.string(), "1", "99"}).code == 2);
+}
+
+TEST_CASE("explain tells why a job waited, decision by decision") {
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,2,250\n0,4,100\n50,2,120\n");
+  dir.write("e.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "csv"
+path = "trace.csv"
+[scheduler]
+round_seconds = 100
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+[output]
+database = "e.db"
+decisions = true
+)");
+  REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  const auto result = run_tessel({"explain", "e.db", "1"}, dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(result.out ==
+        "job 1 in run 1 (e): 4 GPUs, finished\n"
+        "  arrived 0 s, first started 300 s (waited 300 s), ended 400 s (JCT 400 s), preempted 0 times\n"
+        "    0 s  admission   accept_all  admit  accept_all admits every job\n"
+        "    0 s  allocation  fifo        grant  arrived at 0 s; served in arrival order\n"
+        "    0 s  placement   first_fit   wait   needs 4 GPUs, 2 free\n"
+        "  300 s  placement   first_fit   place  first free GPUs, on 1 node(s)\n");
+
+  CHECK(run_tessel({"explain", "e.db", "9"}, dir.path()).err == "tessel: run 1 has no job 9 (ids 0..2)\n");
+  REQUIRE(run_tessel({"run", "e.toml", "-q", "--set", "output.decisions=false"}, dir.path()).code == 0);
+  CHECK(run_tessel({"explain", "e.db", "1"}, dir.path()).out.ends_with(
+      "no decisions were recorded for this run; rerun it with --set output.decisions=true\n"));
+}
+
+TEST_CASE("plot writes well-formed SVG and PNG files with labelled axes") {
+  TempDir dir;
+  const fs::path db = hand_database(dir);
+  auto result = run_tessel({"plot", db.string(), "-o", "cdf.svg"}, dir.path());
+  REQUIRE(result.code == 0);
+  std::string svg = slurp(dir.path() / "cdf.svg");
+  CHECK(svg.size() > 1000);
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.rfind("</svg>") != std::string::npos);
+  CHECK(svg.find("job completion time (hours)") != std::string::npos);
+  CHECK(svg.find("run 5 exp jobs_per_hour=2 plugin=las seed=1") != std::string::npos);  // the legend
+
+  result = run_tessel({"plot", db.string(), "--kind", "metric", "--by", "workload.jobs_per_hour", "--metric",
+                       "p95_jct_s", "-o", "metric.svg"},
+                      dir.path());
+  REQUIRE(result.code == 0);
+  svg = slurp(dir.path() / "metric.svg");
+  CHECK(svg.find("p95 JCT (hours)") != std::string::npos);
+  CHECK(svg.find("exp plugin=fifo") != std::string::npos);
+  CHECK(svg.find("exp plugin=las") != std::string::npos);
+
+  result = run_tessel({"plot", db.string(), "--kind", "metric", "--by", "scheduler.allocation.plugin", "-o",
+                       "categories.png"},
+                      dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(slurp(dir.path() / "categories.png").starts_with("\x89PNG"));
+
+  result = run_tessel({"plot", db.string(), "--kind", "metric", "--by", "workload.jobs_per_hour", "--metric",
+                       "avg_jct", "-o", "x.svg"},
+                      dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.starts_with("tessel: unknown metric 'avg_jct' (valid: jobs, finished, avg_jct_s,"));
+  CHECK(run_tessel({"plot", db.string(), "-o", "x.pdf"}, dir.path()).err ==
+        "tessel: plot output 'x.pdf' must end in .svg or .png\n");
+}
+
+TEST_CASE("plot shows occupancy and the queue over a simulated run") {
+  TempDir dir;
+  const auto run = run_tessel({"run", (source_root() / "experiments/quickstart.toml").string(), "--db", "q.db",
+                               "-q", "--set", "workload.jobs=80"},
+                              dir.path());
+  REQUIRE(run.code == 0);
+  const auto result = run_tessel({"plot", "q.db", "--kind", "occupancy"}, dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(result.out == "wrote q-occupancy.svg\n");
+  const std::string svg = slurp(dir.path() / "q-occupancy.svg");
+  CHECK(svg.find("time (hours)") != std::string::npos);
+  CHECK(svg.find("busy GPUs") != std::string::npos);
+  CHECK(svg.find("waiting jobs") != std::string::npos);
+}
