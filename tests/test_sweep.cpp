@@ -49,7 +49,7 @@ TEST_CASE("a sweep expands to the cross product, seeds varying fastest") {
   const TomlDocument doc = TomlDocument::parse(kSweep, "s.toml");
   const auto points = expand_sweep(doc);
   REQUIRE(points.size() == 12);
-  CHECK(points[0].axes == R"({"scheduler.allocation.backfill":false,"seed":1,"workload.jobs_per_hour":2})");
+  CHECK(points[0].axes == R"({"workload.jobs_per_hour":2,"scheduler.allocation.backfill":false,"seed":1})");
   CHECK(points[0].overrides == std::vector<std::string>{"workload.jobs_per_hour=2",
                                                         "scheduler.allocation.backfill=false", "workload.seed=1"});
   CHECK(points[1].overrides[2] == "workload.seed=2");
