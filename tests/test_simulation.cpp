@@ -207,7 +207,7 @@ TEST_CASE("a placement plugin that double-books a GPU stops the run, named") {
   dir.write("trace.csv", kTrace);
   const std::string booker = "{ plugin = \"double_booker\", path = \"" + test_plugin("double_booker").string() + "\" }";
   CHECK_THROWS_WITH_AS(simulate(dir, experiment(R"({ plugin = "fifo", backfill = true })", booker)),
-                       "placement plugin 'double_booker' broke its contract: placed job 1 where it cannot "
+                       "placement plugin 'double_booker' broke its contract: placed job 2 where it cannot "
                        "go: GPU 0 is held by job 0",
                        PluginContractError);
 }

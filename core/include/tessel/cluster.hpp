@@ -23,6 +23,7 @@ struct NodeSpec {
   double cpus = 32;
   double mem_gb = 256;
   int rack = 0;  // rack or switch; jobs spanning racks may run slower
+  double gpu_mem_gb = 32;  // memory of each GPU
 };
 
 struct Node {
@@ -55,6 +56,8 @@ struct Shape {
   int gpu_milli = 1000;
   double cpus = 0;
   double mem_gb = 0;
+  double gpu_mem_gb = 0;  // of the first GPU
+  JobLayout layout;
 };
 
 class ClusterState {

@@ -42,6 +42,7 @@ struct JobSpec {
   double cpus = 0;
   double mem_gb = 0;
   int batch_size = 0;   // global batch size the user asked for; 0 = unspecified
+  double parameters = 0;  // model size in parameters, for memory and reconfiguration models; 0 = unknown
   double priority = 1;  // weight for weighted policies
   bool tracked = true;  // counts in the metrics (see [workload] track)
 
@@ -61,11 +62,22 @@ enum class JobStatus : unsigned char {
 
 std::string_view to_string(JobStatus status);
 
+// How a job uses the GPUs it holds. 0 means "the job's own" (batch size)
+// or "the model decides" (parallelism). The elasticity stage chooses it.
+struct JobLayout {
+  int batch_size = 0;         // global batch size
+  int tensor_parallel = 0;    // GPUs a layer is split over (within a node)
+  int pipeline_parallel = 0;  // pipeline stages; data parallelism is what remains
+
+  bool operator==(const JobLayout&) const = default;
+};
+
 struct Allocation {
   std::vector<GpuId> gpus;
   int gpu_milli = 1000;  // share held on each of `gpus`
   double cpus = 0;       // total, spread over nodes in proportion to GPUs
   double mem_gb = 0;
+  JobLayout layout;
 
   bool empty() const { return gpus.empty(); }
   int gpu_count() const { return static_cast<int>(gpus.size()); }

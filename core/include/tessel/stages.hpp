@@ -81,6 +81,8 @@ struct PlacementChoice {
 // only the jobs whose GPUs the final choice uses, and none at all if the job
 // still does not fit. So `place` is called on hypothetical states and must
 // depend only on its arguments and the view, not on how often it is called.
+// When fewer GPUs are entirely free than a whole-GPU job needs, the core
+// answers "does not fit" itself, without calling `place`.
 class BOOST_SYMBOL_VISIBLE PlacementPolicy : public Plugin {
  public:
   // Choose exactly `want.gpus` distinct GPUs, each with at least
@@ -96,24 +98,46 @@ class BOOST_SYMBOL_VISIBLE PlacementPolicy : public Plugin {
 
 struct ResizeProposal {
   JobId job;
-  int gpus;  // within [min_gpus, max_gpus]
+  int gpus;          // within [min_gpus, max_gpus]
+  JobLayout layout;  // how to use them; all zero: ask arrange()
   Reason reason;
 };
 
-// Should a running elastic job grow or shrink, and what does the change cost?
+// Should a running elastic job grow or shrink, how should a job use the GPUs
+// it gets, and what does a change cost? Every hook is called only by the
+// core, on the state after placement.
 class BOOST_SYMBOL_VISIBLE ElasticityPolicy : public Plugin {
  public:
-  // Called once per round after placement. Proposes new sizes for running
-  // elastic jobs, each at most once; placement realizes them from free GPUs
-  // (shrinks first), and a proposal that does not fit is dropped.
+  // Called once per round after placement. Proposes new sizes (or layouts at
+  // the same size) for running elastic jobs, each at most once. Placement
+  // realizes them from free GPUs, shrinks first; a proposal that does not
+  // fit is dropped, with the reason.
   virtual std::vector<ResizeProposal> resize(const SchedulerView& view) = 0;
 
-  // Seconds of no progress when `job` moves from `from` to `to`, for every
-  // size change whichever stage asked for it.
+  // How `job` should use `allocation`: its batch size and parallelism
+  // (Pollux picks the goodput-best batch size, Tenplex the fastest
+  // tensor/pipeline split that fits in memory). Called whenever a job gets
+  // GPUs: a start, a restart or a resize that did not name a layout.
+  virtual JobLayout arrange(const SchedulerView& view, const JobState& job, const Allocation& allocation) {
+    (void)view, (void)allocation;
+    return job.allocation.layout;
+  }
+
+  // Seconds of no progress when a running `job` moves from `from` to `to`,
+  // whichever stage asked for the change.
   virtual double reconfiguration_seconds(const SchedulerView& view, const JobState& job,
                                          const Allocation& from, const Allocation& to) const {
     (void)job, (void)from, (void)to;
     return view.settings().restart_seconds;
+  }
+
+  // Some of `job`'s GPUs were lost (their node failed or left); it still
+  // holds `remaining`. Return true to keep it running on those (the core
+  // checks [min_gpus, max_gpus] and charges reconfiguration_seconds), false
+  // to stop it and queue it again. Called between rounds.
+  virtual bool keep_after_loss(const SchedulerView& view, const JobState& job, const Allocation& remaining) {
+    (void)view, (void)job, (void)remaining;
+    return false;
   }
 };
 

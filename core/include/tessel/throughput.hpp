@@ -21,9 +21,19 @@ class ThroughputModel {
   virtual ~ThroughputModel() = default;
   virtual std::string_view name() const = 0;
 
-  // Work units per second for `job` on an allocation of this shape. Must be
-  // positive for any shape with at least one GPU.
+  // Work units per second for `job` on an allocation of this shape, averaged
+  // over the whole job. Must be positive for any shape with at least one GPU.
   virtual double rate(const JobSpec& job, const Shape& shape) const = 0;
+
+  // The rate once the job has done `progress` work units. Models whose jobs
+  // speed up or slow down as they train (Pollux's statistical efficiency
+  // changes by epoch) override both; the simulator then re-reads the rate of
+  // running jobs every round.
+  virtual double rate_at(const JobSpec& job, const Shape& shape, double progress) const {
+    (void)progress;
+    return rate(job, shape);
+  }
+  virtual bool rate_depends_on_progress() const { return false; }
 
   // The job profiles (JobSpec::model values) this model has data for; empty
   // when it prices any job. Jobs without a profile get one of these at

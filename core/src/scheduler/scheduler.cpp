@@ -87,6 +87,45 @@ void Scheduler::interrupt(JobId id, double now, bool failed_attempt) {
   if (failed_attempt) books_[id].new_attempt = true;
 }
 
+NodeLoss Scheduler::lose_node(NodeId node, double now) {
+  std::vector<JobId> affected;
+  for (const Gpu& gpu : cluster_.gpus_of(node))
+    for (JobId job : gpu.jobs)
+      if (std::find(affected.begin(), affected.end(), job) == affected.end()) affected.push_back(job);
+  NodeLoss loss;
+  const SchedulerView v = view(now);
+  const std::string node_name = cluster_.node(node).spec.name;
+  for (JobId id : affected) {
+    JobState& job = *all_[id];
+    const Allocation from = job.allocation;
+    Allocation remaining = from;
+    std::erase_if(remaining.gpus, [&](GpuId gpu) { return cluster_.gpu(gpu).node == node; });
+    const double kept = static_cast<double>(remaining.gpu_count()) / from.gpu_count();
+    remaining.cpus *= kept;
+    remaining.mem_gb *= kept;
+    const bool in_range = remaining.gpu_count() >= job.spec.min_gpus && remaining.gpu_count() <= job.spec.max_gpus;
+    if (!remaining.empty() && job.spec.elastic() && in_range &&
+        plugins_.elasticity->keep_after_loss(v, job, remaining)) {
+      accrue(job, now);
+      cluster_.release(id, from);
+      remaining.layout = plugins_.elasticity->arrange(v, job, remaining);
+      job.allocation = remaining;
+      cluster_.assign(id, job.allocation);
+      const double cost = plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
+      loss.shrunk.push_back({id, from, job.allocation, cost});
+      record(now, id, PluginKind::elasticity, "shrink",
+             Reason::text("lost node " + node_name + "; runs on its " + std::to_string(remaining.gpu_count()) +
+                          " other GPUs"));
+    } else {
+      stop(job, now, JobStatus::preempted);
+      loss.stopped.push_back(id);
+      record(now, id, PluginKind::placement, "stop", Reason::text("lost node " + node_name), true);
+    }
+  }
+  cluster_.set_up(node, false);
+  return loss;
+}
+
 void Scheduler::compact() {
   if (!needs_compaction_) return;
   std::erase_if(active_, [](const JobState* job) { return job->done(); });
@@ -196,17 +235,37 @@ PlacementChoice Scheduler::ask_placement(const SchedulerView& v, const JobState&
   return choice;
 }
 
+void Scheduler::protect(JobState& job) {
+  unreclaimable(job);
+  books_[job.spec.id].protected_in = round_;
+}
+
+void Scheduler::unreclaimable(JobState& job) {
+  Book& book = books_[job.spec.id];
+  if (book.reclaimable_in != round_) return;
+  reclaimable_gpus_ -= book.reclaimable_gpus;
+  book.reclaimable_in = 0;
+}
+
 PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Resources& want,
                                  bool may_preempt, RoundOutcome& outcome) {
-  PlacementChoice choice = ask_placement(v, job, want);
+  // A whole-GPU job needs that many entirely free GPUs, whatever the plugin;
+  // in a full cluster most waiting jobs end here without asking it.
+  const bool whole = want.gpu_milli == 1000;
+  PlacementChoice choice;
+  if (whole && cluster_.free_gpus() < want.gpus)
+    choice.reason = Reason("needs {} GPUs, {} free", want.gpus, cluster_.free_gpus());
+  else
+    choice = ask_placement(v, job, want);
   if (choice.placed() || !may_preempt) return choice;
+  if (whole && cluster_.free_gpus() + reclaimable_gpus_ < want.gpus) return choice;
 
   // Lower-ranked running jobs that nobody has placed or kept this round, the
   // lowest priority first: unranked ones, then by rank, later arrivals first.
   const std::size_t my_rank = books_[job.spec.id].rank;
   std::vector<JobState*> candidates;
   int reclaimable = cluster_.free_gpus();
-  for (JobState* other : active_) {
+  for (JobState* other : round_running_) {
     if (!other->running() || other == &job) continue;
     const Book& book = books_[other->spec.id];
     if (book.protected_in == round_) continue;
@@ -216,7 +275,7 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
     reclaimable += other->allocation.gpu_count();
   }
   // Whole-GPU jobs that cannot fit even in everything reclaimable are not tried.
-  if (candidates.empty() || (want.gpu_milli == 1000 && reclaimable < want.gpus)) return choice;
+  if (candidates.empty() || (whole && reclaimable < want.gpus)) return choice;
   std::sort(candidates.begin(), candidates.end(), [&](const JobState* a, const JobState* b) {
     const Book& x = books_[a->spec.id];
     const Book& y = books_[b->spec.id];
@@ -248,6 +307,7 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
       cluster_.assign(victim->spec.id, victim->allocation);
       continue;
     }
+    unreclaimable(*victim);
     end_run(*victim, v.now(), JobStatus::preempted);  // its GPUs are already released
     ++victim->preemptions;
     outcome.preempted.push_back(victim->spec.id);
@@ -259,16 +319,19 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
   return trial;
 }
 
-void Scheduler::launch(JobState& job, const Resources& want, std::vector<GpuId> gpus, double now,
+void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& want, std::vector<GpuId> gpus,
                        const Reason& reason, RoundOutcome& outcome) {
-  job.allocation = Allocation{std::move(gpus), want.gpu_milli, want.cpus, want.mem_gb};
+  const double now = v.now();
+  Allocation allocation{std::move(gpus), want.gpu_milli, want.cpus, want.mem_gb};
+  allocation.layout = plugins_.elasticity->arrange(v, job, allocation);
+  job.allocation = std::move(allocation);
   cluster_.assign(job.spec.id, job.allocation);
   job.status = JobStatus::running;
   if (!job.first_start) job.first_start = now;
+  protect(job);
   Book& book = books_[job.spec.id];
   book.accounted_until = now;
   book.run_started = now;
-  book.protected_in = round_;
   if (book.new_attempt) {
     ++job.attempts;
     book.new_attempt = false;
@@ -278,19 +341,31 @@ void Scheduler::launch(JobState& job, const Resources& want, std::vector<GpuId> 
   record(now, job.spec.id, PluginKind::placement, "place", reason);
 }
 
-bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want,
+bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want, const JobLayout& layout,
                        bool may_preempt, const Reason& reason, RoundOutcome& outcome) {
   const Allocation from = job.allocation;
+  if (want.gpus == from.gpu_count() && want.cpus == from.cpus && want.mem_gb == from.mem_gb) {
+    // Only the layout changes: the job keeps its GPUs and restarts in place.
+    Allocation to = from;
+    to.layout = layout;
+    job.allocation = to;
+    const double cost = plugins_.elasticity->reconfiguration_seconds(v, job, from, to);
+    outcome.resized.push_back({job.spec.id, from, to, cost});
+    record(v.now(), job.spec.id, PluginKind::placement, "resize", reason);
+    return true;
+  }
   cluster_.release(job.spec.id, from);
+  protect(job);  // its own GPUs are free for its new placement, not for others' preemption
   PlacementChoice choice = place(v, job, want, may_preempt, outcome);
-  books_[job.spec.id].protected_in = round_;
   if (!choice.placed()) {
     cluster_.assign(job.spec.id, from);
     record(v.now(), job.spec.id, PluginKind::placement, "wait",
            Reason::text("resize to " + std::to_string(want.gpus) + " GPUs postponed: " + choice.reason.str()), true);
     return false;
   }
-  job.allocation = Allocation{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
+  Allocation to{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
+  to.layout = layout == JobLayout{} ? plugins_.elasticity->arrange(v, job, to) : layout;
+  job.allocation = std::move(to);
   cluster_.assign(job.spec.id, job.allocation);
   const double cost = plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
   outcome.resized.push_back({job.spec.id, from, job.allocation, cost});
@@ -300,6 +375,16 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
 
 void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                            RoundOutcome& outcome) {
+  round_running_.clear();
+  reclaimable_gpus_ = 0;
+  for (JobState* job : active_) {
+    if (!job->running()) continue;
+    round_running_.push_back(job);
+    Book& book = books_[job->spec.id];
+    book.reclaimable_in = round_;
+    book.reclaimable_gpus = job->allocation.gpu_count();
+    reclaimable_gpus_ += book.reclaimable_gpus;
+  }
   // Check the whole plan first, and stamp ranks for the preemption order.
   for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
     const Grant& grant = plan.ranked[rank];
@@ -339,9 +424,9 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                               cluster_.node(cluster_.gpu(held.gpus.front()).node).type == grant.resources.gpu_type;
       if (held.gpu_count() == grant.resources.gpus && held.cpus == grant.resources.cpus &&
           held.mem_gb == grant.resources.mem_gb && right_type) {
-        books_[job.spec.id].protected_in = round_;
+        protect(job);
       } else {
-        resize(v, job, grant.resources, /*may_preempt=*/true, grant.reason, outcome);
+        resize(v, job, grant.resources, JobLayout{}, /*may_preempt=*/true, grant.reason, outcome);
       }
       continue;
     }
@@ -352,7 +437,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
     }
     PlacementChoice choice = place(v, job, grant.resources, /*may_preempt=*/true, outcome);
     if (choice.placed()) {
-      launch(job, grant.resources, std::move(choice.gpus), v.now(), choice.reason, outcome);
+      launch(v, job, grant.resources, std::move(choice.gpus), choice.reason, outcome);
     } else {
       record(v.now(), job.spec.id, PluginKind::placement, "wait", choice.reason);
       if (plan.stop_at_first_unplaced) blocker = &job;
@@ -387,11 +472,12 @@ void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal
   });
   for (const ResizeProposal& p : proposals) {
     JobState& job = *all_[p.job];
-    if (job.allocation.gpu_count() == p.gpus) continue;
-    // Same CPUs, memory and GPU type; only the GPU count changes.
+    const bool same_layout = p.layout == JobLayout{} || p.layout == job.allocation.layout;
+    if (job.allocation.gpu_count() == p.gpus && same_layout) continue;
+    // Same CPUs, memory and GPU type; only the GPU count or layout changes.
     const int type = cluster_.node(cluster_.gpu(job.allocation.gpus.front()).node).type;
     const Resources want{p.gpus, job.spec.gpu_milli, job.allocation.cpus, job.allocation.mem_gb, type};
-    if (!resize(v, job, want, /*may_preempt=*/false, p.reason, outcome))
+    if (!resize(v, job, want, p.layout, /*may_preempt=*/false, p.reason, outcome))
       record(v.now(), job.spec.id, PluginKind::elasticity, "drop", p.reason);
     else
       record(v.now(), job.spec.id, PluginKind::elasticity, "resize", p.reason);

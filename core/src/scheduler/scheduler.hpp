@@ -47,6 +47,12 @@ struct RoundOutcome {
   }
 };
 
+// What losing a node did to the jobs on it.
+struct NodeLoss {
+  std::vector<JobId> stopped;         // waiting again
+  std::vector<ResizeOutcome> shrunk;  // running on their other GPUs
+};
+
 class Scheduler {
  public:
   Scheduler(ComposedScheduler plugins, ClusterState cluster,
@@ -63,10 +69,15 @@ class Scheduler {
 
   // A running job ends (finished or failed); its GPUs are freed.
   void complete(JobId id, double now, JobStatus status = JobStatus::finished);
-  // A running job loses its GPUs without the scheduler choosing it (a node
-  // fails or leaves, the job crashes): it waits again, as a preempted job.
-  // After a crash (`failed_attempt`) its next launch starts a new attempt.
+  // A running job loses its GPUs without the scheduler choosing it (the job
+  // crashed): it waits again, as a preempted job. After a crash
+  // (`failed_attempt`) its next launch starts a new attempt.
   void interrupt(JobId id, double now, bool failed_attempt = false);
+
+  // A node fails or leaves, and the node goes down. Each job on it keeps
+  // running on its other GPUs if it is elastic, stays within its range and
+  // the elasticity plugin agrees (keep_after_loss); the others wait again.
+  NodeLoss lose_node(NodeId node, double now);
 
   RoundOutcome run_round(double now);
 
@@ -93,6 +104,8 @@ class Scheduler {
     std::uint64_t ranked_in = 0;     // round in which the plan ranked it
     std::size_t rank = 0;
     std::uint64_t protected_in = 0;  // round in which it was placed or kept
+    std::uint64_t reclaimable_in = 0;  // round in which its GPUs count in reclaimable_gpus_
+    int reclaimable_gpus = 0;
     bool new_attempt = true;         // the next launch starts an attempt
   };
 
@@ -111,16 +124,23 @@ class Scheduler {
                         bool may_preempt, RoundOutcome& outcome);
   PlacementChoice ask_placement(const SchedulerView& view, const JobState& job,
                                 const Resources& want);
-  void launch(JobState& job, const Resources& want, std::vector<GpuId> gpus, double now,
+  void launch(const SchedulerView& view, JobState& job, const Resources& want, std::vector<GpuId> gpus,
               const Reason& reason, RoundOutcome& outcome);
   // Ends a run period (releasing the job's GPUs, or not when the caller already has).
   void stop(JobState& job, double now, JobStatus status);
   void end_run(JobState& job, double now, JobStatus status);
-  bool resize(const SchedulerView& view, JobState& job, const Resources& want, bool may_preempt,
-              const Reason& reason, RoundOutcome& outcome);
+  // Moves a running job to `want` (and `layout`, or what arrange() says when
+  // it is all zero); keeps it as it was when placement finds no room.
+  bool resize(const SchedulerView& view, JobState& job, const Resources& want, const JobLayout& layout,
+              bool may_preempt, const Reason& reason, RoundOutcome& outcome);
 
   // Records a decision of the stage's plugin, or of the core itself when
   // `by_core` (rejections at arrival, preemptions, head-of-line blocking).
+  // A running job keeps (or got) its GPUs this round: no later job may take them.
+  void protect(JobState& job);
+  // Its GPUs stop counting as reclaimable by preemption this round.
+  void unreclaimable(JobState& job);
+
   void record(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason,
               bool by_core = false) {
     if (log_ != nullptr && log_->enabled()) log(now, job, stage, code, reason, by_core);
@@ -140,6 +160,11 @@ class Scheduler {
   std::vector<Book> books_;       // by id
   std::vector<JobState*> active_;
   std::vector<JobState*> pending_;
+  // During placement: the jobs running when the round began, and the GPUs
+  // they hold that a preemption could still free. They keep the preemption
+  // search linear in running jobs, and skip it when it cannot succeed.
+  std::vector<JobState*> round_running_;
+  int reclaimable_gpus_ = 0;
   bool needs_compaction_ = false;
   std::size_t running_ = 0;
   std::uint64_t round_ = 0;

@@ -58,8 +58,10 @@ Shape ClusterState::shape_of(const Allocation& allocation) const {
   shape.gpu_milli = allocation.gpu_milli;
   shape.cpus = allocation.cpus;
   shape.mem_gb = allocation.mem_gb;
+  shape.layout = allocation.layout;
   if (allocation.empty()) return shape;
   shape.gpu_type = nodes_[gpus_[allocation.gpus.front()].node].spec.gpu_type;
+  shape.gpu_mem_gb = nodes_[gpus_[allocation.gpus.front()].node].spec.gpu_mem_gb;
   // Allocations are small (a handful of GPUs), so counting distinct nodes and
   // racks by scanning beats any set.
   NodeId seen_nodes[64];
@@ -90,6 +92,11 @@ Shape ClusterState::packed_shape(const JobSpec& job, int gpus, std::string_view 
   int per_node = 1;
   for (std::size_t t = 0; t < gpu_types_.size(); ++t)
     if (gpu_types_[t] == shape.gpu_type) per_node = std::max(1, largest_node_of_type_[t]);
+  for (const Node& node : nodes_)
+    if (node.spec.gpu_type == shape.gpu_type) {
+      shape.gpu_mem_gb = node.spec.gpu_mem_gb;
+      break;
+    }
   shape.nodes = std::max(1, (gpus + per_node - 1) / per_node);
   return shape;
 }
