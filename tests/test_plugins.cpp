@@ -39,7 +39,7 @@ TEST_CASE("the built-in plugins are found, each with its identity") {
     found.push_back(std::string(to_string(p.info->kind)) + "/" + p.info->name);
   }
   for (const char* expected : {"admission/accept_all", "allocation/fifo", "allocation/srtf", "allocation/sjf",
-                               "allocation/las", "placement/first_fit",
+                               "allocation/las", "allocation/tiresias", "placement/first_fit",
                                "placement/consolidated", "elasticity/none"})
     CHECK(std::find(found.begin(), found.end(), expected) != found.end());
   CHECK(registry.rejected().empty());
