@@ -38,7 +38,8 @@ TEST_CASE("the built-in plugins are found, each with its identity") {
     CHECK(std::string_view(p.info->description).size() > 10);
     found.push_back(std::string(to_string(p.info->kind)) + "/" + p.info->name);
   }
-  for (const char* expected : {"admission/accept_all", "allocation/fifo", "placement/first_fit",
+  for (const char* expected : {"admission/accept_all", "allocation/fifo", "allocation/srtf", "allocation/sjf",
+                               "allocation/las", "allocation/tiresias", "allocation/gittins", "placement/first_fit",
                                "placement/consolidated", "elasticity/none"})
     CHECK(std::find(found.begin(), found.end(), expected) != found.end());
   CHECK(registry.rejected().empty());
@@ -132,9 +133,15 @@ TEST_CASE("TESSEL_PLUGIN_PATH adds plugins; `tessel plugins` describes every one
 
 namespace {
 
-// Arguments a plugin needs to run the quickstart workload (those without defaults).
-toml::table zoo_arguments(std::string_view plugin) {
-  (void)plugin;
+// Arguments a plugin needs to run the quickstart workload (those without
+// defaults); data files go to `scratch`.
+toml::table zoo_arguments(std::string_view plugin, const TempDir& scratch) {
+  if (plugin == "gittins") {
+    // GPU-seconds spread over the synthetic jobs' sizes (30 min to 17 h on 1-8 GPUs).
+    const fs::path distribution =
+        scratch.write("gpu-time.csv", "duration\n1800\n3600\n7200\n14400\n36000\n72000\n144000\n480000\n");
+    return toml::table{{"distribution", distribution.string()}};
+  }
   return toml::table{};
 }
 
@@ -161,6 +168,7 @@ void check_invariants(const Scheduler& scheduler) {
 
 TEST_CASE("every plugin runs the quickstart workload, keeps the invariants and finishes every job") {
   PluginRegistry registry;
+  TempDir scratch;
   const auto base = load_experiment(source_root() / "experiments/quickstart.toml",
                                     {"workload.jobs=120", "output.decisions=true"});
   for (const PluginEntry& plugin : registry.plugins()) {
@@ -168,7 +176,7 @@ TEST_CASE("every plugin runs the quickstart workload, keeps the invariants and f
     ExperimentConfig config = base;
     StageConfig& stage = config.scheduler.stages[static_cast<std::size_t>(plugin.info->kind) - 1];
     stage.plugin = plugin.info->name;
-    stage.args = zoo_arguments(plugin.info->name);
+    stage.args = zoo_arguments(plugin.info->name, scratch);
     Simulation simulation(config, registry);
     std::size_t rounds = 0;
     simulation.observe_rounds([&](double, const Scheduler& scheduler, const RoundOutcome&) {

@@ -1,0 +1,176 @@
+// Discretized priority queues on attained GPU service, with Tiresias's
+// starvation guard. Shared by the `tiresias` (2D-LAS) and `gittins`
+// (2D-Gittins) allocation plugins, which differ only in how they order jobs
+// within one queue.
+//
+// Tiresias (Gu et al., NSDI'19, §3.2 "Discretized 2DAS") replaces a job's
+// continuous priority by one of K queues: a job enters the top queue and moves
+// down a queue each time its attained service, GPUs x executed time, crosses
+// the next threshold. The semantics below are those of the authors' simulator
+// (SymbioticLab/Tiresias, simulator/run_sim.py, `dlas_sim_jobs`, and the job
+// fields initialised in simulator/jobs.py, `move_to_runnable`):
+//
+//   * The service that places a job in a queue is GPU-seconds since the job
+//     arrived or since its last promotion (the simulator's `executed_time`
+//     times `num_gpu`; `executed_time` is zeroed by a promotion, while the
+//     progress that decides completion is kept apart). We read it from
+//     JobState::gpu_seconds, whatever `[scheduler] attained_service` says,
+//     because 2D-LAS is defined on GPU time.
+//   * Queue q holds the jobs whose service s satisfies T[q-1] <= s < T[q]
+//     (the simulator demotes on `j_gt >= queue_limit[q]`).
+//   * Starvation guard (the paper's PROMOTEKNOB): a waiting job in a lower
+//     queue goes back to the top queue once the time it has waited reaches
+//     knob x the time it has run. Both are counted since its arrival or last
+//     promotion, summed over all its run and wait periods, not just the most
+//     recent one: the simulator's `executed_time` and `last_pending_time`.
+//     Waiting starts to count only once the job has run since then, so a
+//     newly promoted job cannot be promoted again before it runs. Promotion
+//     resets the service, the run time and the wait time to zero; the job's
+//     progress is untouched. A knob of 0 turns the guard off, as in the
+//     simulator's plain `dlas-gpu` and `dlas-gpu-gittins` schedules (its
+//     `dlas-gpu-1`, `-2`, `-4`, ... variants set the knob).
+//
+// Simplifications: queues are re-evaluated at round boundaries, whereas the
+// simulator schedules an event at the exact moment a job crosses a threshold
+// or becomes due for promotion; a crossing is seen up to one round late, and a
+// job that crosses several thresholds in one round lands directly in the
+// right queue. The JobState fields `waiting_since` and `last_run_seconds`
+// cover only the latest period and so are not what Tiresias compares.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <tessel/tessel.hpp>
+
+namespace discretized {
+
+inline constexpr tessel::ArgSpec kThresholdsArg = {
+    "queue_thresholds_gpu_seconds", tessel::ArgType::number_list, "[3600]",
+    "attained GPU-seconds at which a job moves down one queue; N increasing positive thresholds make N+1 "
+    "queues"};
+inline constexpr tessel::ArgSpec kPromoteKnobArg = {
+    "promote_knob", tessel::ArgType::number, "0",
+    "a waiting job in a lower queue returns to the top queue once it has waited this many times as long as "
+    "it has run since its arrival or last promotion; 0 turns the guard off"};
+
+// Where a job stands this round.
+struct Standing {
+  int queue = 0;             // 0 is the top queue
+  double service = 0;        // GPU-seconds since arrival or the last promotion
+  bool since_promotion = false;
+  bool promoted_now = false;
+  double waited_seconds = 0;    // when promoted_now: the wait that triggered it
+  double executed_seconds = 0;  // when promoted_now: the run time it was compared with
+};
+
+// What the queues remember of one job, in its slot.
+struct Book {
+  bool seen = false;
+  double checked_at = 0;           // when the job was last looked at
+  double gpu_seconds_at_check = 0;
+  double service_origin = 0;       // JobState::gpu_seconds at the last promotion
+  double executed_seconds = 0;     // run time since arrival or the last promotion
+  double waited_seconds = 0;       // wait time since then, counted once it has run
+  int promotions = 0;
+};
+
+class Queues {
+ public:
+  explicit Queues(const tessel::PluginContext& context)
+      : thresholds_(context.args().numbers(kThresholdsArg.name)),
+        promote_knob_(context.args().number(kPromoteKnobArg.name)),
+        book_(context.job_slot<Book>()) {
+    for (std::size_t i = 0; i < thresholds_.size(); ++i) {
+      if (!(thresholds_[i] > 0))
+        throw tessel::ArgumentError(kThresholdsArg.name,
+                                    "thresholds must be positive, found " + number(thresholds_[i]));
+      if (i > 0 && !(thresholds_[i] > thresholds_[i - 1]))
+        throw tessel::ArgumentError(kThresholdsArg.name, "thresholds must increase, found " + number(thresholds_[i]) +
+                                                             " after " + number(thresholds_[i - 1]));
+    }
+    if (!(promote_knob_ >= 0))
+      throw tessel::ArgumentError(kPromoteKnobArg.name, "must be 0 (off) or positive, found " + number(promote_knob_));
+  }
+
+  int count() const { return static_cast<int>(thresholds_.size()) + 1; }
+
+  // Accounts for the time since the job was last looked at, demotes or
+  // promotes it, and says where it stands. Call once per job per round.
+  Standing update(const tessel::JobState& job, double now) const {
+    Book& book = book_(job.slots);
+    if (!book.seen) {
+      book.seen = true;
+      book.checked_at = now;
+      book.gpu_seconds_at_check = job.gpu_seconds;
+      book.service_origin = job.gpu_seconds;
+    }
+    // Jobs start, stop and change size only at rounds, so a job running now
+    // held its current GPUs since the last look. A waiting one may have run
+    // part of the time (a crash between rounds); its request converts its
+    // GPU-seconds back to seconds.
+    const tessel::Resources gpus = job.running() ? job.held() : job.spec.request();
+    const double gpu_share = gpus.gpus * (gpus.gpu_milli / 1000.0);
+    const double elapsed = now - book.checked_at;
+    const double ran = std::clamp((job.gpu_seconds - book.gpu_seconds_at_check) / gpu_share, 0.0, elapsed);
+    book.executed_seconds += ran;
+    if (book.executed_seconds > 0) book.waited_seconds += elapsed - ran;
+    book.checked_at = now;
+    book.gpu_seconds_at_check = job.gpu_seconds;
+
+    Standing standing;
+    standing.service = job.gpu_seconds - book.service_origin;
+    standing.queue = queue_of(standing.service);
+    if (promote_knob_ > 0 && standing.queue > 0 && job.waiting() && book.executed_seconds > 0 &&
+        book.waited_seconds >= promote_knob_ * book.executed_seconds) {
+      standing.promoted_now = true;
+      standing.waited_seconds = book.waited_seconds;
+      standing.executed_seconds = book.executed_seconds;
+      book.service_origin = job.gpu_seconds;
+      book.executed_seconds = 0;
+      book.waited_seconds = 0;
+      ++book.promotions;
+      standing.service = 0;
+      standing.queue = 0;
+    }
+    standing.since_promotion = book.promotions > 0;
+    return standing;
+  }
+
+  // "queue 2 of 2: attained 5400 GPU-s >= 3600", or why the job was promoted.
+  tessel::Reason reason(const Standing& s) const {
+    using tessel::Reason;
+    if (s.promoted_now)
+      return Reason("promoted to queue 1: waited {} s >= {} x {} s run since arrival or last promotion",
+                    s.waited_seconds, promote_knob_, s.executed_seconds);
+    const int shown = s.queue + 1;
+    if (count() == 1) return Reason("one queue: attained {} GPU-s", s.service);
+    if (s.queue == 0)
+      return s.since_promotion
+                 ? Reason("queue 1 of {}: {} GPU-s since promotion < {}", count(), s.service, thresholds_[0])
+                 : Reason("queue 1 of {}: attained {} GPU-s < {}", count(), s.service, thresholds_[0]);
+    const double crossed = thresholds_[s.queue - 1];
+    return s.since_promotion
+               ? Reason("queue {} of {}: {} GPU-s since promotion >= {}", shown, count(), s.service, crossed)
+               : Reason("queue {} of {}: attained {} GPU-s >= {}", shown, count(), s.service, crossed);
+  }
+
+ private:
+  int queue_of(double service) const {
+    return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), service) - thresholds_.begin());
+  }
+
+  static std::string number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.10g", value);
+    return text;
+  }
+
+  std::vector<double> thresholds_;
+  double promote_knob_;
+  tessel::Slot<Book> book_;
+};
+
+}  // namespace discretized
