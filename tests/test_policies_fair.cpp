@@ -1,0 +1,124 @@
+// The allocation plugins optimus, themis, drf and vc_fair_share, each on a
+// hand-made trace whose decisions and completion times are worked out by
+// hand in the comments; and their argument errors as a user meets them.
+//
+// The workload model is `linear`: a job's work is its duration times its
+// GPUs, and it progresses at one unit per GPU per second.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+// One node, 100-second rounds, decisions recorded, consolidated placement.
+std::string experiment(const std::string& node, const std::string& allocation, const std::string& extra = "") {
+  return "[cluster]\nnodes = 1\n" + node + R"(
+[workload]
+kind = "csv"
+path = "trace.csv"
+
+[scheduler]
+round_seconds = 100
+allocation = )" + allocation + R"(
+placement = { plugin = "consolidated" }
+
+[output]
+decisions = true
+)" + extra;
+}
+
+std::vector<double> jcts(const RunResults& results) {
+  std::vector<double> out;
+  for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN) - job.arrival);
+  return out;
+}
+
+std::vector<int> preemptions(const RunResults& results) {
+  std::vector<int> out;
+  for (const JobRecord& job : results.jobs) out.push_back(job.preemptions);
+  return out;
+}
+
+// "time code: reason" of one job's decisions at one stage.
+std::vector<std::string> decisions_of(const RunResults& results, JobId job, PluginKind stage) {
+  std::vector<std::string> out;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.job == job && d.stage == stage) out.push_back(std::to_string(int(d.time)) + " " + d.code + ": " + d.reason);
+  return out;
+}
+
+// The allocation decision about `job` at `time`, or "" if none was recorded then.
+std::string allocation_at(const RunResults& results, JobId job, double time) {
+  for (const DecisionRecord& d : results.decisions)
+    if (d.job == job && d.stage == PluginKind::allocation && d.time == time) return d.code + ": " + d.reason;
+  return "";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ optimus
+
+TEST_CASE("optimus gives the third GPU to the larger marginal gain, then grows the survivor") {
+  // Three GPUs; two elastic jobs on [1, 3] GPUs, each asking for 1:
+  // job 0 has 600 GPU-seconds of work, job 1 has 200.
+  // t=0    minimums: 1 GPU each. Third GPU: job 0 gains T(1) - T(2) = 600 - 300 = 300 s,
+  //        job 1 gains 200 - 100 = 100 s  ->  job 0 runs on 2 GPUs, job 1 on 1.
+  // t=100  job 0 has 400 left, job 1 100: gains 400 - 200 = 200 vs 100 - 50 = 50; unchanged.
+  // t=200  job 1 finishes (JCT 200). Job 0 (200 left) alone: +1 saves 100 s, +1 more saves
+  //        33 s; its maximum is 3  ->  3 GPUs, 200/3 s to go: finishes at 266.67.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus\n0,1,600,1,3\n0,1,200,1,3\n");
+  const RunResults results = simulate(dir, experiment("gpus_per_node = 3", R"({ plugin = "optimus" })"));
+  const std::vector<double> jct = jcts(results);
+  CHECK(jct[0] == doctest::Approx(200 + 200.0 / 3));
+  CHECK(jct[1] == doctest::Approx(200));
+  CHECK(results.jobs[0].gpu_seconds == doctest::Approx(600));
+  CHECK(results.jobs[1].gpu_seconds == doctest::Approx(200));
+  CHECK(preemptions(results) == std::vector<int>{0, 0});
+  CHECK(allocation_at(results, 0, 0) ==
+        "grant: 2 GPUs by marginal gain; about 300 s left; one more would save 100 s, less than the gains that "
+        "took the cluster's GPUs");
+  CHECK(allocation_at(results, 1, 0) ==
+        "grant: 1 GPUs by marginal gain; about 200 s left; one more would save 100 s, less than the gains that "
+        "took the cluster's GPUs");
+  CHECK(allocation_at(results, 0, 200) == "grant: 3 GPUs, its maximum, by marginal gain; about 67 s left");
+}
+
+TEST_CASE("optimus shrinks a running elastic job for a newcomer instead of preempting it") {
+  // Two GPUs. Job 0 is elastic on [1, 2] with 1000 GPU-seconds; job 1 (1 GPU, 100 s) arrives at 50.
+  // t=0    job 0 alone takes both GPUs.
+  // t=100  job 0 has done 200, 800 left. Minimums 1 + 1 fill the cluster: job 0 shrinks to 1
+  //        GPU in place (listed first, so the core resizes it before placing job 1), job 1 starts.
+  // t=200  job 1 ends (JCT 150); job 0 (700 left) grows back to 2 GPUs: ends at 200 + 350 = 550.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus\n0,1,1000,1,2\n50,1,100,1,1\n");
+  const RunResults results = simulate(dir, experiment("gpus_per_node = 2", R"({ plugin = "optimus" })"));
+  CHECK(jcts(results) == std::vector<double>{550, 150});
+  CHECK(preemptions(results) == std::vector<int>{0, 0});
+  CHECK(results.jobs[1].first_start == 100);
+  const auto placed = decisions_of(results, 0, PluginKind::placement);
+  REQUIRE(placed.size() == 3);
+  CHECK(placed[1].starts_with("100 resize: "));
+  CHECK(placed[2].starts_with("200 resize: "));
+}
+
+TEST_CASE("optimus admits minimums shortest remaining time first when they do not all fit") {
+  // Two GPUs, three rigid 1-GPU jobs at t=0 needing 300, 100 and 200 s.
+  // t=0    by remaining time: job 1 (100), job 2 (200) run; job 0 (300) waits.
+  // t=100  job 1 ends (JCT 100); job 0 starts on its GPU. t=200: job 2 ends (JCT 200).
+  //        Job 0 ends at 400.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,300\n0,1,100\n0,1,200\n");
+  const RunResults results = simulate(dir, experiment("gpus_per_node = 2", R"({ plugin = "optimus" })"));
+  CHECK(jcts(results) == std::vector<double>{400, 100, 200});
+  CHECK(allocation_at(results, 0, 0) ==
+        "deny: needs at least 1 GPUs; the minimums of jobs with less remaining time fill the cluster's 2 GPUs");
+  CHECK(allocation_at(results, 1, 0) == "grant: rigid: its request of 1 GPUs; about 100 s left");
+}
