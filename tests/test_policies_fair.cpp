@@ -177,3 +177,56 @@ TEST_CASE("themis, fairness_knob = 0: every job bids, a pure rho order that pree
   CHECK(jcts(results) == std::vector<double>{1100, 1100, 150, 100});
   CHECK(preemptions(results) == std::vector<int>{1, 1, 0, 0});
 }
+
+// ------------------------------------------------------------------ drf
+
+namespace {
+
+// One node of 3 GPUs, 12 CPUs, 64 GB. Alice's jobs (0, 1) each take 1 GPU, 1 CPU, 24 GB: shares
+// GPU 1/3, CPU 1/12, memory 24/64 = 0.375, so each adds 0.375 to her dominant share (memory).
+// Bob's jobs (2, 3) each take 1 GPU, 1 CPU, 2 GB: dominant GPU, 1/3 each.
+std::string drf_experiment(const std::string& allocation) {
+  return experiment("gpus_per_node = 3\ncpus_per_node = 12\nmem_gb_per_node = 64", allocation);
+}
+const char* kDrfTrace =
+    "arrival,gpus,duration,tenant,cpus,mem_gb\n"
+    "0,1,600,alice,1,24\n"
+    "0,1,600,alice,1,24\n"
+    "0,1,300,bob,1,2\n"
+    "0,1,300,bob,1,2\n";
+
+}  // namespace
+
+TEST_CASE("drf serves the tenant with the lowest dominant share; memory makes alice's larger") {
+  // Progressive filling at t=0:
+  //   alice 0, bob 0: equal, alice's next job (0) arrived first  -> job 0; alice 0.375
+  //   bob 0 < 0.375                                               -> job 2; bob 1/3
+  //   bob 1/3 < 0.375                                             -> job 3; bob 2/3; 3 GPUs used
+  //   alice 0.375: job 1 needs a GPU, none is left                -> waits
+  // By GPUs alone alice (1 GPU) and bob (1 GPU) would tie at step 3 and alice would win it.
+  // t=300  bob's jobs end (JCT 300); job 1 starts, ends at 900. Job 0 ends at 600.
+  TempDir dir;
+  dir.write("trace.csv", kDrfTrace);
+  const RunResults results = simulate(dir, drf_experiment(R"({ plugin = "drf" })"));
+  CHECK(jcts(results) == std::vector<double>{600, 900, 300, 300});
+  CHECK(results.jobs[1].first_start == 300);
+  CHECK(allocation_at(results, 3, 0) ==
+        "grant: its tenant's weighted dominant share was 0.3333 (GPUs 0.3333, CPUs 0.08333, memory 0.03125), the "
+        "lowest of tenants still asking");
+  CHECK(allocation_at(results, 1, 0) ==
+        "deny: does not fit in what tenants with lower dominant shares left: 0 GPUs, 9 CPUs, 36 GB free");
+}
+
+TEST_CASE("drf weights divide a tenant's dominant share") {
+  // weights = { alice = 2 }: each alice job adds 0.375 / 2 = 0.1875.
+  //   tie at 0 -> job 0 (alice 0.1875); bob 0 -> job 2 (bob 1/3); alice 0.1875 < 1/3 -> job 1
+  //   (alice 0.375); bob: job 3 finds no GPU and waits.
+  // t=300  job 2 ends; job 3 starts, ends at 600. Alice's jobs end at 600.
+  TempDir dir;
+  dir.write("trace.csv", kDrfTrace);
+  const RunResults results = simulate(dir, drf_experiment(R"({ plugin = "drf", weights = { alice = 2 } })"));
+  CHECK(jcts(results) == std::vector<double>{600, 600, 300, 600});
+  CHECK(allocation_at(results, 1, 0) ==
+        "grant: its tenant's weighted dominant share was 0.1875 (GPUs 0.3333, CPUs 0.08333, memory 0.375), the "
+        "lowest of tenants still asking");
+}
