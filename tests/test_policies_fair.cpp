@@ -230,3 +230,61 @@ TEST_CASE("drf weights divide a tenant's dominant share") {
         "grant: its tenant's weighted dominant share was 0.1875 (GPUs 0.3333, CPUs 0.08333, memory 0.375), the "
         "lowest of tenants still asking");
 }
+
+// ------------------------------------------------------------------ vc_fair_share
+
+namespace {
+
+// Four GPUs, quotas a = b = 0.5 (2 GPUs each). VC a's jobs 0 and 1 (2 GPUs, 1000 s: 2000
+// GPU-seconds each) arrive at 0; VC b's job 2 (2 GPUs, 100 s) at 150.
+const char* kVcTrace = "arrival,gpus,duration,vc\n0,2,1000,a\n0,2,1000,a\n150,2,100,b\n";
+
+}  // namespace
+
+TEST_CASE("vc_fair_share lends idle quota and reclaims it by preemption when the owner's job arrives") {
+  // t=0    job 0 is within a's quota (2 of 2); job 1 is beyond it and borrows b's idle GPUs.
+  // t=200  job 2 arrived: within b's quota, ranked above the borrower. No GPU is free, so the
+  //        core preempts job 1 (the lowest-ranked running job) and no one else: job 2 runs
+  //        200..300 (JCT 150).
+  // t=300  job 1 borrows again: it did 400 of 2000 GPU-seconds, 1600 left on 2 GPUs: ends at
+  //        1100. Job 0 ends at 1000.
+  TempDir dir;
+  dir.write("trace.csv", kVcTrace);
+  const RunResults results = simulate(
+      dir, experiment("gpus_per_node = 4", R"({ plugin = "vc_fair_share", quotas = { a = 0.5, b = 0.5 } })"));
+  CHECK(jcts(results) == std::vector<double>{1000, 1100, 150});
+  CHECK(preemptions(results) == std::vector<int>{0, 1, 0});
+  CHECK(results.jobs[1].first_start == 0);
+  CHECK(results.jobs[2].first_start == 200);
+  CHECK(allocation_at(results, 1, 0) ==
+        "grant: its VC's quota of 2 GPUs is taken (2 in use or queued ahead); may borrow idle GPUs until their VC "
+        "needs them");
+  CHECK(allocation_at(results, 2, 200) == "grant: within its VC's quota: 2 of 2 GPUs with this job");
+  CHECK(decisions_of(results, 1, PluginKind::placement)[1] ==
+        "200 preempt: preempted so that job 2 (higher priority) can run");
+}
+
+TEST_CASE("vc_fair_share without lending keeps a VC to its quota while GPUs idle") {
+  // lend_idle = false: job 1 waits although two GPUs are idle until 200; it starts when job 0
+  // ends at 1000 and ends at 2000. Job 2 runs 200..300. Nobody is preempted.
+  TempDir dir;
+  dir.write("trace.csv", kVcTrace);
+  const RunResults results = simulate(
+      dir, experiment("gpus_per_node = 4",
+                      R"({ plugin = "vc_fair_share", quotas = { a = 0.5, b = 0.5 }, lend_idle = false })"));
+  CHECK(jcts(results) == std::vector<double>{1000, 2000, 150});
+  CHECK(preemptions(results) == std::vector<int>{0, 0, 0});
+  CHECK(allocation_at(results, 1, 0) ==
+        "deny: its VC's quota of 2 GPUs is taken (2 in use or queued ahead) and lend_idle is off");
+}
+
+TEST_CASE("vc_fair_share: VCs not listed share what the listed ones leave") {
+  // quotas = { a = 0.5 }: VC c (not listed) owns the other 2 GPUs. Job 2 of VC c is within that
+  // pool's quota and reclaims it from a's borrower exactly as b did above.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,vc\n0,2,1000,a\n0,2,1000,a\n150,2,100,c\n");
+  const RunResults results =
+      simulate(dir, experiment("gpus_per_node = 4", R"({ plugin = "vc_fair_share", quotas = { a = 0.5 } })"));
+  CHECK(jcts(results) == std::vector<double>{1000, 1100, 150});
+  CHECK(preemptions(results) == std::vector<int>{0, 1, 0});
+}
