@@ -288,3 +288,37 @@ TEST_CASE("vc_fair_share: VCs not listed share what the listed ones leave") {
   CHECK(jcts(results) == std::vector<double>{1000, 1100, 150});
   CHECK(preemptions(results) == std::vector<int>{0, 1, 0});
 }
+
+// ------------------------------------------------------------------ arguments
+
+TEST_CASE("wrong argument values are reported at the argument, file:line:col") {
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n");
+  struct Case {
+    const char* allocation;
+    const char* expected;
+  };
+  // `allocation = ...` is line 10 of experiment(); the column is the argument's value.
+  const Case cases[] = {
+      {R"({ plugin = "themis", fairness_knob = 1.5 })",
+       "bad.toml:10:51: argument 'fairness_knob' of allocation plugin 'themis': must be in [0, 1), got 1.5"},
+      {R"({ plugin = "themis", fairness_knob = -0.1 })",
+       "bad.toml:10:51: argument 'fairness_knob' of allocation plugin 'themis': must be in [0, 1), got -0.1"},
+      {R"({ plugin = "vc_fair_share", quotas = { a = -0.5 } })",
+       "bad.toml:10:51: argument 'quotas' of allocation plugin 'vc_fair_share': the share of VC 'a' must be in "
+       "[0, 1], got -0.5"},
+      {R"({ plugin = "vc_fair_share", quotas = { a = 0.7, b = 0.4 } })",
+       "bad.toml:10:51: argument 'quotas' of allocation plugin 'vc_fair_share': the shares add up to 1.1, more "
+       "than the whole cluster (1)"},
+      {R"({ plugin = "drf", weights = { alice = 0 } })",
+       "bad.toml:10:42: argument 'weights' of allocation plugin 'drf': the weight of tenant 'alice' must be > 0, "
+       "got 0"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.allocation);
+    dir.write("bad.toml", experiment("gpus_per_node = 4", c.allocation));
+    const auto result = run_tessel({"validate", "bad.toml"}, dir.path());
+    CHECK(result.code == 2);
+    CHECK(result.err == std::string(c.expected) + "\n");
+  }
+}
