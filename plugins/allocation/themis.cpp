@@ -9,10 +9,12 @@
 //                if that is fewer; a share smaller than the request is
 //                time-shared, so the job runs that fraction of the time.
 // N_avg is the average number of active jobs over the rounds the job has
-// been active, kept in a job slot, as in the Themis artifact's contention
-// estimate; rho > 1 means the job does worse than on its own 1/N cluster.
+// been active, kept in a job slot, which is how the Themis simulators we
+// read estimate contention; with a steady N it is N. rho > 1 means the job
+// does worse than it would on its own 1/N of the cluster.
 //
-// Each round every lease ends (a lease is one round): the worst-off
+// Each round every lease ends (a lease is one round; the authors' YARN
+// arbiter defaults to 5-minute leases, tessel's rounds to 300 s): the worst-off
 // max(1, floor((1 - f) * N)) jobs by rho bid, f = `fairness_knob` (0.8, the
 // paper's default; its authors' YARN arbiter sizes the bidding set the same
 // way), and are ranked first, highest rho first. The GPUs they leave are
@@ -28,9 +30,12 @@
 //    the arbiter picks the allocation that maximises the product of their
 //    rho improvements (a partial-allocation auction with hidden payments).
 //    Here bidders are served in rho order, each at its own size; placement
-//    preferences are the placement plugin's.
-//  - The artifact breaks ties at the boundary of the bidding set at random;
-//    here by arrival.
+//    preferences are the placement plugin's. In Themis f trades the
+//    auction's efficiency among many bidders for fairness to a few; without
+//    the auction what f still decides is how many jobs may displace running
+//    ones.
+//  - The Themis simulator (com.wisr.mlsched) breaks ties at the boundary of
+//    the bidding set at random; here by arrival.
 //  - A job is one app with one job; Themis's apps may hold several jobs
 //    (hyper-parameter searches) and report their best one's rho.
 //  - Jobs keep their size: a waiting job asks for its request, a running one
