@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "config/experiment.hpp"
+#include "plugins/registry.hpp"
+#include "simulation.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -17,9 +20,9 @@ using namespace tessel::test;
 
 namespace {
 
-// One node, 100-second rounds, decisions recorded, consolidated placement.
-std::string experiment(const std::string& node, const std::string& allocation, const std::string& extra = "") {
-  return "[cluster]\nnodes = 1\n" + node + R"(
+// 100-second rounds, decisions recorded, consolidated placement.
+std::string experiment(const std::string& cluster, const std::string& allocation, const std::string& extra = "") {
+  return "[cluster]\n" + cluster + R"(
 [workload]
 kind = "csv"
 path = "trace.csv"
@@ -33,6 +36,8 @@ placement = { plugin = "consolidated" }
 decisions = true
 )" + extra;
 }
+
+std::string one_node(int gpus) { return "nodes = 1\ngpus_per_node = " + std::to_string(gpus); }
 
 std::vector<double> jcts(const RunResults& results) {
   std::vector<double> out;
@@ -75,7 +80,7 @@ TEST_CASE("optimus gives the third GPU to the larger marginal gain, then grows t
   //        33 s; its maximum is 3  ->  3 GPUs, 200/3 s to go: finishes at 266.67.
   TempDir dir;
   dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus\n0,1,600,1,3\n0,1,200,1,3\n");
-  const RunResults results = simulate(dir, experiment("gpus_per_node = 3", R"({ plugin = "optimus" })"));
+  const RunResults results = simulate(dir, experiment(one_node(3), R"({ plugin = "optimus" })"));
   const std::vector<double> jct = jcts(results);
   CHECK(jct[0] == doctest::Approx(200 + 200.0 / 3));
   CHECK(jct[1] == doctest::Approx(200));
@@ -99,7 +104,7 @@ TEST_CASE("optimus shrinks a running elastic job for a newcomer instead of preem
   // t=200  job 1 ends (JCT 150); job 0 (700 left) grows back to 2 GPUs: ends at 200 + 350 = 550.
   TempDir dir;
   dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus\n0,1,1000,1,2\n50,1,100,1,1\n");
-  const RunResults results = simulate(dir, experiment("gpus_per_node = 2", R"({ plugin = "optimus" })"));
+  const RunResults results = simulate(dir, experiment(one_node(2), R"({ plugin = "optimus" })"));
   CHECK(jcts(results) == std::vector<double>{550, 150});
   CHECK(preemptions(results) == std::vector<int>{0, 0});
   CHECK(results.jobs[1].first_start == 100);
@@ -116,7 +121,7 @@ TEST_CASE("optimus admits minimums shortest remaining time first when they do no
   //        Job 0 ends at 400.
   TempDir dir;
   dir.write("trace.csv", "arrival,gpus,duration\n0,1,300\n0,1,100\n0,1,200\n");
-  const RunResults results = simulate(dir, experiment("gpus_per_node = 2", R"({ plugin = "optimus" })"));
+  const RunResults results = simulate(dir, experiment(one_node(2), R"({ plugin = "optimus" })"));
   CHECK(jcts(results) == std::vector<double>{400, 100, 200});
   CHECK(allocation_at(results, 0, 0) ==
         "deny: needs at least 1 GPUs; the minimums of jobs with less remaining time fill the cluster's 2 GPUs");
@@ -150,7 +155,7 @@ TEST_CASE("themis, fairness_knob = 0.8: only the worst-off job bids; running job
   //        Job 0 ends at 1000.
   TempDir dir;
   dir.write("trace.csv", kThemisTrace);
-  const RunResults results = simulate(dir, experiment("gpus_per_node = 2", R"({ plugin = "themis" })"));
+  const RunResults results = simulate(dir, experiment(one_node(2), R"({ plugin = "themis" })"));
   CHECK(jcts(results) == std::vector<double>{1000, 1200, 250, 100});
   CHECK(preemptions(results) == std::vector<int>{0, 1, 0, 0});
   CHECK(results.jobs[2].first_start == 200);
@@ -173,7 +178,7 @@ TEST_CASE("themis, fairness_knob = 0: every job bids, a pure rho order that pree
   TempDir dir;
   dir.write("trace.csv", kThemisTrace);
   const RunResults results =
-      simulate(dir, experiment("gpus_per_node = 2", R"({ plugin = "themis", fairness_knob = 0 })"));
+      simulate(dir, experiment(one_node(2), R"({ plugin = "themis", fairness_knob = 0 })"));
   CHECK(jcts(results) == std::vector<double>{1100, 1100, 150, 100});
   CHECK(preemptions(results) == std::vector<int>{1, 1, 0, 0});
 }
@@ -186,7 +191,7 @@ namespace {
 // GPU 1/3, CPU 1/12, memory 24/64 = 0.375, so each adds 0.375 to her dominant share (memory).
 // Bob's jobs (2, 3) each take 1 GPU, 1 CPU, 2 GB: dominant GPU, 1/3 each.
 std::string drf_experiment(const std::string& allocation) {
-  return experiment("gpus_per_node = 3\ncpus_per_node = 12\nmem_gb_per_node = 64", allocation);
+  return experiment("nodes = 1\ngpus_per_node = 3\ncpus_per_node = 12\nmem_gb_per_node = 64", allocation);
 }
 const char* kDrfTrace =
     "arrival,gpus,duration,tenant,cpus,mem_gb\n"
@@ -251,7 +256,7 @@ TEST_CASE("vc_fair_share lends idle quota and reclaims it by preemption when the
   TempDir dir;
   dir.write("trace.csv", kVcTrace);
   const RunResults results = simulate(
-      dir, experiment("gpus_per_node = 4", R"({ plugin = "vc_fair_share", quotas = { a = 0.5, b = 0.5 } })"));
+      dir, experiment(one_node(4), R"({ plugin = "vc_fair_share", quotas = { a = 0.5, b = 0.5 } })"));
   CHECK(jcts(results) == std::vector<double>{1000, 1100, 150});
   CHECK(preemptions(results) == std::vector<int>{0, 1, 0});
   CHECK(results.jobs[1].first_start == 0);
@@ -270,7 +275,7 @@ TEST_CASE("vc_fair_share without lending keeps a VC to its quota while GPUs idle
   TempDir dir;
   dir.write("trace.csv", kVcTrace);
   const RunResults results = simulate(
-      dir, experiment("gpus_per_node = 4",
+      dir, experiment("nodes = 1\ngpus_per_node = 4",
                       R"({ plugin = "vc_fair_share", quotas = { a = 0.5, b = 0.5 }, lend_idle = false })"));
   CHECK(jcts(results) == std::vector<double>{1000, 2000, 150});
   CHECK(preemptions(results) == std::vector<int>{0, 0, 0});
@@ -284,7 +289,7 @@ TEST_CASE("vc_fair_share: VCs not listed share what the listed ones leave") {
   TempDir dir;
   dir.write("trace.csv", "arrival,gpus,duration,vc\n0,2,1000,a\n0,2,1000,a\n150,2,100,c\n");
   const RunResults results =
-      simulate(dir, experiment("gpus_per_node = 4", R"({ plugin = "vc_fair_share", quotas = { a = 0.5 } })"));
+      simulate(dir, experiment(one_node(4), R"({ plugin = "vc_fair_share", quotas = { a = 0.5 } })"));
   CHECK(jcts(results) == std::vector<double>{1000, 1100, 150});
   CHECK(preemptions(results) == std::vector<int>{0, 1, 0});
 }
@@ -316,9 +321,50 @@ TEST_CASE("wrong argument values are reported at the argument, file:line:col") {
   };
   for (const Case& c : cases) {
     CAPTURE(c.allocation);
-    dir.write("bad.toml", experiment("gpus_per_node = 4", c.allocation));
+    dir.write("bad.toml", experiment(one_node(4), c.allocation));
     const auto result = run_tessel({"validate", "bad.toml"}, dir.path());
     CHECK(result.code == 2);
     CHECK(result.err == std::string(c.expected) + "\n");
+  }
+}
+
+// ------------------------------------------------------------------ whole runs
+
+TEST_CASE("each policy finishes an elastic, multi-tenant, multi-VC workload within every job's range") {
+  // 160 jobs, one a minute, on 16 GPUs: elastic in [1, 2 x request], three tenants, four VCs,
+  // CPUs and memory declared. After every round: sizes within range, no GPU double-booked.
+  std::string trace = "arrival,gpus,duration,tenant,vc,min_gpus,max_gpus,cpus,mem_gb\n";
+  const int sizes[] = {1, 2, 1, 4, 1, 2, 8};
+  for (int i = 0; i < 160; ++i) {
+    const int gpus = sizes[i % 7];
+    trace += std::to_string(i * 60) + "," + std::to_string(gpus) + "," + std::to_string(300 + (i * 7919) % 7200) +
+             ",t" + std::to_string(i % 3) + ",v" + std::to_string(i % 4) + ",1," + std::to_string(2 * gpus) + "," +
+             std::to_string(2 * gpus) + "," + std::to_string(16 * gpus) + "\n";
+  }
+  TempDir dir;
+  dir.write("trace.csv", trace);
+  PluginRegistry registry;
+  for (const char* allocation : {R"({ plugin = "optimus" })", R"({ plugin = "themis", fairness_knob = 0.5 })",
+                                 R"({ plugin = "drf", weights = { t0 = 2 } })",
+                                 R"({ plugin = "vc_fair_share", quotas = { v0 = 0.4, v1 = 0.3 } })"}) {
+    CAPTURE(allocation);
+    dir.write("run.toml", experiment("nodes = 4\ngpus_per_node = 4\ncpus_per_node = 32\nmem_gb_per_node = 256",
+                                     allocation));
+    Simulation simulation(load_experiment(dir.path() / "run.toml", {}), registry);
+    std::size_t rounds = 0;
+    simulation.observe_rounds([&](double, const Scheduler& scheduler, const RoundOutcome&) {
+      ++rounds;
+      std::vector<int> used(scheduler.cluster().gpus().size(), 0);
+      for (const JobState* job : scheduler.jobs()) {
+        if (!job->running()) continue;
+        CHECK(job->allocation.gpu_count() >= job->spec.min_gpus);
+        CHECK(job->allocation.gpu_count() <= job->spec.max_gpus);
+        for (GpuId gpu : job->allocation.gpus) used[gpu] += job->allocation.gpu_milli;
+      }
+      for (GpuId gpu = 0; gpu < used.size(); ++gpu) CHECK(used[gpu] == scheduler.cluster().gpu(gpu).used_milli);
+    });
+    const RunResults results = simulation.run();
+    CHECK(rounds > 0);
+    for (const JobRecord& job : results.jobs) CHECK(job.status == "finished");
   }
 }

@@ -94,9 +94,9 @@ class VcFairShare final : public tessel::AllocationPolicy {
         const double gpus = tessel::allocation::gpu_count(demand);
         if (!pool.closed && pool.used + gpus <= pool.quota + kSlack) {
           pool.used += gpus;
-          plan.ranked.push_back({job->spec.id, demand,
-                             tessel::Reason("within its VC's quota: {} of {} GPUs with this job", pool.used,
-                                            pool.quota)});
+          plan.ranked.push_back(
+              {job->spec.id, demand,
+               tessel::Reason("within its VC's quota: {} of {} GPUs with this job", pool.used, pool.quota)});
           continue;
         }
         if (!running) pool.closed = true;
