@@ -191,7 +191,7 @@ namespace {
 // GPU 1/3, CPU 1/12, memory 24/64 = 0.375, so each adds 0.375 to her dominant share (memory).
 // Bob's jobs (2, 3) each take 1 GPU, 1 CPU, 2 GB: dominant GPU, 1/3 each.
 std::string drf_experiment(const std::string& allocation) {
-  return experiment("nodes = 1\ngpus_per_node = 3\ncpus_per_node = 12\nmem_gb_per_node = 64", allocation);
+  return experiment(one_node(3) + "\ncpus_per_node = 12\nmem_gb_per_node = 64", allocation);
 }
 const char* kDrfTrace =
     "arrival,gpus,duration,tenant,cpus,mem_gb\n"
@@ -274,9 +274,8 @@ TEST_CASE("vc_fair_share without lending keeps a VC to its quota while GPUs idle
   // ends at 1000 and ends at 2000. Job 2 runs 200..300. Nobody is preempted.
   TempDir dir;
   dir.write("trace.csv", kVcTrace);
-  const RunResults results = simulate(
-      dir, experiment("nodes = 1\ngpus_per_node = 4",
-                      R"({ plugin = "vc_fair_share", quotas = { a = 0.5, b = 0.5 }, lend_idle = false })"));
+  const std::string allocation = R"({ plugin = "vc_fair_share", quotas = { a = 0.5, b = 0.5 }, lend_idle = false })";
+  const RunResults results = simulate(dir, experiment(one_node(4), allocation));
   CHECK(jcts(results) == std::vector<double>{1000, 2000, 150});
   CHECK(preemptions(results) == std::vector<int>{0, 0, 0});
   CHECK(allocation_at(results, 1, 0) ==
