@@ -88,8 +88,7 @@ class Optimus final : public tessel::AllocationPolicy {
     for (std::size_t i = 0; i < shares_.size(); ++i) {
       Share& share = shares_[i];
       if (!share.admitted || share.gpus >= share.job->spec.max_gpus) continue;
-      share.next_gain = share.seconds - remaining(view, *share.job, share.gpus + 1);
-      steps.push({share.next_gain, share.job->spec.id, i});
+      steps.push({price_next(view, share), share.job->spec.id, i});
     }
     while (!steps.empty() && free_milli > 0) {
       const Step step = steps.top();
@@ -99,11 +98,10 @@ class Optimus final : public tessel::AllocationPolicy {
       if (share.job->spec.gpu_milli > free_milli) continue;
       free_milli -= share.job->spec.gpu_milli;
       ++share.gpus;
-      share.seconds -= step.gain;
+      share.seconds = share.next_seconds;
       share.next_gain = NAN;
       if (share.gpus >= share.job->spec.max_gpus) continue;
-      share.next_gain = share.seconds - remaining(view, *share.job, share.gpus + 1);
-      steps.push({share.next_gain, share.job->spec.id, step.share});
+      steps.push({price_next(view, share), share.job->spec.id, step.share});
     }
     return rank(cluster);
   }
@@ -114,7 +112,8 @@ class Optimus final : public tessel::AllocationPolicy {
     int gpus;              // granted so far
     double seconds;        // estimated remaining time on `gpus` GPUs
     bool admitted = false;
-    double next_gain = NAN;  // what one more GPU would save; NaN at its maximum
+    double next_seconds = NAN;  // remaining time on one more GPU
+    double next_gain = NAN;     // what one more GPU would save; NaN at its maximum
   };
   struct Step {
     double gain;
@@ -126,6 +125,13 @@ class Optimus final : public tessel::AllocationPolicy {
 
   static double remaining(const tessel::SchedulerView& view, const tessel::JobState& job, int gpus) {
     return view.remaining_seconds(job, view.cluster().packed_shape(job.spec, gpus));
+  }
+
+  // Prices `share`'s next GPU; returns its gain.
+  static double price_next(const tessel::SchedulerView& view, Share& share) {
+    share.next_seconds = remaining(view, *share.job, share.gpus + 1);
+    share.next_gain = share.seconds - share.next_seconds;
+    return share.next_gain;
   }
 
   tessel::AllocationPlan rank(const tessel::ClusterState& cluster) const {
