@@ -177,9 +177,10 @@ class Fgd final : public tessel::PlacementPolicy {
       }
       char increase[32];
       std::snprintf(increase, sizeof increase, "%+.1f", best.increase);
-      choice.reason = tessel::Reason::text("least fragmentation increase: node " + cluster.node(best.node).spec.name +
-                                           (want.gpus == 1 ? ", GPU " + std::to_string(first_index(cluster, choice)) : "") +
-                                           ", expected fragmentation " + increase + " milli-GPUs");
+      std::string where = "node " + cluster.node(best.node).spec.name;
+      if (want.gpus == 1) where += ", GPU " + std::to_string(first_index(cluster, choice));
+      choice.reason = tessel::Reason::text("fgd: " + where + ": expected fragmentation changes by " + increase +
+                                           " milli-GPUs, the least of any choice");
       return choice;
     }
     const int nodes = tessel::gpu_choice::spread_over_fewest_nodes(cluster, want, rooms_, choice.gpus);

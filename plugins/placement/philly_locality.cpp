@@ -107,7 +107,7 @@ class PhillyLocality final : public tessel::PlacementPolicy {
       return choice;
     }
     if (best_rack >= 0) {
-      choice.reason = tessel::Reason("waits for locality: {} servers in one rack allowed after {} s of waiting, "
+      choice.reason = tessel::Reason("waits for locality: {} server(s) in one rack allowed after {} s of waiting, "
                                      "the free GPUs need {}",
                                      allowed.servers, std::floor(waited), best_servers);
       return choice;
