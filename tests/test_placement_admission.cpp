@@ -279,6 +279,32 @@ TEST_CASE("fgd counts a node that lacks the CPUs for a target task as wholly fra
         "fgd: node n1, GPU 0: expected fragmentation changes by +0.0 milli-GPUs, the least of any choice");
 }
 
+TEST_CASE("fgd answers from its memory of nodes exactly as a fresh instance would") {
+  // fgd remembers each node's fragmentation and best choice per job shape
+  // while the node and the known jobs are unchanged. With the jobs known
+  // from the start, place them one by one with one instance, the cluster
+  // changing after most of them, and ask a fresh instance every time.
+  Scene scene(5, 4, {}, 24);
+  const int millis[] = {300, 1000, 500, 1000, 700, 250};
+  std::vector<const JobState*> jobs;
+  for (int i = 0; i < 60; ++i) {
+    const int milli = millis[i % 6];
+    jobs.push_back(&scene.job(milli < 1000 ? 1 : 1 + i % 2, milli, "", 0, 2 * (i % 3)));
+  }
+  Placer kept("fgd");
+  for (int i = 0; i < 60; ++i) {
+    CAPTURE(i);
+    const JobState& job = *jobs[i];
+    const PlacementChoice answer = scene.place(kept, job);
+    Placer fresh("fgd");
+    const PlacementChoice expected = scene.place(fresh, job);
+    CHECK(answer.gpus == expected.gpus);
+    CHECK(answer.reason.str() == expected.reason.str());
+    if (answer.placed() && i % 4 != 3)  // every fourth answer stays hypothetical
+      scene.cluster.assign(job.spec.id, Allocation{answer.gpus, job.spec.gpu_milli, job.spec.cpus, 0});
+  }
+}
+
 // ========================================================= philly_locality
 
 TEST_CASE("philly_locality asks for the fewest servers in one rack, then relaxes as the job waits") {

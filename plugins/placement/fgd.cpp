@@ -44,6 +44,7 @@
 // which changes no choice, but it does shift the popularity cut). Memory
 // decides only whether a node fits, as in the simulator's frag measure.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <span>
@@ -94,6 +95,8 @@ class TargetWorkload {
 
   // By share per GPU, ascending.
   std::span<const TargetTask> tasks() const { return tasks_; }
+  // Changes whenever the target does.
+  std::uint64_t version() const { return version_; }
 
   // Expected fragmentation of a node whose GPUs have `free` milli free
   // (ascending) and which has `cpus` CPUs free.
@@ -134,12 +137,14 @@ class TargetWorkload {
     }
     std::stable_sort(tasks_.begin(), tasks_.end(),
                      [](const TargetTask& a, const TargetTask& b) { return a.milli < b.milli; });
+    ++version_;
   }
 
   double popularity_;
   std::map<Shape, std::size_t> counts_;
   std::size_t counted_ = 0;
   std::vector<TargetTask> tasks_;
+  std::uint64_t version_ = 0;
 };
 
 class Fgd final : public tessel::PlacementPolicy {
@@ -166,9 +171,13 @@ class Fgd final : public tessel::PlacementPolicy {
     }
     target_.update(view.jobs());
 
+    const std::size_t slot = shape_slot(want);
     Candidate best;
-    for (const NodeRoom& room : rooms_)
-      if (room.gpus >= want.gpus) consider(cluster, room.node, want, best);
+    for (const NodeRoom& room : rooms_) {
+      if (room.gpus < want.gpus) continue;
+      const NodeAnswer answer = best_on(cluster, room.node, want, slot);
+      if (!best.found || answer.increase < best.increase) best = {true, answer.increase, room.node, answer.gpu};
+    }
     if (best.found) {
       if (want.gpus == 1 && want.gpu_milli < 1000) {
         choice.gpus.push_back(cluster.node(best.node).first_gpu + static_cast<tessel::GpuId>(best.gpu));
@@ -197,26 +206,82 @@ class Fgd final : public tessel::PlacementPolicy {
     int gpu = 0;  // index on the node, for one-GPU fractional jobs
   };
 
-  // Updates `best` with the node's best GPU choice.
-  void consider(const tessel::ClusterState& cluster, tessel::NodeId id, const tessel::Resources& want,
-                Candidate& best) {
+  // A node's best choice for one job shape: the least increase, and the GPU
+  // (index on the node) for one-GPU fractional jobs.
+  struct NodeAnswer {
+    double increase = 0;
+    int gpu = 0;
+    std::uint64_t stamp = 0;  // the NodeMemo stamp it was computed at; 0: none
+  };
+
+  // What was last computed for a node: valid while its GPUs and CPUs are as
+  // recorded and the target workload has not changed. The core asks for many
+  // jobs per round, on states that differ in a few nodes, so most nodes are
+  // answered from memory; the answers are exactly what recomputing would give.
+  struct NodeMemo {
+    std::vector<int> free;  // free milli, by GPU index
+    double cpus = -1;
+    std::uint64_t target = 0;
+    std::uint64_t stamp = 0;  // new whenever the record changes
+    double before = 0;        // F(node)
+  };
+
+  // A small index for the job's shape, under which nodes keep their answers
+  // for it; kNoSlot for shapes beyond the first kMaxSlots.
+  static constexpr std::size_t kMaxSlots = 512, kNoSlot = static_cast<std::size_t>(-1);
+  std::size_t shape_slot(const tessel::Resources& want) {
+    const auto key = std::make_tuple(want.gpus, want.gpu_milli, want.cpus);
+    if (const auto it = slots_.find(key); it != slots_.end()) return it->second;
+    if (slots_.size() == kMaxSlots) return kNoSlot;
+    answers_.emplace_back();
+    return slots_[key] = answers_.size() - 1;
+  }
+
+  NodeAnswer best_on(const tessel::ClusterState& cluster, tessel::NodeId id, const tessel::Resources& want,
+                     std::size_t slot) {
+    if (memos_.size() < cluster.nodes().size()) memos_.resize(cluster.nodes().size());
+    NodeMemo& memo = memos_[id];
     const tessel::Node& node = cluster.node(id);
     const std::span<const tessel::Gpu> gpus = cluster.gpus_of(id);
-    // The node's GPUs by free milli, ascending; equal ones by index.
-    order_.resize(gpus.size());
-    for (std::size_t i = 0; i < gpus.size(); ++i) order_[i] = {gpus[i].free_milli(), static_cast<int>(i)};
+    bool same = memo.target == target_.version() && memo.cpus == node.free_cpus && memo.free.size() == gpus.size();
+    for (std::size_t i = 0; same && i < gpus.size(); ++i) same = memo.free[i] == gpus[i].free_milli();
+    if (!same) {
+      memo.free.resize(gpus.size());
+      for (std::size_t i = 0; i < gpus.size(); ++i) memo.free[i] = gpus[i].free_milli();
+      memo.cpus = node.free_cpus;
+      memo.target = target_.version();
+      memo.stamp = ++stamps_;
+      sort_free(memo);
+      memo.before = target_.fragmentation(free_, memo.cpus);
+    }
+    NodeAnswer* kept = nullptr;
+    if (slot != kNoSlot) {
+      std::vector<NodeAnswer>& answers = answers_[slot];
+      if (answers.size() < cluster.nodes().size()) answers.resize(cluster.nodes().size());
+      kept = &answers[id];
+      if (kept->stamp == memo.stamp) return *kept;
+    }
+    if (same) sort_free(memo);
+    NodeAnswer answer = compute(memo, want);
+    answer.stamp = memo.stamp;
+    if (kept != nullptr) *kept = answer;
+    return answer;
+  }
+
+  // order_ and free_: the node's GPUs by free milli, ascending; equal ones by index.
+  void sort_free(const NodeMemo& memo) {
+    order_.resize(memo.free.size());
+    for (std::size_t i = 0; i < memo.free.size(); ++i) order_[i] = {memo.free[i], static_cast<int>(i)};
     std::sort(order_.begin(), order_.end());
     free_.resize(order_.size());
     for (std::size_t i = 0; i < order_.size(); ++i) free_[i] = order_[i].first;
-    const double before = target_.fragmentation(free_, node.free_cpus);
-    const double cpus_after = node.free_cpus - want.cpus;
+  }
 
-    auto offer = [&](double increase, int gpu) {
-      if (!best.found || increase < best.increase ||
-          (increase == best.increase && id == best.node && gpu < best.gpu)) {
-        best = {true, increase, id, gpu};
-      }
-    };
+  // The node's best GPU choice for the job, from order_ and free_.
+  NodeAnswer compute(const NodeMemo& memo, const tessel::Resources& want) {
+    const double cpus_after = memo.cpus - want.cpus;
+    NodeAnswer best;
+    bool found = false;
     if (want.gpus == 1 && want.gpu_milli < 1000) {
       for (std::size_t i = 0; i < order_.size(); ++i) {
         if (order_[i].first < want.gpu_milli) continue;
@@ -225,9 +290,14 @@ class Fgd final : public tessel::PlacementPolicy {
         after_[i] -= want.gpu_milli;
         // Keep it ascending: the lowered value moves left.
         for (std::size_t j = i; j > 0 && after_[j] < after_[j - 1]; --j) std::swap(after_[j], after_[j - 1]);
-        offer(target_.fragmentation(after_, cpus_after) - before, order_[i].second);
+        const double increase = target_.fragmentation(after_, cpus_after) - memo.before;
+        const int gpu = order_[i].second;
+        if (!found || increase < best.increase || (increase == best.increase && gpu < best.gpu)) {
+          best = {increase, gpu, 0};
+          found = true;
+        }
       }
-      return;
+      return best;
     }
     // The tightest GPUs that fit, as take_tightest chooses them.
     after_ = free_;
@@ -238,7 +308,8 @@ class Fgd final : public tessel::PlacementPolicy {
         ++taken;
       }
     std::sort(after_.begin(), after_.end());
-    offer(target_.fragmentation(after_, cpus_after) - before, 0);
+    best.increase = target_.fragmentation(after_, cpus_after) - memo.before;
+    return best;
   }
 
   static int first_index(const tessel::ClusterState& cluster, const tessel::PlacementChoice& choice) {
@@ -247,9 +318,13 @@ class Fgd final : public tessel::PlacementPolicy {
   }
 
   TargetWorkload target_;
-  std::vector<NodeRoom> rooms_;                // reused across calls
-  std::vector<std::pair<int, int>> order_;     // free milli, GPU index
-  std::vector<int> free_, after_;              // free milli, ascending
+  std::vector<NodeMemo> memos_;                                  // by node
+  std::map<std::tuple<int, int, double>, std::size_t> slots_;    // job shape -> slot
+  std::vector<std::vector<NodeAnswer>> answers_;                 // [slot][node]
+  std::uint64_t stamps_ = 0;
+  std::vector<NodeRoom> rooms_;             // reused across calls
+  std::vector<std::pair<int, int>> order_;  // free milli, GPU index
+  std::vector<int> free_, after_;           // free milli, ascending
 };
 
 }  // namespace
