@@ -23,7 +23,6 @@
 // here only GPUs count, and CPU and memory only decide whether a node fits
 // (ClusterState::fits_on). Ties go to the lowest node id, not to a random
 // one as in the Kubernetes scheduler.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -92,10 +91,8 @@ class BestFit final : public tessel::PlacementPolicy {
   // Milli that the job's tightest GPUs on the node keep free after its share.
   int milli_left(const tessel::ClusterState& cluster, tessel::NodeId node, const tessel::Resources& want) {
     if (want.gpus == 1) {  // the common case, without sorting
-      int tightest = 1001;
-      for (const tessel::Gpu& gpu : cluster.gpus_of(node))
-        if (gpu.free_milli() >= want.gpu_milli) tightest = std::min(tightest, gpu.free_milli());
-      return tightest - want.gpu_milli;
+      const int gpu = tessel::gpu_choice::tightest_gpu(cluster, node, want.gpu_milli);
+      return cluster.gpus_of(node)[gpu].free_milli() - want.gpu_milli;
     }
     tessel::gpu_choice::tightest_gpus(cluster, node, want, gpus_);
     int left = 0;

@@ -218,6 +218,9 @@ class Fgd final : public tessel::PlacementPolicy {
   // recorded and the target workload has not changed. The core asks for many
   // jobs per round, on states that differ in a few nodes, so most nodes are
   // answered from memory; the answers are exactly what recomputing would give.
+  // It is a cache, not plugin state: checked against the node's exact state,
+  // it cannot change a decision, so it needs no node slot to travel with
+  // copies of the cluster.
   struct NodeMemo {
     std::vector<int> free;  // free milli, by GPU index
     double cpus = -1;

@@ -56,6 +56,17 @@ inline void tightest_gpus(const ClusterState& cluster, NodeId id, const Resource
                    [](const GpuRoom& a, const GpuRoom& b) { return a.free_milli < b.free_milli; });
 }
 
+// The GPU of node `id` with the least free milli that still takes
+// `gpu_milli`, the lowest-numbered among equals; -1 if none can.
+inline int tightest_gpu(const ClusterState& cluster, NodeId id, int gpu_milli) {
+  const std::span<const Gpu> gpus = cluster.gpus_of(id);
+  int tightest = -1;
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (gpus[i].free_milli() >= gpu_milli && (tightest < 0 || gpus[i].free_milli() < gpus[tightest].free_milli()))
+      tightest = static_cast<int>(i);
+  return tightest;
+}
+
 // Appends `count` GPUs of node `id` for the job, tightest first, so that a
 // fractional share fills a partly used GPU before it opens a free one.
 // Returns the milli the chosen GPUs keep free after the job's share.
@@ -64,6 +75,12 @@ inline int take_tightest(const ClusterState& cluster, NodeId id, const Resources
   if (want.gpu_milli == 1000) {  // only free GPUs qualify, all alike
     cluster.take(id, want, count, out);
     return 0;
+  }
+  if (count == 1) {  // the usual fractional job, without sorting
+    const int gpu = tightest_gpu(cluster, id, want.gpu_milli);
+    if (gpu < 0) return 0;
+    out.push_back(cluster.node(id).first_gpu + static_cast<GpuId>(gpu));
+    return cluster.gpus_of(id)[gpu].free_milli() - want.gpu_milli;
   }
   std::vector<GpuRoom> rooms;
   tightest_gpus(cluster, id, want, rooms);
