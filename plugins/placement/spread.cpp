@@ -45,8 +45,8 @@ class Spread final : public tessel::PlacementPolicy {
   explicit Spread(const tessel::PluginContext& context)
       : seed_(context.seed()), whole_node_(context.args().string("unit") == "node") {}
 
-  // Draws depend on the time, but a job that did not fit still finds the
-  // same free GPUs (or none) when nothing changed.
+  // Draws depend on the time, but whether a job fits does not: a round in
+  // which nothing changed can place nothing new.
   bool time_sensitive() const override { return false; }
 
   tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
