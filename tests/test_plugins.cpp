@@ -142,6 +142,8 @@ toml::table zoo_arguments(std::string_view plugin, const TempDir& scratch) {
         scratch.write("gpu-time.csv", "duration\n1800\n3600\n7200\n14400\n36000\n72000\n144000\n480000\n");
     return toml::table{{"distribution", distribution.string()}};
   }
+  // Enough room that all 120 jobs get in and finish.
+  if (plugin == "max_queue") return toml::table{{"max_waiting", 1000}};
   return toml::table{};
 }
 

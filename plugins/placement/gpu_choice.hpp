@@ -1,0 +1,140 @@
+// GPU choices shared by the placement plugins of this directory: which nodes
+// can take a job now, the tightest GPUs of a node, and spreading a job over
+// the fewest nodes when no single node can take it.
+//
+// Everything here reads the cluster and writes only its output arguments, so
+// the plugins built on it stay pure functions of the view, as the placement
+// contract asks (stages.hpp).
+#pragma once
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include <tessel/tessel.hpp>
+
+namespace tessel::gpu_choice {
+
+// A node that can take `gpus` of the job's GPUs now.
+struct NodeRoom {
+  NodeId node = 0;
+  int gpus = 0;
+};
+
+// Every node that can take at least one of the job's GPUs, in id order.
+// Returns how many GPUs they can take together.
+inline int rooms_for(const ClusterState& cluster, const Resources& want, std::vector<NodeRoom>& rooms) {
+  rooms.clear();
+  int total = 0;
+  for (const Node& node : cluster.nodes()) {
+    const int gpus = cluster.fits_on(node.id, want);
+    if (gpus == 0) continue;
+    rooms.push_back({node.id, gpus});
+    total += gpus;
+  }
+  return total;
+}
+
+// A GPU of a node that can take the job's share, with what it has free.
+struct GpuRoom {
+  GpuId gpu = 0;
+  int free_milli = 0;
+};
+
+// The GPUs of node `id` that can take `want.gpu_milli`, tightest first (least
+// free milli), lowest id among equals. For whole GPUs that is the node's free
+// GPUs in id order.
+inline void tightest_gpus(const ClusterState& cluster, NodeId id, const Resources& want,
+                          std::vector<GpuRoom>& out) {
+  out.clear();
+  const Node& node = cluster.node(id);
+  const std::span<const Gpu> gpus = cluster.gpus_of(id);
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (gpus[i].free_milli() >= want.gpu_milli)
+      out.push_back({node.first_gpu + static_cast<GpuId>(i), gpus[i].free_milli()});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const GpuRoom& a, const GpuRoom& b) { return a.free_milli < b.free_milli; });
+}
+
+// The GPU of node `id` with the least free milli that still takes
+// `gpu_milli`, the lowest-numbered among equals; -1 if none can.
+inline int tightest_gpu(const ClusterState& cluster, NodeId id, int gpu_milli) {
+  const std::span<const Gpu> gpus = cluster.gpus_of(id);
+  int tightest = -1;
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (gpus[i].free_milli() >= gpu_milli && (tightest < 0 || gpus[i].free_milli() < gpus[tightest].free_milli()))
+      tightest = static_cast<int>(i);
+  return tightest;
+}
+
+// Appends `count` GPUs of node `id` for the job, tightest first, so that a
+// fractional share fills a partly used GPU before it opens a free one.
+// Returns the milli the chosen GPUs keep free after the job's share.
+inline int take_tightest(const ClusterState& cluster, NodeId id, const Resources& want, int count,
+                         std::vector<GpuId>& out) {
+  if (want.gpu_milli == 1000) {  // only free GPUs qualify, all alike
+    cluster.take(id, want, count, out);
+    return 0;
+  }
+  if (count == 1) {  // the usual fractional job, without sorting
+    const int gpu = tightest_gpu(cluster, id, want.gpu_milli);
+    if (gpu < 0) return 0;
+    out.push_back(cluster.node(id).first_gpu + static_cast<GpuId>(gpu));
+    return cluster.gpus_of(id)[gpu].free_milli() - want.gpu_milli;
+  }
+  std::vector<GpuRoom> rooms;
+  tightest_gpus(cluster, id, want, rooms);
+  int left = 0;
+  for (int i = 0; i < count && i < static_cast<int>(rooms.size()); ++i) {
+    out.push_back(rooms[i].gpu);
+    left += rooms[i].free_milli - want.gpu_milli;
+  }
+  return left;
+}
+
+// Places the job on as few of `rooms` as possible: the roomiest nodes whole
+// while even the roomiest is too small for what remains, then the rest on the
+// remaining node that fits it most tightly. Needs the rooms to hold at least
+// want.gpus GPUs together; reorders `rooms`. Returns the number of nodes used.
+inline int spread_over_fewest_nodes(const ClusterState& cluster, const Resources& want,
+                                    std::vector<NodeRoom>& rooms, std::vector<GpuId>& out) {
+  std::sort(rooms.begin(), rooms.end(), [](const NodeRoom& a, const NodeRoom& b) {
+    return a.gpus != b.gpus ? a.gpus > b.gpus : a.node < b.node;
+  });
+  int needed = want.gpus;
+  std::size_t next = 0;
+  while (needed > rooms[next].gpus) {
+    take_tightest(cluster, rooms[next].node, want, rooms[next].gpus, out);
+    needed -= rooms[next].gpus;
+    ++next;
+  }
+  std::size_t last = next;  // rooms are sorted roomiest first: the tightest fit is the last that fits
+  for (std::size_t i = next + 1; i < rooms.size() && rooms[i].gpus >= needed; ++i)
+    if (rooms[i].gpus < rooms[last].gpus) last = i;
+  take_tightest(cluster, rooms[last].node, want, needed, out);
+  return static_cast<int>(next) + 1;
+}
+
+// The fewest nodes `rooms` can hold the job on (0 if they cannot hold it).
+// Reorders `rooms`.
+inline int fewest_nodes(std::span<NodeRoom> rooms, int gpus) {
+  std::sort(rooms.begin(), rooms.end(), [](const NodeRoom& a, const NodeRoom& b) { return a.gpus > b.gpus; });
+  int nodes = 0;
+  for (const NodeRoom& room : rooms) {
+    if (gpus <= 0) break;
+    gpus -= room.gpus;
+    ++nodes;
+  }
+  return gpus <= 0 ? nodes : 0;
+}
+
+// The fewest nodes a job of `gpus` GPUs can ever need on this cluster: its
+// GPUs over the largest node that could hold them.
+inline int fewest_nodes_possible(const ClusterState& cluster, const Resources& want) {
+  int largest = 0;
+  for (const Node& node : cluster.nodes())
+    if (want.gpu_type == kAnyGpuType || want.gpu_type == node.type) largest = std::max(largest, node.spec.gpus);
+  return largest == 0 ? 0 : (want.gpus + largest - 1) / largest;
+}
+
+}  // namespace tessel::gpu_choice
