@@ -185,6 +185,22 @@ TEST_CASE("Ctrl-C stops a run cleanly and marks it interrupted") {
   CHECK(count(dir.path() / "r.db", "SELECT count(*) FROM jobs") == 0);
 }
 
+TEST_CASE("an older database is migrated in place, keeping its runs") {
+  TempDir dir;
+  dir.write("e.toml", kExperiment);
+  REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  const fs::path db = dir.path() / "r.db";
+  {
+    // Make it look like schema 1: no resizes table.
+    sql::Database raw(db.string(), false);
+    raw.exec("DROP TABLE resizes; PRAGMA user_version = 1");
+  }
+  CHECK(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(count(db, "SELECT count(*) FROM resizes") == 0);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
+}
+
 TEST_CASE("files that are not tessel databases are refused") {
   TempDir dir;
   dir.write("text.db", "this is not a database at all, just some text that is long enough");
@@ -206,7 +222,8 @@ TEST_CASE("files that are not tessel databases are refused") {
   }
   CHECK_THROWS_WITH_AS(ResultsStore((dir.path() / "new.db").string()),
                        ((dir.path() / "new.db").string() +
-                        ": written by a newer tessel (schema 99, this tessel knows up to 1)")
+                        ": written by a newer tessel (schema 99, this tessel knows up to " +
+                        std::to_string(kSchemaVersion) + ")")
                            .c_str(),
                        UserError);
   const auto result = run_tessel({"report", "missing.db"}, dir.path());

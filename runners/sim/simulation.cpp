@@ -56,7 +56,7 @@ void Simulation::sync(JobId id, double now) {
 void Simulation::start(JobId id, double now, double pause_seconds) {
   JobProgress& p = progress_[id];
   const JobState& job = scheduler_->job(id);
-  p.rate = scheduler_->model().rate(job.spec, scheduler_->cluster().shape_of(job.allocation));
+  p.rate = scheduler_->model().rate_at(job.spec, scheduler_->cluster().shape_of(job.allocation), job.executed_work);
   if (!(p.rate > 0) || !std::isfinite(p.rate))
     throw std::logic_error("throughput model '" + std::string(scheduler_->model().name()) +
                            "' gave rate " + std::to_string(p.rate) + " to job " + std::to_string(id));
@@ -65,14 +65,14 @@ void Simulation::start(JobId id, double now, double pause_seconds) {
   p.run_started = now;
   p.work_at_run_start = job.executed_work;
   p.has_run = true;
-  ++p.generation;
+  p.stop();
   schedule_completion(id, now);
 
   const FailureConfig& failures = config_.failures;
   if (failures.job_failure_probability > 0 && failure_rng_.uniform() < failures.job_failure_probability) {
     // The attempt crashes at a uniformly random point of what is left of its run.
     const double left = std::max(now, p.paused_until) + job.remaining_work() / p.rate - now;
-    push(now + failure_rng_.uniform() * left, EventKind::job_crash, id, p.generation);
+    push(now + failure_rng_.uniform() * left, EventKind::job_crash, id, p.run);
   }
 }
 
@@ -84,7 +84,23 @@ void Simulation::schedule_completion(JobId id, double now) {
     const double round = scheduler_->settings().round_seconds;
     done = std::ceil(done / round - 1e-9) * round;
   }
-  push(done, EventKind::completion, id, p.generation);
+  push(done, EventKind::completion, id, p.completion);
+}
+
+void Simulation::rerate(JobId id, double now) {
+  JobProgress& p = progress_[id];
+  const JobState& job = scheduler_->job(id);
+  const double rate =
+      scheduler_->model().rate_at(job.spec, scheduler_->cluster().shape_of(job.allocation), job.executed_work);
+  if (rate == p.rate) return;
+  p.rate = rate;
+  ++p.completion;
+  schedule_completion(id, now);
+}
+
+void Simulation::record_resize(double now, const ResizeOutcome& resize) {
+  resizes_.push_back({now, resize.job, resize.from.gpu_count(), resize.to.gpu_count(), resize.cost_seconds,
+                      resize.to.layout});
 }
 
 void Simulation::lose_progress_since_checkpoint(JobId id, double now) {
@@ -105,16 +121,18 @@ void Simulation::schedule_node_failure(NodeId node, double now) {
   push(now + failure_rng_.exponential(1 / mtbf), EventKind::node_failure, node, node_generation_[node]);
 }
 
-void Simulation::evict_node(NodeId node, double now, bool crash) {
-  std::vector<JobId> evicted;
+void Simulation::lose_node(NodeId node, double now, bool crash) {
   for (const Gpu& gpu : scheduler_->cluster().gpus_of(node))
-    for (JobId job : gpu.jobs)
-      if (std::find(evicted.begin(), evicted.end(), job) == evicted.end()) evicted.push_back(job);
-  for (JobId job : evicted) {
-    sync(job, now);
-    if (crash) lose_progress_since_checkpoint(job, now);
-    scheduler_->interrupt(job, now);
-    ++progress_[job].generation;
+    for (JobId job : gpu.jobs) {
+      if (progress_[job].synced_at == now) continue;  // a job on several of its GPUs
+      sync(job, now);
+      if (crash) lose_progress_since_checkpoint(job, now);
+    }
+  const NodeLoss loss = scheduler_->lose_node(node, now);
+  for (JobId id : loss.stopped) progress_[id].stop();
+  for (const ResizeOutcome& resize : loss.shrunk) {
+    record_resize(now, resize);
+    start(resize.job, now, resize.cost_seconds);
   }
 }
 
@@ -133,7 +151,7 @@ void Simulation::handle(const Event& event) {
       const JobId id = event.subject;
       sync(id, now);
       lose_progress_since_checkpoint(id, now);
-      ++progress_[id].generation;
+      progress_[id].stop();
       if (scheduler_->job(id).attempts > config_.failures.max_retries)
         scheduler_->complete(id, now, JobStatus::failed);
       else
@@ -146,8 +164,7 @@ void Simulation::handle(const Event& event) {
         schedule_node_failure(node, now + config_.failures.node_repair_seconds);
         return;
       }
-      evict_node(node, now, /*crash=*/true);
-      cluster.set_up(node, false);
+      lose_node(node, now, /*crash=*/true);
       push(now + config_.failures.node_repair_seconds, EventKind::node_repair, node, node_generation_[node]);
       break;
     }
@@ -172,14 +189,12 @@ void Simulation::handle(const Event& event) {
         const NodeId node = node_named(name);
         switch (change.action) {
           case ClusterEvent::Action::remove:  // for good; its jobs checkpoint and leave
-            evict_node(node, now, /*crash=*/false);
-            cluster.set_up(node, false);
+            if (cluster.node(node).up) lose_node(node, now, /*crash=*/false);
             ++node_generation_[node];
             break;
           case ClusterEvent::Action::fail:
             if (!cluster.node(node).up) break;
-            evict_node(node, now, /*crash=*/true);
-            cluster.set_up(node, false);
+            lose_node(node, now, /*crash=*/true);
             push(now + config_.failures.node_repair_seconds, EventKind::node_repair, node,
                  node_generation_[node]);
             break;
@@ -213,10 +228,16 @@ void Simulation::round(double now) {
     if (job->running()) sync(job->spec.id, now);
 
   const RoundOutcome outcome = scheduler_->run_round(now);
-  for (JobId id : outcome.preempted) ++progress_[id].generation;
-  for (const ResizeOutcome& resize : outcome.resized) start(resize.job, now, resize.cost_seconds);
+  for (JobId id : outcome.preempted) progress_[id].stop();
+  for (const ResizeOutcome& resize : outcome.resized) {
+    record_resize(now, resize);
+    start(resize.job, now, resize.cost_seconds);
+  }
   for (JobId id : outcome.started)
     start(id, now, progress_[id].has_run ? scheduler_->settings().restart_seconds : 0);
+  if (scheduler_->model().rate_depends_on_progress())
+    for (JobState* job : scheduler_->active())
+      if (job->running() && progress_[job->spec.id].run_started < now) rerate(job->spec.id, now);
   if (observer_) observer_(now, *scheduler_, outcome);
 
   const ClusterState& cluster = scheduler_->cluster();
@@ -270,7 +291,8 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
       const Event next = events_.back();
       events_.pop_back();
       const bool job_event = next.kind == EventKind::completion || next.kind == EventKind::job_crash;
-      if (job_event && next.generation != progress_[next.subject].generation) continue;  // stale
+      if (next.kind == EventKind::completion && next.generation != progress_[next.subject].completion) continue;
+      if (next.kind == EventKind::job_crash && next.generation != progress_[next.subject].run) continue;
       if (!job_event && next.kind != EventKind::cluster_change && next.generation != node_generation_[next.subject])
         continue;  // the node was removed or repaired by hand meanwhile
       accrue_capacity(now);
@@ -325,6 +347,7 @@ RunResults Simulation::collect(double end_time) const {
     notes.push_back(std::to_string(unfinished) + " jobs never finished: the scheduler could not place them");
   for (const std::string& note : notes) results.note += (results.note.empty() ? "" : "; ") + note;
   results.samples = samples_;
+  results.resizes = resizes_;
   results.decisions = log_.records();
   results.cluster_gpus = scheduler_->cluster().installed_gpus();
   results.capacity_gpu_seconds = capacity_gpu_seconds_;

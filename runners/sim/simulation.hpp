@@ -62,7 +62,7 @@ class Simulation {
     EventKind kind;
     std::uint64_t sequence;   // ties: first scheduled, first handled
     std::uint32_t subject;    // job, node, or index into the cluster events
-    std::uint32_t generation;  // stale when the subject's generation moved on
+    std::uint32_t generation;  // stale when its counter (JobProgress, node_generation_) moved on
     bool operator>(const Event& other) const {
       if (time != other.time) return time > other.time;
       if (kind != other.kind) return kind > other.kind;
@@ -75,8 +75,14 @@ class Simulation {
     double paused_until = 0;    // restart or reconfiguration overhead
     double run_started = 0;     // checkpoints count from here
     double work_at_run_start = 0;
-    std::uint32_t generation = 0;  // invalidates completion and crash events
+    std::uint32_t run = 0;         // a new run period invalidates its crash and completion events
+    std::uint32_t completion = 0;  // a new rate invalidates its completion event
     bool has_run = false;
+
+    void stop() {
+      ++run;
+      ++completion;
+    }
   };
 
   void push(double time, EventKind kind, std::uint32_t subject, std::uint32_t generation);
@@ -84,10 +90,14 @@ class Simulation {
   void sync(JobId id, double now);
   void start(JobId id, double now, double pause_seconds);
   void schedule_completion(JobId id, double now);
+  // The job's rate changed (its progress moved it to another epoch): the
+  // completion is rescheduled at the new rate.
+  void rerate(JobId id, double now);
   void lose_progress_since_checkpoint(JobId id, double now);
-  // Takes every job off a node that fails (crash: progress since the last
-  // checkpoint is lost) or leaves (graceful: nothing is lost).
-  void evict_node(NodeId node, double now, bool crash);
+  // A node fails (crash: progress since the last checkpoint is lost) or
+  // leaves (graceful: nothing is lost); its jobs shrink or wait again.
+  void lose_node(NodeId node, double now, bool crash);
+  void record_resize(double now, const ResizeOutcome& resize);
   void schedule_node_failure(NodeId node, double now);
   void request_round(double now);
   void round(double now);
@@ -105,6 +115,7 @@ class Simulation {
   std::vector<std::uint32_t> node_generation_;  // invalidates a removed node's failures
   Rng failure_rng_;
   std::vector<Sample> samples_;
+  std::vector<ResizeRecord> resizes_;
   RoundObserver observer_;
   double next_round_;
   double last_round_ = -1;

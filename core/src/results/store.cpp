@@ -14,7 +14,9 @@ namespace {
 constexpr std::int64_t kApplicationId = 0x7473736c;
 
 // migrations[i] takes the schema from version i to i + 1.
-const std::array<const char*, kSchemaVersion> kMigrations = {R"sql(
+const std::array<const char*, kSchemaVersion> kMigrations = {
+    // 0 -> 1: runs and what they produce.
+    R"sql(
 CREATE TABLE runs (
   id INTEGER PRIMARY KEY,
   label TEXT NOT NULL DEFAULT '',
@@ -67,6 +69,21 @@ CREATE TABLE metrics (
   value REAL,
   PRIMARY KEY (run_id, name)
 ) WITHOUT ROWID;
+)sql",
+    // 1 -> 2: elastic jobs' resizes.
+    R"sql(
+CREATE TABLE resizes (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time REAL NOT NULL,
+  job_id INTEGER NOT NULL,
+  from_gpus INTEGER NOT NULL,
+  to_gpus INTEGER NOT NULL,
+  cost_seconds REAL NOT NULL,
+  batch_size INTEGER NOT NULL,
+  tensor_parallel INTEGER NOT NULL,
+  pipeline_parallel INTEGER NOT NULL
+);
+CREATE INDEX resizes_by_job ON resizes(run_id, job_id, time);
 )sql"};
 
 std::string utc_now() {
@@ -158,6 +175,13 @@ void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
     decision.bind(1, run).bind(2, d.time).bind(3, static_cast<std::int64_t>(d.job));
     decision.bind(4, to_string(d.stage)).bind(5, d.plugin).bind(6, d.code).bind(7, d.reason);
     decision.run();
+  }
+  auto resize = db_.prepare("INSERT INTO resizes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const ResizeRecord& r : results.resizes) {
+    resize.bind(1, run).bind(2, r.time).bind(3, static_cast<std::int64_t>(r.job)).bind(4, r.from_gpus);
+    resize.bind(5, r.to_gpus).bind(6, r.cost_seconds).bind(7, r.layout.batch_size);
+    resize.bind(8, r.layout.tensor_parallel).bind(9, r.layout.pipeline_parallel);
+    resize.run();
   }
   const RunSummary summary = summarize(results.jobs, results.capacity_gpu_seconds);
   auto metric = db_.prepare("INSERT INTO metrics VALUES (?, ?, ?)");
@@ -300,6 +324,21 @@ std::vector<DecisionRecord> ResultsStore::decisions(std::int64_t run, std::optio
     rows.push_back({query.real(0), static_cast<JobId>(query.integer(1)), kind, query.text(3),
                     query.text(4), query.text(5)});
   }
+  return rows;
+}
+
+std::vector<ResizeRecord> ResultsStore::resizes(std::int64_t run) {
+  std::lock_guard lock(mutex_);
+  auto query = db_.prepare(
+      "SELECT time, job_id, from_gpus, to_gpus, cost_seconds, batch_size, tensor_parallel, pipeline_parallel "
+      "FROM resizes WHERE run_id = ? ORDER BY time, rowid");
+  query.bind(1, run);
+  std::vector<ResizeRecord> rows;
+  while (query.step())
+    rows.push_back({query.real(0), static_cast<JobId>(query.integer(1)), static_cast<int>(query.integer(2)),
+                    static_cast<int>(query.integer(3)), query.real(4),
+                    JobLayout{static_cast<int>(query.integer(5)), static_cast<int>(query.integer(6)),
+                              static_cast<int>(query.integer(7))}});
   return rows;
 }
 

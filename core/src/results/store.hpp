@@ -8,6 +8,7 @@
 //   samples   the cluster over time: busy GPUs, running/waiting/pending jobs
 //   decisions stage, plugin, code and reason per job (when enabled)
 //   metrics   the run's summary figures by name
+//   resizes   every change of a running job's size or layout, with its cost (schema 2)
 //
 // A run row is written with status 'running' as soon as the run starts. All
 // its other rows, and status 'complete', are written in one transaction at
@@ -24,10 +25,11 @@
 #include "results/sqlite.hpp"
 #include "results/summary.hpp"
 #include "scheduler/decision_log.hpp"
+#include "tessel/job.hpp"
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct RunInfo {
   std::string label;
@@ -46,9 +48,20 @@ struct Sample {
   int pending_jobs;
 };
 
+// A running job changed size or layout.
+struct ResizeRecord {
+  double time;
+  JobId job;
+  int from_gpus;
+  int to_gpus;
+  double cost_seconds;  // no progress for this long
+  JobLayout layout;     // after the change
+};
+
 struct RunResults {
   std::vector<JobRecord> jobs;
   std::vector<Sample> samples;
+  std::vector<ResizeRecord> resizes;
   std::vector<DecisionRecord> decisions;
   int cluster_gpus = 0;
   double capacity_gpu_seconds = 0;
@@ -87,6 +100,7 @@ class ResultsStore {
   std::vector<JobRecord> jobs(std::int64_t run);
   std::vector<Sample> samples(std::int64_t run);
   std::vector<DecisionRecord> decisions(std::int64_t run, std::optional<JobId> job = std::nullopt);
+  std::vector<ResizeRecord> resizes(std::int64_t run);
 
  private:
   void migrate();
