@@ -89,7 +89,7 @@ TEST_CASE("config errors print file:line:col and exit 2") {
   const std::string base = kSmall;
   const Case cases[] = {
       {"unknown key", "[cluster]\nnodes = 4\ngpus_per_node = 4\npack_factr = 2\n",
-       "bad.toml:4:1: unknown key 'pack_factr' in [cluster] (valid: cpus_per_node, events, gpu_type, gpus_per_node, "
+       "bad.toml:4:1: unknown key 'pack_factr' in [cluster] (valid: cpus_per_node, events, gpu_mem_gb, gpu_type, gpus_per_node, "
        "mem_gb_per_node, nodes, nodes_per_rack)"},
       {"wrong type", "[cluster]\nnodes = \"four\"\ngpus_per_node = 4\n",
        "bad.toml:2:9: 'nodes' in [cluster] must be an integer, got a string"},

@@ -73,7 +73,7 @@ database = "x.db"
   CHECK(found[0] == "x.toml:2:9: 'nodes' in [cluster] must be an integer, got a string");
   CHECK(found[1] == "x.toml:3:17: 'gpus_per_node' in [cluster] must be in 1..1024, got -4");
   CHECK(found[2] ==
-        "x.toml:4:1: unknown key 'colour' in [cluster] (valid: cpus_per_node, events, gpu_type, gpus_per_node, "
+        "x.toml:4:1: unknown key 'colour' in [cluster] (valid: cpus_per_node, events, gpu_mem_gb, gpu_type, gpus_per_node, "
         "mem_gb_per_node, nodes, nodes_per_rack)");
   CHECK(found[3] == "x.toml:8:8: 'jobs' in [workload] must be in 1..100000000, got 0");
   CHECK(found[4] == "x.toml:15:14: unknown completion 'sometimes' in [simulation] (valid: exact, round)");

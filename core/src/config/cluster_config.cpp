@@ -35,12 +35,13 @@ std::vector<NodeSpec> from_groups(const std::vector<Group>& groups) {
   return nodes;
 }
 
-NodeSpec node(std::string gpu_type, int gpus, double cpus, double mem_gb) {
+NodeSpec node(std::string gpu_type, int gpus, double cpus, double mem_gb, double gpu_mem_gb = 32) {
   NodeSpec spec;
   spec.gpu_type = std::move(gpu_type);
   spec.gpus = gpus;
   spec.cpus = cpus;
   spec.mem_gb = mem_gb;
+  spec.gpu_mem_gb = gpu_mem_gb;
   return spec;
 }
 
@@ -53,9 +54,11 @@ std::optional<Group> read_group(TableReader& reader, std::string_view count_key)
   const auto cpus = reader.number("cpus_per_node", 32, 0);
   const auto mem = reader.number("mem_gb_per_node", 256, 0);
   const auto per_rack = reader.integer("nodes_per_rack", count.value_or(1), 1);
-  if (!count || !gpus || !type || !cpus || !mem || !per_rack) return std::nullopt;
-  return Group{static_cast<int>(*count), node(*type, static_cast<int>(*gpus), *cpus, *mem),
-               static_cast<int>(*per_rack)};
+  const auto gpu_mem = reader.number("gpu_mem_gb", 32, 0.1);
+  if (!count || !gpus || !type || !cpus || !mem || !per_rack || !gpu_mem) return std::nullopt;
+  Group group{static_cast<int>(*count), node(*type, static_cast<int>(*gpus), *cpus, *mem), static_cast<int>(*per_rack)};
+  group.node.gpu_mem_gb = *gpu_mem;
+  return group;
 }
 
 ClusterEvent::Action read_action(TableReader& reader, ClusterEvent& event) {
@@ -125,20 +128,20 @@ std::span<const ClusterPreset> cluster_presets() {
   static const ClusterPreset presets[] = {
       {"philly", "Microsoft Philly (ATC'19): 321 nodes x 2 GPUs (12 GB) + 231 nodes x 8 GPUs (24 GB)",
        [] {
-         return from_groups({{321, node("12gb", 2, 24, 256), 32}, {231, node("24gb", 8, 48, 512), 16}});
+         return from_groups({{321, node("12gb", 2, 24, 256, 12), 32}, {231, node("24gb", 8, 48, 512, 24), 16}});
        }},
       {"blox", "Blox (EuroSys'24) simulations: 32 nodes x 4 V100",
-       [] { return from_groups({{32, node("v100", 4, 32, 256), 32}}); }},
+       [] { return from_groups({{32, node("v100", 4, 32, 256, 16), 32}}); }},
       {"gavel", "Gavel (OSDI'20) simulations: 36 V100 + 36 P100 + 36 K80 GPUs, 4 per node",
        [] {
-         return from_groups({{9, node("v100", 4, 32, 256), 9},
-                             {9, node("p100", 4, 32, 256), 9},
-                             {9, node("k80", 4, 32, 256), 9}});
+         return from_groups({{9, node("v100", 4, 32, 256, 16), 9},
+                             {9, node("p100", 4, 32, 256, 16), 9},
+                             {9, node("k80", 4, 32, 256, 12), 9}});
        }},
       {"synergy", "Synergy (OSDI'22) simulations: 16 servers x 8 GPUs, 24 CPUs and 500 GB each",
-       [] { return from_groups({{16, node("v100", 8, 24, 500), 16}}); }},
+       [] { return from_groups({{16, node("v100", 8, 24, 500, 16), 16}}); }},
       {"pollux", "Pollux (OSDI'21) testbed: 16 nodes x 4 T4 GPUs, 48 CPUs and 192 GB each",
-       [] { return from_groups({{16, node("t4", 4, 48, 192), 16}}); }},
+       [] { return from_groups({{16, node("t4", 4, 48, 192, 16), 16}}); }},
   };
   return presets;
 }

@@ -3,7 +3,8 @@
 //   arrival   seconds since the start                      (required)
 //   gpus      GPUs requested                                (required)
 //   duration  seconds on `gpus` GPUs of the reference type  (required)
-//   name, tenant, vc, model, min_gpus, max_gpus, gpu_milli, cpus, mem_gb, priority  (optional)
+//   name, tenant, vc, model, min_gpus, max_gpus, gpu_milli, cpus, mem_gb, priority,
+//   batch_size, parameters                                   (optional)
 // Blank lines and lines starting with '#' are skipped.
 #include "workloads/csv_table.hpp"
 #include "workloads/kinds.hpp"
@@ -19,7 +20,7 @@ class CsvWorkload final : public WorkloadSource {
   Trace read(std::uint64_t) const override {
     CsvTable table(path_, {"arrival", "gpus", "duration"},
                    {"name", "tenant", "vc", "model", "min_gpus", "max_gpus", "gpu_milli", "cpus",
-                    "mem_gb", "priority"});
+                    "mem_gb", "priority", "batch_size", "parameters"});
     Trace trace;
     while (table.next()) {
       TraceJob job;
@@ -37,6 +38,8 @@ class CsvWorkload final : public WorkloadSource {
       spec.cpus = table.optional_number("cpus", 0).value_or(0);
       spec.mem_gb = table.optional_number("mem_gb", 0).value_or(0);
       spec.priority = table.optional_number("priority", 0).value_or(1);
+      spec.batch_size = static_cast<int>(table.optional_integer("batch_size", 1, 1 << 24).value_or(0));
+      spec.parameters = table.optional_number("parameters", 0).value_or(0);
       trace.jobs.push_back(std::move(job));
     }
     return trace;
