@@ -230,3 +230,45 @@ checkpoint_interval_seconds = 1800
   CHECK(extra_work > 0);  // lost progress was run again
   CHECK(a.capacity_gpu_seconds < 32 * (a.end_time - a.jobs.front().arrival));  // nodes were down
 }
+
+TEST_CASE("shrink_on_failure: an elastic job shrinks when it loses a node, a rigid one waits again") {
+  // Two nodes of 4 GPUs. Job 0 (elastic 2..8) spans both nodes with 8 GPUs;
+  // n1 fails at 500: it keeps n0's 4 GPUs, pays a 20 s restart and runs at
+  // half speed. It had done 8 * 500 = 4000 of 8000 GPU-seconds: 4000 left at
+  // 4 GPUs = 1000 s, after 20 s: it ends at 1520.
+  // Job 1 (rigid, 4 GPUs, arrives at 600) waits for GPUs.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus\n0,8,1000,2,8\n600,4,100,4,4\n");
+  const std::string events = R"([[cluster.events]]
+at_seconds = 500
+fail = ["n1"]
+[simulation]
+preemption_overhead_seconds = 20
+)";
+  std::string toml = two_nodes(events);
+  toml.replace(toml.find("placement = { plugin = \"first_fit\" }"), 36,
+               "placement = { plugin = \"first_fit\" }\nelasticity = { plugin = \"shrink_on_failure\" }");
+  const RunResults shrunk = simulate(dir, toml);
+  CHECK(shrunk.jobs[0].finish == doctest::Approx(1520));
+  CHECK(shrunk.jobs[0].preemptions == 0);
+  REQUIRE(shrunk.resizes.size() == 1);
+  CHECK(shrunk.resizes[0].time == 500);
+  CHECK(shrunk.resizes[0].from_gpus == 8);
+  CHECK(shrunk.resizes[0].to_gpus == 4);
+  CHECK(shrunk.resizes[0].cost_seconds == 20);
+  CHECK(shrunk.jobs[1].first_start == doctest::Approx(1600));  // the round after job 0 ends
+
+  // Without shrinking, job 0 waits for 8 GPUs until n1 is repaired, two
+  // hours later (7700), pays 20 s and runs the 500 s left: it ends at 8220;
+  // FIFO keeps job 1 behind it until the round at 8300.
+  const RunResults requeued = simulate(dir, two_nodes(events));
+  CHECK(requeued.resizes.empty());
+  CHECK(requeued.jobs[0].finish == doctest::Approx(8220));
+  CHECK(requeued.jobs[1].first_start == doctest::Approx(8300));
+
+  // A rigid job is never shrunk, whatever the plugin says.
+  dir.write("trace.csv", "arrival,gpus,duration\n0,8,1000\n");
+  const RunResults rigid = simulate(dir, toml);
+  CHECK(rigid.resizes.empty());
+  CHECK(rigid.jobs[0].finish == doctest::Approx(8220));
+}
