@@ -79,7 +79,9 @@ int run(const RunOptions& options, const std::atomic<bool>& stop) {
   if (!ids.empty()) print_report(std::cout, load_reports(store, ids), ReportFormat::table);
   std::cout << "results: " << outcome.database;
   if (ids.size() == 1) std::cout << " (run " << ids.front() << ")";
-  if (ids.size() > 1) std::cout << " (runs " << ids.front() << "-" << ids.back() << ")";
+  if (ids.size() > 1)  // parallel runs take their ids in the order they start
+    std::cout << " (runs " << *std::min_element(ids.begin(), ids.end()) << "-"
+              << *std::max_element(ids.begin(), ids.end()) << ")";
   std::cout << "\n";
   return 0;
 }
