@@ -1,0 +1,56 @@
+// Every experiment in experiments/ runs, reduced, in CI: the same files the
+// READMEs tell users to run, with --set overrides that make them small.
+// Full runs are not tests; their figures are in each experiment's README.
+#include <doctest/doctest.h>
+
+#include "results/sqlite.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+struct Experiment {
+  const char* file;                     // under experiments/
+  std::vector<std::string> smoke;       // --set overrides for a quick run
+  std::vector<std::string> needs_data;  // files under ../shared/data it reads
+};
+
+const Experiment kExperiments[] = {
+    {"quickstart.toml", {"workload.jobs=60"}, {}},
+};
+
+std::int64_t count(const fs::path& db, const std::string& sql) {
+  sql::Database database(db.string(), false);
+  auto statement = database.prepare(sql);
+  statement.step();
+  return statement.integer(0);
+}
+
+}  // namespace
+
+TEST_CASE("every experiment runs, reduced") {
+  for (const Experiment& experiment : kExperiments) {
+    CAPTURE(experiment.file);
+    bool data_present = true;
+    for (const std::string& file : experiment.needs_data) data_present = data_present && shared_data(file).has_value();
+    if (!data_present) {
+      MESSAGE("skipped " << experiment.file << ": ../shared/data is not there");
+      continue;
+    }
+    TempDir dir;
+    std::vector<std::string> args{"run", (source_root() / "experiments" / experiment.file).string(), "--db",
+                                  "smoke.db", "-q", "-j", "2"};
+    for (const std::string& override_text : experiment.smoke) {
+      args.push_back("--set");
+      args.push_back(override_text);
+    }
+    const auto result = run_tessel(args, dir.path());
+    REQUIRE_MESSAGE(result.code == 0, result.err);
+    const fs::path db = dir.path() / "smoke.db";
+    CHECK(count(db, "SELECT count(*) FROM runs") > 0);
+    CHECK(count(db, "SELECT count(*) FROM runs WHERE status != 'complete'") == 0);
+    CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") > 0);
+  }
+}
