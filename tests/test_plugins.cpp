@@ -144,6 +144,8 @@ toml::table zoo_arguments(std::string_view plugin, const TempDir& scratch) {
   }
   // Enough room that all 120 jobs get in and finish.
   if (plugin == "max_queue") return toml::table{{"max_waiting", 1000}};
+  if (plugin == "synthesizer")
+    return toml::table{{"candidates", toml::array{"accept_all + fifo", "load_based { factor = 1.2 } + las"}}};
   return toml::table{};
 }
 

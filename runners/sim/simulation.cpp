@@ -5,9 +5,11 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 
 #include "config/sweep.hpp"
 #include "plugins/composition.hpp"
+#include "tessel/lab.hpp"
 
 namespace tessel {
 
@@ -18,24 +20,107 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 constexpr std::uint64_t kStallRounds = 10'000;
 }  // namespace
 
+// The simulation's PolicyLab: other policies, created on demand for this run,
+// and forecasts from forks of the current state.
+class Simulation::Lab final : public PolicyLab {
+ public:
+  explicit Lab(Simulation& simulation) : simulation_(simulation) {}
+
+  Forecast forecast(std::string_view admission, std::string_view allocation, double horizon_seconds) override {
+    SchedulerConfig composition = simulation_.config_.scheduler;
+    composition.stages[0] = parse_stage(PluginKind::admission, admission);
+    composition.stages[1] = parse_stage(PluginKind::allocation, allocation);
+    return simulation_.forecast(composition, horizon_seconds);
+  }
+
+  AllocationPolicy& allocation(std::string_view policy) override {
+    auto it = allocations_.find(policy);
+    if (it == allocations_.end())
+      it = allocations_.emplace(std::string(policy), create<AllocationPolicy>(PluginKind::allocation, policy)).first;
+    return *it->second;
+  }
+
+  void use_admission(std::string_view policy) override {
+    auto it = admissions_.find(policy);
+    if (it == admissions_.end())
+      it = admissions_.emplace(std::string(policy), create<AdmissionPolicy>(PluginKind::admission, policy)).first;
+    simulation_.scheduler_->use_admission(*it->second, std::string(policy));
+  }
+
+ private:
+  template <class Stage>
+  PluginPtr<Stage> create(PluginKind kind, std::string_view policy) {
+    const StageConfig stage = parse_stage(kind, policy);
+    std::uint64_t salt = 0xcbf29ce484222325ULL;  // FNV-1a of the spelling: a seed of its own
+    for (char c : policy) salt = (salt ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+    const Simulation& s = simulation_;
+    return as_stage<Stage>(create_plugin(stage, *s.registry_, derive_seed(s.config_.workload.seed, salt),
+                                         *s.scheduler_->plugins().slots,
+                                         s.config_.document->base_directory().string()),
+                           stage);
+  }
+
+  Simulation& simulation_;
+  std::map<std::string, PluginPtr<AllocationPolicy>, std::less<>> allocations_;
+  std::map<std::string, PluginPtr<AdmissionPolicy>, std::less<>> admissions_;
+};
+
 Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
-    : config_(config), log_(config.output.decisions),
+    : config_(config), registry_(&registry), log_(config.output.decisions),
       failure_rng_(derive_seed(config.workload.seed, 0x6661696c)),  // "fail"
       next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
   ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed,
                                                 config.document->base_directory().string());
   Workload workload = build_workload(config.workload, cluster);
-  jobs_ = std::move(workload.jobs);
+  jobs_ = std::make_shared<const std::vector<JobSpec>>(std::move(workload.jobs));
   notes_ = std::move(workload.notes);
   SchedulerSettings settings = config.scheduler.settings;
   settings.restart_seconds = config.simulation.preemption_overhead_seconds;
   scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), config.workload.model,
                                            settings, &log_);
-  progress_.resize(jobs_.size());
+  progress_.resize(jobs_->size());
+  lab_ = std::make_unique<Lab>(*this);
+  scheduler_->set_lab(lab_.get());
 }
 
+Simulation::Simulation(const Simulation& origin, ComposedScheduler plugins)
+    : config_(origin.config_), registry_(origin.registry_), jobs_(origin.jobs_), log_(false),
+      scheduler_(origin.scheduler_->fork(std::move(plugins))), progress_(origin.progress_),
+      next_arrival_(origin.next_arrival_), events_(origin.events_), sequence_(origin.sequence_),
+      node_generation_(origin.node_generation_), failure_rng_(origin.failure_rng_), next_round_(kNever),
+      capacity_since_(origin.capacity_since_), end_time_(origin.end_time_) {}
+
 Simulation::~Simulation() = default;
+
+Forecast Simulation::forecast(const SchedulerConfig& composition, double horizon) {
+  const double now = last_round_;  // forecasts are asked for during a round
+  Simulation fork(*this, compose_scheduler(composition, *registry_, config_.workload.seed,
+                                           config_.document->base_directory().string()));
+  // The fork decides this round again, with its own policies.
+  fork.request_round(now);
+  const double end = now + horizon;
+  fork.advance(end, nullptr);
+
+  Forecast forecast;
+  double in_system = 0, queueing = 0;
+  auto count = [&](const JobState& job) {
+    ++forecast.jobs;
+    const bool finished = job.status == JobStatus::finished;
+    forecast.finished += finished;
+    in_system += (finished ? *job.finish : end) - job.spec.arrival;
+    queueing += (job.first_start ? *job.first_start : end) - job.spec.arrival;
+  };
+  for (const JobState* job : scheduler_->jobs())  // what was here when the fork began
+    if (!job->done()) count(fork.scheduler_->job(job->spec.id));
+  for (std::size_t id = next_arrival_; id < fork.next_arrival_; ++id)  // and what arrived since
+    count(fork.scheduler_->job(static_cast<JobId>(id)));
+  if (forecast.jobs > 0) {
+    forecast.mean_time_in_system = in_system / static_cast<double>(forecast.jobs);
+    forecast.mean_queueing_delay = queueing / static_cast<double>(forecast.jobs);
+  }
+  return forecast;
+}
 
 // ------------------------------------------------------------------ jobs
 
@@ -244,46 +329,44 @@ void Simulation::round(double now) {
   const auto active = scheduler_->active().size();
   const auto running = scheduler_->running_count();
   const auto pending = scheduler_->pending().size();
-  samples_.push_back({now, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(),
+  if (lab_)  // forks keep no samples: their caller reads their jobs
+    samples_.push_back({now, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(),
                       static_cast<int>(running), static_cast<int>(active - running),
                       static_cast<int>(pending)});
 
   if (active == 0 && pending == 0) return;
   // Waiting jobs, nothing running, nothing left to arrive: only the cluster
   // can still change. Give up after kStallRounds rounds that change nothing.
-  const bool only_waiting = running == 0 && next_arrival_ == jobs_.size();
+  const bool only_waiting = running == 0 && next_arrival_ == jobs_->size();
   idle_rounds_ = (!outcome.changed() && only_waiting) ? idle_rounds_ + 1 : 0;
   if (idle_rounds_ >= kStallRounds) return;
   if (outcome.changed() || scheduler_->plugins().time_sensitive())
     next_round_ = now + scheduler_->settings().round_seconds;
 }
 
-RunResults Simulation::run(const std::atomic<bool>* stop) {
+void Simulation::accrue_capacity(double now) {
   const ClusterState& cluster = scheduler_->cluster();
-  node_generation_.assign(cluster.nodes().size(), 0);
-  for (NodeId node = 0; node < cluster.nodes().size(); ++node) schedule_node_failure(node, 0);
-  for (std::uint32_t i = 0; i < config_.cluster.events.size(); ++i)
-    push(config_.cluster.events[i].at, EventKind::cluster_change, i, 0);
+  if (now > capacity_since_) capacity_gpu_seconds_ += cluster.total_gpus() * (now - capacity_since_);
+  capacity_since_ = std::max(capacity_since_, now);
+}
 
-  std::size_t& next_arrival = next_arrival_;
-  double end_time = jobs_.empty() ? 0 : jobs_.front().arrival;
-  capacity_since_ = end_time;
-  auto accrue_capacity = [&](double now) {
-    if (now > capacity_since_) capacity_gpu_seconds_ += cluster.total_gpus() * (now - capacity_since_);
-    capacity_since_ = std::max(capacity_since_, now);
-  };
-  auto work_left = [&] { return next_arrival < jobs_.size() || scheduler_->running_count() > 0 ||
-                                !scheduler_->active().empty() || !scheduler_->pending().empty(); };
+bool Simulation::work_left() {
+  return next_arrival_ < jobs_->size() || scheduler_->running_count() > 0 || !scheduler_->active().empty() ||
+         !scheduler_->pending().empty();
+}
 
+bool Simulation::advance(double until, const std::atomic<bool>* stop) {
+  const std::vector<JobSpec>& jobs = *jobs_;
   while (true) {
     if (stop != nullptr && (handled_ & 1023) == 0 && stop->load(std::memory_order_relaxed))
       throw Interrupted();
     const double event = events_.empty() ? kNever : events_.front().time;
-    const double arrival = next_arrival < jobs_.size() ? jobs_[next_arrival].arrival : kNever;
+    const double arrival = next_arrival_ < jobs.size() ? jobs[next_arrival_].arrival : kNever;
     const double now = std::min({event, arrival, next_round_});
     // Failures and repairs go on forever; the run ends with its jobs, or
     // when its remaining jobs can never be placed.
-    if (now == kNever || (!work_left() && now > end_time) || idle_rounds_ >= kStallRounds) break;
+    if (now == kNever || (!work_left() && now > end_time_) || idle_rounds_ >= kStallRounds) return false;
+    if (now > until) return true;
     ++handled_;
 
     if (event == now) {
@@ -297,25 +380,36 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
         continue;  // the node was removed or repaired by hand meanwhile
       accrue_capacity(now);
       handle(next);
-      if (job_event) end_time = now;
+      if (job_event) end_time_ = now;
     } else if (arrival == now) {
       accrue_capacity(now);
-      const JobState& job = scheduler_->submit(jobs_[next_arrival], now);
-      if (job.spec.id != next_arrival) throw std::logic_error("job ids out of arrival order");
-      ++next_arrival;
-      end_time = std::max(end_time, now);
+      const JobState& job = scheduler_->submit(jobs[next_arrival_], now);
+      if (job.spec.id != next_arrival_) throw std::logic_error("job ids out of arrival order");
+      ++next_arrival_;
+      end_time_ = std::max(end_time_, now);
       request_round(now);
     } else {
       round(now);
     }
   }
-  accrue_capacity(end_time);
-  return collect(end_time);
+}
+
+RunResults Simulation::run(const std::atomic<bool>* stop) {
+  const ClusterState& cluster = scheduler_->cluster();
+  node_generation_.assign(cluster.nodes().size(), 0);
+  for (NodeId node = 0; node < cluster.nodes().size(); ++node) schedule_node_failure(node, 0);
+  for (std::uint32_t i = 0; i < config_.cluster.events.size(); ++i)
+    push(config_.cluster.events[i].at, EventKind::cluster_change, i, 0);
+  end_time_ = jobs_->empty() ? 0 : jobs_->front().arrival;
+  capacity_since_ = end_time_;
+  advance(kNever, stop);
+  accrue_capacity(end_time_);
+  return collect(end_time_);
 }
 
 RunResults Simulation::collect(double end_time) const {
   RunResults results;
-  results.jobs.reserve(jobs_.size());
+  results.jobs.reserve(jobs_->size());
   std::size_t unfinished = 0;
   for (const JobState* job : scheduler_->jobs()) {
     const JobSpec& s = job->spec;

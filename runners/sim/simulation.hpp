@@ -9,6 +9,9 @@
 // run only while there is something to decide: when the composed scheduler is
 // time-insensitive and a round changed nothing, the next round waits for the
 // next event.
+//
+// A simulation also forks itself for what-if questions (tessel/lab.hpp): the
+// copy runs other policies forward from the current state.
 #pragma once
 
 #include <atomic>
@@ -49,7 +52,7 @@ class Simulation {
   using RoundObserver = std::function<void(double now, const Scheduler&, const RoundOutcome&)>;
   void observe_rounds(RoundObserver observer) { observer_ = std::move(observer); }
 
-  std::size_t job_count() const { return jobs_.size(); }
+  std::size_t job_count() const { return jobs_->size(); }
   // What the workload left out or changed, for the user.
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -101,10 +104,21 @@ class Simulation {
   void schedule_node_failure(NodeId node, double now);
   void request_round(double now);
   void round(double now);
+  void accrue_capacity(double now);
+  bool work_left();
+  // Handles every event up to `until`; returns false once nothing is left to do.
+  bool advance(double until, const std::atomic<bool>* stop);
   RunResults collect(double end_time) const;
 
+  class Lab;
+  // A copy of this simulation's state, run by `plugins` (what-if).
+  Simulation(const Simulation& origin, ComposedScheduler plugins);
+  // What `composition` would do over the next `horizon` seconds from now.
+  Forecast forecast(const SchedulerConfig& composition, double horizon);
+
   const ExperimentConfig& config_;
-  std::vector<JobSpec> jobs_;  // arrival order
+  PluginRegistry* registry_;
+  std::shared_ptr<const std::vector<JobSpec>> jobs_;  // arrival order; shared with forks
   std::vector<std::string> notes_;
   DecisionLog log_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -123,6 +137,8 @@ class Simulation {
   std::uint64_t handled_ = 0;      // events handled, rounds and arrivals included
   double capacity_gpu_seconds_ = 0;
   double capacity_since_ = 0;
+  double end_time_ = 0;            // of the last job event
+  std::unique_ptr<Lab> lab_;       // null in forks
 };
 
 // Runs one experiment and stores it: the run row first ('running'), then

@@ -12,6 +12,8 @@
 
 namespace tessel {
 
+class PolicyLab;  // lab.hpp
+
 // What attained service counts: GPU-seconds (Tiresias's 2D-LAS) or plain
 // seconds of running (classic LAS).
 enum class ServiceUnit : unsigned char { gpu_seconds, seconds };
@@ -29,9 +31,10 @@ class SchedulerView {
  public:
   SchedulerView(const SchedulerSettings& settings, const ClusterState& cluster,
                 const ThroughputModel& throughput, std::span<JobState* const> all_jobs,
-                std::span<JobState* const> pending, std::span<JobState* const> active, double now)
+                std::span<JobState* const> pending, std::span<JobState* const> active, double now,
+                PolicyLab* lab = nullptr)
       : settings_(settings), cluster_(cluster), throughput_(throughput), all_(all_jobs),
-        pending_(pending), active_(active), now_(now) {}
+        pending_(pending), active_(active), now_(now), lab_(lab) {}
 
   double now() const { return now_; }
   const SchedulerSettings& settings() const { return settings_; }
@@ -52,6 +55,11 @@ class SchedulerView {
     return throughput_.seconds_for(job.spec, job.remaining_work(), shape);
   }
 
+  // Other policies and what-if simulations (lab.hpp), for policies that
+  // choose among policies. The simulator offers one; null on real nodes and
+  // inside a what-if simulation.
+  PolicyLab* lab() const { return lab_; }
+
  private:
   const SchedulerSettings& settings_;
   const ClusterState& cluster_;
@@ -60,6 +68,7 @@ class SchedulerView {
   std::span<const JobState* const> pending_;
   std::span<const JobState* const> active_;
   double now_;
+  PolicyLab* lab_;
 };
 
 }  // namespace tessel

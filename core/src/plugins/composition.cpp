@@ -91,18 +91,6 @@ std::string where_of(const StageConfig& stage, std::string_view argument) {
   return it == stage.arg_where.end() ? stage.where : it->second;
 }
 
-template <class Stage>
-PluginPtr<Stage> downcast(PluginPtr<Plugin> plugin, const PluginEntry& entry) {
-  auto* stage = dynamic_cast<Stage*>(plugin.get());
-  if (stage == nullptr)
-    throw PluginLoadError(LoadError::wrong_kind,
-                          entry.path + ": declares itself " + std::string(to_string(entry.info->kind)) +
-                              " plugin but its class does not implement that stage");
-  PluginDeleter deleter = plugin.get_deleter();
-  plugin.release();
-  return PluginPtr<Stage>(stage, std::move(deleter));
-}
-
 }  // namespace
 
 bool ComposedScheduler::time_sensitive() const {
@@ -151,46 +139,92 @@ PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Dia
   return out;
 }
 
+StageConfig parse_stage(PluginKind kind, std::string_view text) {
+  StageConfig stage;
+  stage.kind = kind;
+  stage.where = "policy '" + std::string(text) + "'";
+  const auto brace = text.find('{');
+  std::string_view name = text.substr(0, brace);
+  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+  stage.plugin = std::string(name);
+  if (stage.plugin.empty()) throw ConfigError(stage.where, "names no plugin");
+  if (brace != std::string_view::npos) {
+    try {
+      toml::table parsed = toml::parse("v = " + std::string(text.substr(brace)));
+      if (const auto* args = parsed.get("v")->as_table()) stage.args = *args;
+    } catch (const toml::parse_error& e) {
+      throw ConfigError(stage.where, "arguments are not a TOML inline table: " + std::string(e.description()));
+    }
+  }
+  return stage;
+}
+
+namespace {
+
+// The two halves of creating a plugin, so that composing four of them can
+// report every stage's problems before creating any.
+const PluginEntry* find_and_check(const StageConfig& stage, PluginRegistry& registry, PluginArgs& args,
+                                  Diagnostics& diagnostics) {
+  try {
+    const PluginEntry* entry = stage.library.empty() ? &registry.find(stage.kind, stage.plugin)
+                                                     : &registry.open(stage.library, stage.kind);
+    args = check_arguments(stage, *entry->info, diagnostics);
+    return entry;
+  } catch (const PluginLoadError& e) {
+    diagnostics.error(stage.where, e.what());
+    return nullptr;
+  }
+}
+
+PluginPtr<Plugin> instantiate(const StageConfig& stage, const PluginEntry& entry, const PluginContext& context,
+                              Diagnostics& diagnostics) {
+  try {
+    return PluginRegistry::create(entry, context);
+  } catch (const ArgumentError& e) {
+    diagnostics.error(where_of(stage, e.argument()),
+                      "argument '" + e.argument() + "' of " + who(*entry.info) + ": " + e.what());
+  } catch (const PluginLoadError& e) {
+    diagnostics.error(stage.where, e.what());
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+PluginPtr<Plugin> create_plugin(const StageConfig& stage, PluginRegistry& registry, std::uint64_t seed,
+                                SlotRegistry& slots, const std::string& config_directory) {
+  Diagnostics diagnostics;
+  PluginArgs args;
+  const PluginEntry* entry = find_and_check(stage, registry, args, diagnostics);
+  diagnostics.raise_if_any();
+  PluginPtr<Plugin> plugin = instantiate(stage, *entry, PluginContext(args, seed, slots, config_directory), diagnostics);
+  diagnostics.raise_if_any();
+  return plugin;
+}
+
 ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistry& registry,
                                     std::uint64_t seed, const std::string& config_directory) {
   Diagnostics diagnostics;
   std::array<const PluginEntry*, 4> entries{};
   std::array<PluginArgs, 4> args;
-  for (std::size_t i = 0; i < 4; ++i) {
-    const StageConfig& stage = config.stages[i];
-    try {
-      entries[i] = stage.library.empty() ? &registry.find(stage.kind, stage.plugin)
-                                         : &registry.open(stage.library, stage.kind);
-    } catch (const PluginLoadError& e) {
-      diagnostics.error(stage.where, e.what());
-      continue;
-    }
-    args[i] = check_arguments(stage, *entries[i]->info, diagnostics);
-  }
+  for (std::size_t i = 0; i < 4; ++i) entries[i] = find_and_check(config.stages[i], registry, args[i], diagnostics);
   diagnostics.raise_if_any();
 
   ComposedScheduler composed;
   composed.slots = std::make_shared<SlotRegistry>();
   std::array<PluginPtr<Plugin>, 4> created;
   for (std::size_t i = 0; i < 4; ++i) {
-    const StageConfig& stage = config.stages[i];
     composed.info[i] = entries[i]->info;
     const PluginContext context(args[i], derive_seed(seed, i + 1), *composed.slots, config_directory);
-    try {
-      created[i] = PluginRegistry::create(*entries[i], context);
-    } catch (const ArgumentError& e) {
-      diagnostics.error(where_of(stage, e.argument()), "argument '" + e.argument() + "' of " +
-                                                           who(*entries[i]->info) + ": " + e.what());
-    } catch (const PluginLoadError& e) {
-      diagnostics.error(stage.where, e.what());
-    }
+    created[i] = instantiate(config.stages[i], *entries[i], context, diagnostics);
   }
   diagnostics.raise_if_any();
   try {
-    composed.admission = downcast<AdmissionPolicy>(std::move(created[0]), *entries[0]);
-    composed.allocation = downcast<AllocationPolicy>(std::move(created[1]), *entries[1]);
-    composed.placement = downcast<PlacementPolicy>(std::move(created[2]), *entries[2]);
-    composed.elasticity = downcast<ElasticityPolicy>(std::move(created[3]), *entries[3]);
+    composed.admission = as_stage<AdmissionPolicy>(std::move(created[0]), config.stages[0]);
+    composed.allocation = as_stage<AllocationPolicy>(std::move(created[1]), config.stages[1]);
+    composed.placement = as_stage<PlacementPolicy>(std::move(created[2]), config.stages[2]);
+    composed.elasticity = as_stage<ElasticityPolicy>(std::move(created[3]), config.stages[3]);
   } catch (const PluginLoadError& e) {
     throw ConfigError("", e.what());
   }

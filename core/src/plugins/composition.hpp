@@ -31,6 +31,29 @@ struct ComposedScheduler {
 // defaults filled in. Problems go to `diagnostics`.
 PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Diagnostics& diagnostics);
 
+// A stage written as one string: a plugin name, optionally followed by its
+// arguments as a TOML inline table ("load_based { factor = 1.4 }"). Throws
+// ConfigError.
+StageConfig parse_stage(PluginKind kind, std::string_view text);
+
+// The plugin as its stage's interface; throws PluginLoadError (wrong_kind)
+// if its class does not implement the stage its info record names.
+template <class Stage>
+PluginPtr<Stage> as_stage(PluginPtr<Plugin> plugin, const StageConfig& stage) {
+  auto* typed = dynamic_cast<Stage*>(plugin.get());
+  if (typed == nullptr)
+    throw PluginLoadError(LoadError::wrong_kind, "plugin '" + stage.plugin + "' declares itself " +
+                                                     std::string(to_string(stage.kind)) +
+                                                     " plugin but its class does not implement that stage");
+  PluginDeleter deleter = plugin.get_deleter();
+  plugin.release();
+  return PluginPtr<Stage>(typed, std::move(deleter));
+}
+
+// Finds, checks and creates one plugin; throws ConfigError located at the stage.
+PluginPtr<Plugin> create_plugin(const StageConfig& stage, PluginRegistry& registry, std::uint64_t seed,
+                                SlotRegistry& slots, const std::string& config_directory);
+
 // Finds, checks and creates the four plugins; throws ConfigError with every
 // problem, located in the config file.
 // `config_directory` is what relative paths in plugin arguments are relative to.

@@ -15,8 +15,32 @@ std::string job_name(JobId id) { return "job " + std::to_string(id); }
 Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
                      std::shared_ptr<const ThroughputModel> model, SchedulerSettings settings,
                      DecisionLog* log)
-    : plugins_(std::move(plugins)), cluster_(std::move(cluster)), model_(std::move(model)),
-      settings_(settings), log_(log) {}
+    : plugins_(std::move(plugins)), admission_(plugins_.admission.get()),
+      admission_name_(plugins_.info[0] ? plugins_.stage_info(PluginKind::admission).name : ""),
+      cluster_(std::move(cluster)), model_(std::move(model)), settings_(settings), log_(log) {}
+
+std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
+  auto copy = std::make_unique<Scheduler>(std::move(plugins), cluster_, model_, settings_, nullptr);
+  copy->all_ = all_;  // done jobs: shared, never written again
+  copy->books_ = books_;
+  copy->running_ = running_;
+  copy->round_ = round_;
+  for (JobState* job : all_) {
+    if (job->done()) continue;
+    JobState& own = copy->storage_.emplace_back(*job);
+    own.slots = SlotStorage{};
+    copy->all_[job->spec.id] = &own;
+  }
+  for (const JobState* job : active_)
+    if (!job->done()) copy->active_.push_back(copy->all_[job->spec.id]);
+  for (const JobState* job : pending_) copy->pending_.push_back(copy->all_[job->spec.id]);
+  return copy;
+}
+
+void Scheduler::use_admission(AdmissionPolicy& policy, std::string name) {
+  admission_ = &policy;
+  admission_name_ = std::move(name);
+}
 
 // ------------------------------------------------------------------ state
 
@@ -141,17 +165,20 @@ std::span<JobState* const> Scheduler::pending() { return pending_; }
 
 SchedulerView Scheduler::view(double now) {
   compact();
-  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, now);
+  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, now, lab_);
 }
 
 void Scheduler::log(double now, JobId job, PluginKind stage, std::string_view code,
                     const Reason& reason, bool by_core) {
-  log_->record(now, job, stage, by_core ? "core" : plugins_.stage_info(stage).name, code, reason);
+  const std::string_view plugin = by_core                           ? std::string_view("core")
+                                  : stage == PluginKind::admission ? std::string_view(admission_name_)
+                                                                   : std::string_view(plugins_.stage_info(stage).name);
+  log_->record(now, job, stage, plugin, code, reason);
 }
 
 void Scheduler::broken(PluginKind stage, const std::string& what) const {
-  throw PluginContractError(std::string(to_string(stage)) + " plugin '" +
-                            plugins_.stage_info(stage).name + "' broke its contract: " + what);
+  const std::string plugin = stage == PluginKind::admission ? admission_name_ : plugins_.stage_info(stage).name;
+  throw PluginContractError(std::string(to_string(stage)) + " plugin '" + plugin + "' broke its contract: " + what);
 }
 
 // ------------------------------------------------------------------ round
@@ -173,7 +200,7 @@ RoundOutcome Scheduler::run_round(double now) {
 }
 
 void Scheduler::admit(const SchedulerView& v, RoundOutcome& outcome) {
-  const std::vector<AdmissionDecision> decisions = plugins_.admission->admit(v);
+  const std::vector<AdmissionDecision> decisions = admission_->admit(v);
   for (const AdmissionDecision& d : decisions) {
     if (d.job >= all_.size() || all_[d.job]->status != JobStatus::pending)
       broken(PluginKind::admission, "decided on " + job_name(d.job) + ", which is not pending");

@@ -21,6 +21,7 @@
 #include "scheduler/decision_log.hpp"
 #include "tessel/cluster.hpp"
 #include "tessel/job.hpp"
+#include "tessel/lab.hpp"
 #include "tessel/throughput.hpp"
 #include "tessel/view.hpp"
 
@@ -58,6 +59,19 @@ class Scheduler {
   Scheduler(ComposedScheduler plugins, ClusterState cluster,
             std::shared_ptr<const ThroughputModel> model, SchedulerSettings settings,
             DecisionLog* log = nullptr);
+
+  // A copy of this scheduler's state run by other plugins, for what-if
+  // simulation. Jobs that are done are shared with this scheduler, not
+  // copied, so the fork must not outlive it; the others are copied without
+  // their plugin slots (new plugins start afresh). It records no decisions
+  // and offers no lab.
+  std::unique_ptr<Scheduler> fork(ComposedScheduler plugins) const;
+
+  // The lab plugins reach through their view (lab.hpp); null by default.
+  void set_lab(PolicyLab* lab) { lab_ = lab; }
+  // From the next round on, `policy` decides admission (owned by the caller,
+  // who keeps it alive); `name` labels its decisions.
+  void use_admission(AdmissionPolicy& policy, std::string name);
 
   // A job arrives. The core gives it the next id and rejects it at once if it
   // asks for more GPUs than the whole cluster has.
@@ -150,10 +164,13 @@ class Scheduler {
   [[noreturn]] void broken(PluginKind stage, const std::string& what) const;
 
   ComposedScheduler plugins_;
+  AdmissionPolicy* admission_;  // plugins_.admission unless use_admission() changed it
+  std::string admission_name_;
   ClusterState cluster_;
   std::shared_ptr<const ThroughputModel> model_;
   SchedulerSettings settings_;
   DecisionLog* log_;
+  PolicyLab* lab_ = nullptr;
 
   std::deque<JobState> storage_;  // stable addresses
   std::vector<JobState*> all_;    // by id
