@@ -62,6 +62,33 @@ TEST_CASE("a sweep expands to the cross product, seeds varying fastest") {
   CHECK(without_sweep(doc).find("[cluster]") != std::string::npos);
 }
 
+TEST_CASE("--set narrows a sweep: its axes are quoted keys") {
+  const TomlDocument doc = TomlDocument::parse(
+      kSweep, "s.toml",
+      {"sweep.seeds=[7]", "sweep.\"workload.jobs_per_hour\"=[3]", "sweep.'scheduler.allocation.backfill'=[true]"});
+  const auto points = expand_sweep(doc);
+  REQUIRE(points.size() == 1);
+  CHECK(points[0].axes == R"({"workload.jobs_per_hour":3,"scheduler.allocation.backfill":true,"seed":7})");
+
+  // An axis may hold tables, as when it sweeps a whole stage.
+  const auto stages = expand_sweep(TomlDocument::parse(
+      kSweep, "s.toml", {"sweep.seeds=[1]", "sweep.\"workload.jobs_per_hour\"=[2]",
+                         "sweep.\"scheduler.allocation.backfill\"=[false]",
+                         "sweep.\"scheduler.admission\"=[{ plugin = \"accept_all\" }, "
+                         "{ plugin = \"load_based\", factor = 1.2 }]"}));
+  REQUIRE(stages.size() == 2);
+  // An axis that only --set names comes first.
+  CHECK(stages[1].overrides.front() == "scheduler.admission={ factor = 1.2, plugin = 'load_based' }");
+
+  try {
+    TomlDocument::parse(kSweep, "s.toml", {"sweep.\"workload.jobs=[1]"});
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics()[0].str() == "--set sweep.\"workload.jobs=[1]: unclosed quote in the key");
+  }
+}
+
 TEST_CASE("malformed sweeps are located") {
   try {
     expand_sweep(TomlDocument::parse("[sweep]\nseeds = 3\njobs_per_hour = [1]\n", "s.toml"));

@@ -95,6 +95,11 @@ std::string TomlDocument::where(const toml::node& node) const {
   return location(node.source(), name_);
 }
 
+toml::source_position TomlDocument::written_at(const toml::node& node) const {
+  if (auto it = replaced_position_.find(&node); it != replaced_position_.end()) return it->second;
+  return node.source().begin;
+}
+
 std::string TomlDocument::text() const {
   std::ostringstream out;
   out << root_;
@@ -110,9 +115,30 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides) {
       diagnostics.error(origin, "expected key=value, e.g. --set workload.seed=7");
       continue;
     }
-    std::vector<std::string> path;
-    std::istringstream keys(override_text.substr(0, equals));
-    for (std::string part; std::getline(keys, part, '.');) path.push_back(part);
+    // Dotted key segments; a quoted segment ("..." or '...') may hold dots,
+    // as the [sweep] axes do: sweep."workload.jobs_per_hour"=[2, 4].
+    std::vector<std::string> path(1);
+    bool unclosed = false;
+    for (std::size_t i = 0; i < equals; ++i) {
+      const char c = override_text[i];
+      if (c == '.') {
+        path.emplace_back();
+      } else if (c == '"' || c == '\'') {
+        const auto close = override_text.find(c, i + 1);
+        if (close == std::string::npos || close >= equals) {
+          unclosed = true;
+          break;
+        }
+        path.back() += override_text.substr(i + 1, close - i - 1);
+        i = close;
+      } else {
+        path.back() += c;
+      }
+    }
+    if (unclosed) {
+      diagnostics.error(origin, "unclosed quote in the key");
+      continue;
+    }
     const std::string value_text = override_text.substr(equals + 1);
 
     toml::table parsed;
@@ -143,10 +169,13 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides) {
       if (ok) diagnostics.error(origin, "empty key segment");
       continue;
     }
+    std::optional<toml::source_position> replaced;
+    if (const toml::node* previous = table->get(path.back())) replaced = written_at(*previous);
     parsed.get("v")->visit([&](auto&& value) {
       table->insert_or_assign(path.back(), std::move(value));
     });
     override_origin_[table->get(path.back())] = origin;
+    if (replaced) replaced_position_[table->get(path.back())] = *replaced;
     // Nested nodes of an overriding table or array are located at the override too.
     if (auto* nested = table->get(path.back()); nested->is_array() || nested->is_table()) {
       auto mark = [&](auto& self, toml::node& n) -> void {

@@ -37,6 +37,9 @@ class TomlDocument {
   std::filesystem::path base_directory() const;
 
   std::string where(const toml::node& node) const;
+  // Where the node was written in the file; for a value that --set replaced,
+  // where the value it replaced was (so that [sweep] axes keep their order).
+  toml::source_position written_at(const toml::node& node) const;
   // The effective document (overrides applied), as TOML text.
   std::string text() const;
 
@@ -46,6 +49,7 @@ class TomlDocument {
   toml::table root_;
   std::string name_;
   std::map<const toml::node*, std::string> override_origin_;
+  std::map<const toml::node*, toml::source_position> replaced_position_;
 };
 
 std::string_view type_name(const toml::node& node);
