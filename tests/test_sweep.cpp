@@ -105,8 +105,32 @@ TEST_CASE("malformed sweeps are located") {
   dir.write("bad.toml", bad);
   const auto result = run_tessel({"run", "bad.toml"}, dir.path());
   CHECK(result.code == 2);
-  CHECK(result.err == "--set cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
+  CHECK(result.err == "[sweep] cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
   CHECK_FALSE(fs::exists(dir.path() / "sweep.db"));  // nothing ran
+}
+
+TEST_CASE("paths in [sweep] values are relative to the config file, like the rest of it") {
+  TempDir dir;
+  fs::create_directories(dir.path() / "exp");
+  dir.write("exp/a.csv", "arrival,gpus,duration\n0,1,600\n");
+  dir.write("exp/b.csv", "arrival,gpus,duration\n0,1,600\n0,2,600\n");
+  dir.write("exp/s.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "csv"
+path = "a.csv"
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+[output]
+database = "paths.db"
+[sweep]
+"workload.path" = ["a.csv", "b.csv"]
+)");
+  const auto result = run_tessel({"run", "exp/s.toml", "-q"}, dir.path());  // run from the parent directory
+  REQUIRE_MESSAGE(result.code == 0, result.err);
+  CHECK(count(dir.path() / "paths.db", "SELECT count(*) FROM jobs") == 3);
 }
 
 TEST_CASE("every point is stored as a run labelled by its axes, and --resume skips complete ones") {

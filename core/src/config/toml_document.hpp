@@ -24,12 +24,18 @@ namespace tessel {
 class TomlDocument {
  public:
   // Parses `path` and applies `overrides` ("a.b.c=value"; the value is read
-  // as TOML, or as a bare string if it is not valid TOML). Throws ConfigError.
+  // as TOML, or as a bare string if it is not valid TOML), then
+  // `sweep_overrides`, one point of the file's [sweep]: those count as
+  // written in the file, so relative paths among them resolve against its
+  // directory, and problems name "[sweep]" rather than "--set".
+  // Throws ConfigError.
   static TomlDocument load(const std::filesystem::path& path,
-                           const std::vector<std::string>& overrides = {});
+                           const std::vector<std::string>& overrides = {},
+                           const std::vector<std::string>& sweep_overrides = {});
   // Same, from text already in memory; `name` stands in for the file name.
   static TomlDocument parse(std::string_view text, std::string name,
-                            const std::vector<std::string>& overrides = {});
+                            const std::vector<std::string>& overrides = {},
+                            const std::vector<std::string>& sweep_overrides = {});
 
   const toml::table& root() const { return root_; }
   const std::string& name() const { return name_; }
@@ -44,7 +50,7 @@ class TomlDocument {
   std::string text() const;
 
  private:
-  void apply_overrides(const std::vector<std::string>& overrides);
+  void apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix);
 
   toml::table root_;
   std::string name_;
