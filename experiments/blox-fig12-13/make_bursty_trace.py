@@ -55,7 +55,7 @@ def burst_jobs(rng, jobs_per_hour, every, length, horizon):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs-per-hour", type=float, default=8, help="base arrival rate (default 8)")
-    parser.add_argument("--jobs", type=int, default=5000, help="jobs in the file (default 5000)")
+    parser.add_argument("--jobs", type=int, default=10000, help="jobs in the file (default 10000)")
     parser.add_argument("--burst-every-hours", type=float, default=4)
     parser.add_argument("--burst-hours", type=float, default=2)
     parser.add_argument("--burst-factor", type=float, default=4, help="burst rate / base rate (default 4)")
