@@ -193,6 +193,32 @@ TEST_CASE("gavel-table keeps the space-sharing pairs of equal GPU counts") {
   CHECK(gavel.colocated_rates(job("Alpha"), job("Gamma"), shape(1, "v100")) == std::nullopt);
 }
 
+TEST_CASE("amdahl: sub-linear speedup by Amdahl's law") {
+  TempDir dir;
+  SUBCASE("serial fraction 0.25: n / (1 + 0.25 (n - 1))") {
+    const auto model = model_from(dir, R"({ name = "amdahl", serial_fraction = 0.25 })");
+    CHECK(model->name() == "amdahl");
+    CHECK(model->profiles().empty());
+    CHECK(model->rate(job(""), shape(1, "v100")) == 1);
+    CHECK(model->rate(job(""), shape(2, "v100")) == doctest::Approx(1.6));        // 2 / 1.25
+    CHECK(model->rate(job(""), shape(4, "v100")) == doctest::Approx(16.0 / 7));   // 4 / 1.75
+    CHECK(model->rate(job(""), shape(4, "k80", 2)) == doctest::Approx(16.0 / 7)); // placement-blind
+    Shape half = shape(2, "v100");
+    half.gpu_milli = 500;
+    CHECK(model->rate(job(""), half) == doctest::Approx(0.8));  // half of each of 2 GPUs
+  }
+  SUBCASE("the default fraction is 0.1; 0 is linear") {
+    CHECK(model_from(dir, R"("amdahl")")->rate(job(""), shape(8, "v100")) == doctest::Approx(8 / 1.7));
+    CHECK(model_from(dir, R"({ name = "amdahl", serial_fraction = 0 })")->rate(job(""), shape(8, "v100")) == 8);
+  }
+  SUBCASE("a fraction outside [0, 1) is refused") {
+    CHECK(problems(dir, R"({ name = "amdahl", serial_fraction = 1 })") ==
+          "model.toml:2:46: 'serial_fraction' in [workload.model] must be in [0, 1), got 1");
+    CHECK(problems(dir, R"({ name = "amdahl", serial = 0.1 })") ==
+          "model.toml:2:28: unknown key 'serial' in [workload.model] (valid: name, serial_fraction)");
+  }
+}
+
 TEST_CASE("placement-penalty slows spread jobs by node and rack, per profile") {
   TempDir dir;
   const Shape one_node = shape(4, "v100"), two_nodes = shape(4, "v100", 2), two_racks = shape(4, "v100", 2, 2);

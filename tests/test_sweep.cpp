@@ -62,6 +62,33 @@ TEST_CASE("a sweep expands to the cross product, seeds varying fastest") {
   CHECK(without_sweep(doc).find("[cluster]") != std::string::npos);
 }
 
+TEST_CASE("--set narrows a sweep: its axes are quoted keys") {
+  const TomlDocument doc = TomlDocument::parse(
+      kSweep, "s.toml",
+      {"sweep.seeds=[7]", "sweep.\"workload.jobs_per_hour\"=[3]", "sweep.'scheduler.allocation.backfill'=[true]"});
+  const auto points = expand_sweep(doc);
+  REQUIRE(points.size() == 1);
+  CHECK(points[0].axes == R"({"workload.jobs_per_hour":3,"scheduler.allocation.backfill":true,"seed":7})");
+
+  // An axis may hold tables, as when it sweeps a whole stage.
+  const auto stages = expand_sweep(TomlDocument::parse(
+      kSweep, "s.toml", {"sweep.seeds=[1]", "sweep.\"workload.jobs_per_hour\"=[2]",
+                         "sweep.\"scheduler.allocation.backfill\"=[false]",
+                         "sweep.\"scheduler.admission\"=[{ plugin = \"accept_all\" }, "
+                         "{ plugin = \"load_based\", factor = 1.2 }]"}));
+  REQUIRE(stages.size() == 2);
+  // An axis that only --set names comes first.
+  CHECK(stages[1].overrides.front() == "scheduler.admission={ factor = 1.2, plugin = 'load_based' }");
+
+  try {
+    TomlDocument::parse(kSweep, "s.toml", {"sweep.\"workload.jobs=[1]"});
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics()[0].str() == "--set sweep.\"workload.jobs=[1]: unclosed quote in the key");
+  }
+}
+
 TEST_CASE("malformed sweeps are located") {
   try {
     expand_sweep(TomlDocument::parse("[sweep]\nseeds = 3\njobs_per_hour = [1]\n", "s.toml"));
@@ -78,8 +105,32 @@ TEST_CASE("malformed sweeps are located") {
   dir.write("bad.toml", bad);
   const auto result = run_tessel({"run", "bad.toml"}, dir.path());
   CHECK(result.code == 2);
-  CHECK(result.err == "--set cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
+  CHECK(result.err == "[sweep] cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
   CHECK_FALSE(fs::exists(dir.path() / "sweep.db"));  // nothing ran
+}
+
+TEST_CASE("paths in [sweep] values are relative to the config file, like the rest of it") {
+  TempDir dir;
+  fs::create_directories(dir.path() / "exp");
+  dir.write("exp/a.csv", "arrival,gpus,duration\n0,1,600\n");
+  dir.write("exp/b.csv", "arrival,gpus,duration\n0,1,600\n0,2,600\n");
+  dir.write("exp/s.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "csv"
+path = "a.csv"
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+[output]
+database = "paths.db"
+[sweep]
+"workload.path" = ["a.csv", "b.csv"]
+)");
+  const auto result = run_tessel({"run", "exp/s.toml", "-q"}, dir.path());  // run from the parent directory
+  REQUIRE_MESSAGE(result.code == 0, result.err);
+  CHECK(count(dir.path() / "paths.db", "SELECT count(*) FROM jobs") == 3);
 }
 
 TEST_CASE("every point is stored as a run labelled by its axes, and --resume skips complete ones") {

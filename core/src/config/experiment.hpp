@@ -82,6 +82,7 @@ struct ExperimentConfig {
 // Throws ConfigError listing every problem.
 ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document);
 ExperimentConfig load_experiment(const std::filesystem::path& path,
-                                 const std::vector<std::string>& overrides = {});
+                                 const std::vector<std::string>& overrides = {},
+                                 const std::vector<std::string>& sweep_overrides = {});
 
 }  // namespace tessel

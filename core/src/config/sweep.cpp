@@ -42,9 +42,9 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
   // toml++ keeps keys sorted; the axes follow the order they are written in.
   std::vector<std::pair<std::string, const toml::node*>> entries;
   for (auto&& [key, value] : *sweep) entries.emplace_back(std::string(key.str()), &value);
-  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
-    const auto& x = a.second->source().begin;
-    const auto& y = b.second->source().begin;
+  std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
+    const toml::source_position x = document.written_at(*a.second);
+    const toml::source_position y = document.written_at(*b.second);
     return x.line != y.line ? x.line < y.line : x.column < y.column;
   });
 

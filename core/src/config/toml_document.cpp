@@ -62,7 +62,8 @@ std::string_view type_name(const toml::node& node) {
 }
 
 TomlDocument TomlDocument::load(const std::filesystem::path& path,
-                                const std::vector<std::string>& overrides) {
+                                const std::vector<std::string>& overrides,
+                                const std::vector<std::string>& sweep_overrides) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;
@@ -70,11 +71,12 @@ TomlDocument TomlDocument::load(const std::filesystem::path& path,
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse(text.str(), path.string(), overrides);
+  return parse(text.str(), path.string(), overrides, sweep_overrides);
 }
 
 TomlDocument TomlDocument::parse(std::string_view text, std::string name,
-                                 const std::vector<std::string>& overrides) {
+                                 const std::vector<std::string>& overrides,
+                                 const std::vector<std::string>& sweep_overrides) {
   TomlDocument document;
   document.name_ = std::move(name);
   try {
@@ -82,7 +84,8 @@ TomlDocument TomlDocument::parse(std::string_view text, std::string name,
   } catch (const toml::parse_error& e) {
     throw ConfigError(location(e.source(), document.name_), std::string(e.description()));
   }
-  document.apply_overrides(overrides);
+  document.apply_overrides(overrides, "--set ");
+  document.apply_overrides(sweep_overrides, "[sweep] ");
   return document;
 }
 
@@ -95,24 +98,50 @@ std::string TomlDocument::where(const toml::node& node) const {
   return location(node.source(), name_);
 }
 
+toml::source_position TomlDocument::written_at(const toml::node& node) const {
+  if (auto it = replaced_position_.find(&node); it != replaced_position_.end()) return it->second;
+  return node.source().begin;
+}
+
 std::string TomlDocument::text() const {
   std::ostringstream out;
   out << root_;
   return out.str();
 }
 
-void TomlDocument::apply_overrides(const std::vector<std::string>& overrides) {
+void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix) {
   Diagnostics diagnostics;
   for (const std::string& override_text : overrides) {
-    const std::string origin = "--set " + override_text;
+    const std::string origin = origin_prefix + override_text;
     const auto equals = override_text.find('=');
     if (equals == std::string::npos || equals == 0) {
       diagnostics.error(origin, "expected key=value, e.g. --set workload.seed=7");
       continue;
     }
-    std::vector<std::string> path;
-    std::istringstream keys(override_text.substr(0, equals));
-    for (std::string part; std::getline(keys, part, '.');) path.push_back(part);
+    // Dotted key segments; a quoted segment ("..." or '...') may hold dots,
+    // as the [sweep] axes do: sweep."workload.jobs_per_hour"=[2, 4].
+    std::vector<std::string> path(1);
+    bool unclosed = false;
+    for (std::size_t i = 0; i < equals; ++i) {
+      const char c = override_text[i];
+      if (c == '.') {
+        path.emplace_back();
+      } else if (c == '"' || c == '\'') {
+        const auto close = override_text.find(c, i + 1);
+        if (close == std::string::npos || close >= equals) {
+          unclosed = true;
+          break;
+        }
+        path.back() += override_text.substr(i + 1, close - i - 1);
+        i = close;
+      } else {
+        path.back() += c;
+      }
+    }
+    if (unclosed) {
+      diagnostics.error(origin, "unclosed quote in the key");
+      continue;
+    }
     const std::string value_text = override_text.substr(equals + 1);
 
     toml::table parsed;
@@ -143,10 +172,13 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides) {
       if (ok) diagnostics.error(origin, "empty key segment");
       continue;
     }
+    std::optional<toml::source_position> replaced;
+    if (const toml::node* previous = table->get(path.back())) replaced = written_at(*previous);
     parsed.get("v")->visit([&](auto&& value) {
       table->insert_or_assign(path.back(), std::move(value));
     });
     override_origin_[table->get(path.back())] = origin;
+    if (replaced) replaced_position_[table->get(path.back())] = *replaced;
     // Nested nodes of an overriding table or array are located at the override too.
     if (auto* nested = table->get(path.back()); nested->is_array() || nested->is_table()) {
       auto mark = [&](auto& self, toml::node& n) -> void {

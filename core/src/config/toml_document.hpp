@@ -24,12 +24,18 @@ namespace tessel {
 class TomlDocument {
  public:
   // Parses `path` and applies `overrides` ("a.b.c=value"; the value is read
-  // as TOML, or as a bare string if it is not valid TOML). Throws ConfigError.
+  // as TOML, or as a bare string if it is not valid TOML), then
+  // `sweep_overrides`, one point of the file's [sweep]: those count as
+  // written in the file, so relative paths among them resolve against its
+  // directory, and problems name "[sweep]" rather than "--set".
+  // Throws ConfigError.
   static TomlDocument load(const std::filesystem::path& path,
-                           const std::vector<std::string>& overrides = {});
+                           const std::vector<std::string>& overrides = {},
+                           const std::vector<std::string>& sweep_overrides = {});
   // Same, from text already in memory; `name` stands in for the file name.
   static TomlDocument parse(std::string_view text, std::string name,
-                            const std::vector<std::string>& overrides = {});
+                            const std::vector<std::string>& overrides = {},
+                            const std::vector<std::string>& sweep_overrides = {});
 
   const toml::table& root() const { return root_; }
   const std::string& name() const { return name_; }
@@ -37,15 +43,19 @@ class TomlDocument {
   std::filesystem::path base_directory() const;
 
   std::string where(const toml::node& node) const;
+  // Where the node was written in the file; for a value that --set replaced,
+  // where the value it replaced was (so that [sweep] axes keep their order).
+  toml::source_position written_at(const toml::node& node) const;
   // The effective document (overrides applied), as TOML text.
   std::string text() const;
 
  private:
-  void apply_overrides(const std::vector<std::string>& overrides);
+  void apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix);
 
   toml::table root_;
   std::string name_;
   std::map<const toml::node*, std::string> override_origin_;
+  std::map<const toml::node*, toml::source_position> replaced_position_;
 };
 
 std::string_view type_name(const toml::node& node);

@@ -6,6 +6,7 @@
 namespace tessel {
 
 std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const TomlDocument&);
+std::unique_ptr<ThroughputModel> parse_amdahl_model(TableReader&, const TomlDocument&);
 std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader&, const TomlDocument&);
 std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader&, const TomlDocument&);
 std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader&, const TomlDocument&);
@@ -14,6 +15,7 @@ std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader&, c
 std::span<const ModelKind> throughput_models() {
   static const ModelKind kinds[] = {
       {"linear", parse_linear_model, "GPU-seconds of work, linear speedup, placement-blind"},
+      {"amdahl", parse_amdahl_model, "GPU-seconds of work, sub-linear speedup by Amdahl's law, placement-blind"},
       {"gavel-table", parse_gavel_table_model, "steps at Gavel's measured throughputs, by GPU type and count"},
       {"placement-penalty", parse_placement_penalty_model, "a base model, slowed down for jobs spread over nodes or racks"},
       {"pollux-apps", parse_pollux_apps_model,
