@@ -93,6 +93,16 @@ class LinearProgram {
     glp_set_col_bnds(problem_.get(), column + 1, bounds.kind, bounds.lower, bounds.upper);
   }
 
+  // A crash start: `column` enters the basis in place of `row`'s slack, so
+  // that the first solve starts with the row tight (at its lower bound) and
+  // the column at the value that makes it so. Call before the first solve.
+  void start_with_basic(int column, int row) {
+    check(column, columns(), "column");
+    check(row, rows(), "row");
+    glp_set_col_stat(problem_.get(), column + 1, GLP_BS);
+    glp_set_row_stat(problem_.get(), row + 1, GLP_NL);
+  }
+
   Outcome solve() {
     const int previous_output = glp_term_out(GLP_OFF);
     load_matrix();
