@@ -36,11 +36,11 @@
 // row per job, thr_j(X) >= its target. So each policy searches over its
 // level, re-solving the same LP with new row bounds from the last basis:
 // - z by bisection between 0 and the least of the jobs' fastest types, to
-//   a relative 1e-6. Gavel's LP makes z a variable instead; with z in every
+//   a relative 1e-9. Gavel's LP makes z a variable instead; with z in every
 //   job's row, GLPK takes about three times as long on 1,000 jobs.
 // - rho by bisection between max_j t_j / D_j (D_j its denominator), which
 //   nothing reaches, and the level of the isolated shares, to a relative
-//   1e-6. Gavel gives this convex program to cvxpy.
+//   1e-9. Gavel gives this convex program to cvxpy.
 // - T exactly as Gavel searches it: bisection over [100 s, 10^6 s] until
 //   the bracket is within 5%, widened tenfold while nothing in it is
 //   feasible; the X found at the last feasible T is used.
@@ -61,8 +61,8 @@
 // - No space sharing (Gavel's `_packing` variants): one job per GPU.
 // - Gavel's simulator solves again at most once per 1920 s; here every
 //   change of the job set or of the GPUs up solves again.
-// - Types are walked in the cluster's order of GPU types (list the fastest
-//   first); Gavel hard-codes v100, p100, k80.
+// - Types are walked fastest first, as Gavel's hard-coded v100, p100, k80
+//   are: by the jobs' mean throughput on a type relative to their fastest.
 // - A job that is not picked is not stopped outright: like any job left
 //   out of a plan, it keeps its GPUs until a picked job needs them.
 // - A job needing more GPUs than any type has up waits, with the reason.
@@ -174,15 +174,16 @@ class TargetProgram {
     return program_.solve() == lp::Outcome::optimal;
   }
 
-  // X of the last solve that reached its targets. The simplex leaves
-  // rounding noise (0.25000000000000006); shares are rounded to 1e-9 so
-  // that equal shares rank as ties in the rounds.
+  // X of the last solve that reached its targets. The searches stop a hair
+  // short of the optimum and the simplex leaves rounding noise
+  // (0.25000000000000006); shares are rounded to 1e-6 so that equal shares
+  // rank as ties in the rounds.
   Shares shares() const {
     Shares x(column_.size(), std::vector<double>(column_.empty() ? 0 : column_[0].size(), 0.0));
     for (std::size_t j = 0; j < column_.size(); ++j)
       for (std::size_t t = 0; t < column_[j].size(); ++t)
         if (column_[j][t] >= 0)
-          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e9) / 1e9, 0.0, 1.0);
+          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e6) / 1e6, 0.0, 1.0);
     return x;
   }
 
@@ -308,6 +309,19 @@ class Gavel final : public tessel::AllocationPolicy {
       jobs.push_back(std::move(planned));
     }
 
+    // Gavel walks its types fastest first (v100, p100, k80); here the types
+    // are sorted by the jobs' mean throughput there relative to their
+    // fastest type.
+    std::vector<double> speed(types, 0.0);
+    for (const Planned& job : jobs) {
+      const double fastest = *std::max_element(job.rate.begin(), job.rate.end());
+      for (std::size_t t = 0; t < types; ++t) speed[t] += job.rate[t] / fastest;
+    }
+    type_order_.resize(types);
+    for (std::size_t t = 0; t < types; ++t) type_order_[t] = t;
+    std::stable_sort(type_order_.begin(), type_order_.end(),
+                     [&](std::size_t a, std::size_t b) { return speed[a] > speed[b]; });
+
     Shares x;
     if (!jobs.empty()) {
       switch (policy_) {
@@ -343,7 +357,7 @@ class Gavel final : public tessel::AllocationPolicy {
   // Gavel's LP maximises z subject to every job's normalised throughput
   // being at least z. With z a variable in every job's row, GLPK's simplex
   // takes about three times as long on 1,000 jobs as this search over z,
-  // which reaches the same optimum to a relative 1e-6.
+  // which reaches the same optimum to a relative 1e-9.
   Shares max_min_fairness(const std::vector<Planned>& jobs, const std::vector<int>& capacity) {
     double total = 0;
     for (int gpus : capacity) total += gpus;
@@ -363,7 +377,7 @@ class Gavel final : public tessel::AllocationPolicy {
     TargetProgram program("gavel max_min_fairness", jobs, capacity, unit);
     auto level = [&](double z) { return std::vector<double>(jobs.size(), z); };
     double z = 0;  // giving nothing reaches it
-    const Shares x = bisect(program, z, ceiling, 1e-6, level);
+    const Shares x = bisect(program, z, ceiling, 1e-9, level);
     if (x.empty()) throw lp::SolverError("gavel max_min_fairness: no allocation found, even giving nothing");
     summary_ = "; every job gets at least " + decimal(z) +
                " times its equal-share throughput, weighted by GPUs and priority)";
@@ -406,7 +420,7 @@ class Gavel final : public tessel::AllocationPolicy {
     Shares x;
     if (reachable > unreachable) {
       TargetProgram program("gavel finish_time_fairness", jobs, capacity, unit);
-      x = bisect(program, reachable, unreachable, 1e-6, targets);
+      x = bisect(program, reachable, unreachable, 1e-9, targets);
     }
     if (x.empty()) x = isolated;  // as Gavel falls back when its solver finds nothing
     summary_ = "; no job finishes later than " + decimal(reachable) + " times its time on an isolated share)";
@@ -479,7 +493,7 @@ class Gavel final : public tessel::AllocationPolicy {
     result.ranked.reserve(view.active().size());
     std::vector<char> picked(plannable.size(), 0);
     std::vector<int> left = capacity;
-    for (std::size_t t = 0; t < types; ++t) {
+    for (std::size_t t : type_order_) {
       for (const Entry& entry : ranking[t]) {
         if (left[t] == 0) break;
         const tessel::JobState& job = *plannable[entry.job];
@@ -519,6 +533,7 @@ class Gavel final : public tessel::AllocationPolicy {
   double last_solve_ = 0;
   std::vector<tessel::JobId> solved_jobs_;
   std::vector<int> solved_capacity_;
+  std::vector<std::size_t> type_order_;  // fastest first
   bool called_ = false;
   double last_call_ = 0;
 };
