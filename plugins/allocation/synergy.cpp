@@ -73,6 +73,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -190,25 +191,27 @@ class Synergy final : public tessel::AllocationPolicy {
       total_cpus_ += node.spec.cpus;
       total_mem_gb_ += node.spec.mem_gb;
     }
+    if (rooms_.empty()) share_ = {};
 
     std::vector<const tessel::JobState*> ordered(view.active().begin(), view.active().end());
     order_jobs(view, ordered);
 
     // The round: jobs whose GPUs fit in what is not yet promised.
     round_.clear();
-    std::vector<const tessel::JobState*> left_out;
+    std::vector<std::pair<const tessel::JobState*, int>> left_out;  // with the GPUs left when it was its turn
     int free_gpus = total_gpus;
     for (const tessel::JobState* job : ordered) {
       if (job->spec.gpus <= free_gpus) {
         free_gpus -= job->spec.gpus;
         round_.push_back({job, job->spec.gpus, share_, {}, false, {}});
       } else {
-        left_out.push_back(job);
+        left_out.push_back({job, free_gpus});
       }
     }
     if (mode_ == Mode::tune && order_ == Order::las)
       std::stable_sort(round_.begin(), round_.end(), [](const RoundJob& a, const RoundJob& b) { return a.gpus > b.gpus; });
 
+    caps_.clear();
     for (RoundJob& member : round_) profile(view, member);
     switch (mode_) {
       case Mode::proportional:
@@ -236,10 +239,10 @@ class Synergy final : public tessel::AllocationPolicy {
       tessel::Resources resources{gpus, spec.gpu_milli, member.demand.cpus * gpus, member.demand.mem_gb * gpus};
       plan.ranked.push_back({spec.id, resources, member.reason});
     }
-    for (const tessel::JobState* job : left_out)
+    for (auto [job, left] : left_out)
       plan.ranked.push_back({job->spec.id, tessel::Resources{0, job->spec.gpu_milli, 0, 0},
-                             tessel::Reason("needs {} GPUs; jobs ahead of it in this round's order took all but {}",
-                                            job->spec.gpus, free_gpus)});
+                             tessel::Reason("needs {} GPUs; jobs ahead of it in this round's order left {}",
+                                            job->spec.gpus, left)});
     return plan;
   }
 
@@ -272,13 +275,17 @@ class Synergy final : public tessel::AllocationPolicy {
   void profile(const tessel::SchedulerView& view, const RoundJob& member) {
     const tessel::JobState& job = *member.job;
     Profile& found = profile_(job.slots);
-    // One node's CPUs and memory bound what a job can be given per GPU.
-    PerGpu cap;
-    for (const NodeRoom& room : rooms_) {
-      const tessel::Node& node = view.cluster().node(room.id);
-      const double gpus_there = std::min(member.gpus, node.spec.gpus);
-      cap.cpus = std::max(cap.cpus, node.spec.cpus / gpus_there);
-      cap.mem_gb = std::max(cap.mem_gb, node.spec.mem_gb / gpus_there);
+    // One node's CPUs and memory bound what a job can be given per GPU
+    // (jobs/workload.py caps a demand to a server).
+    auto [known_cap, fresh] = caps_.try_emplace(member.gpus);
+    PerGpu& cap = known_cap->second;
+    if (fresh) {
+      for (const NodeRoom& room : rooms_) {
+        const tessel::Node& node = view.cluster().node(room.id);
+        const double gpus_there = std::min(member.gpus, node.spec.gpus);
+        cap.cpus = std::max(cap.cpus, node.spec.cpus / gpus_there);
+        cap.mem_gb = std::max(cap.mem_gb, node.spec.mem_gb / gpus_there);
+      }
     }
     if (found.known && found.share == share_ && found.cap == cap) return;
 
@@ -308,7 +315,10 @@ class Synergy final : public tessel::AllocationPolicy {
       if (relative[p] < reaches) continue;
       const bool fewer = !have_best || points[p].cpus < points[best].cpus ||
                          (points[p].cpus == points[best].cpus && points[p].mem_gb < points[best].mem_gb);
-      if (fewer) best = p, have_best = true;
+      if (fewer) {
+        best = p;
+        have_best = true;
+      }
     }
 
     found = Profile{};
@@ -568,6 +578,7 @@ class Synergy final : public tessel::AllocationPolicy {
   std::vector<NodeRoom> rooms_;
   std::vector<std::size_t> room_of_node_;
   std::vector<RoundJob> round_;
+  std::map<int, PerGpu> caps_;  // the per-GPU cap of a job, by its GPU count
 };
 
 }  // namespace
