@@ -85,10 +85,12 @@ const char* kGavelTable = R"json({
 // steps/s and job 1 at 4 - 2a. That segment is every allocation no other
 // beats for both jobs (the K80s are never short), so each policy picks a
 // point on it.
+const char* kTwoJobs = "arrival,gpus,duration,model\n0,1,1500,Alpha\n300,1,1260,Beta\n";
+
 RunResults gavel_run(const TempDir& dir, const std::string& policy, const std::string& placement = "consolidated",
-                     const std::string& groups_first = "v100") {
+                     const std::string& groups_first = "v100", const std::string& trace = kTwoJobs) {
   dir.write("throughputs.json", kGavelTable);
-  dir.write("trace.csv", "arrival,gpus,duration,model\n0,1,1500,Alpha\n300,1,1260,Beta\n");
+  dir.write("trace.csv", trace);
   const std::string v100 = "[[cluster.groups]]\ncount = 1\ngpus_per_node = 1\ngpu_type = \"v100\"\n";
   const std::string k80 = "[[cluster.groups]]\ncount = 1\ngpus_per_node = 3\ngpu_type = \"k80\"\n";
   return simulate(dir, (groups_first == "v100" ? v100 + k80 : k80 + v100) + R"(
@@ -174,10 +176,25 @@ TEST_CASE("gavel's grants pin the GPU type, and first_fit and consolidated honou
   for (const char* placement : {"first_fit", "consolidated"}) {
     CAPTURE(placement);
     TempDir dir;
-    const RunResults results = gavel_run(dir, "max_min_fairness", placement, "k80");
-    CHECK(results.jobs[0].first_start == 0);
+    const RunResults results =
+        gavel_run(dir, "max_min_fairness", placement, "k80", "arrival,gpus,duration,model\n0,1,1500,Alpha\n");
+    CHECK(jcts(results)[0] == doctest::Approx(1500));
     CHECK(reason_of(results, 0, 0, PluginKind::allocation).starts_with("runs on v100: "));
   }
+}
+
+TEST_CASE("gavel walks the GPU types fastest first, whatever the cluster's order") {
+  // Job 1 needs 2 GPUs: only the K80s have them. Were the K80s (listed
+  // first) walked first, their spare GPU would go to job 0, whose share is
+  // all on the V100, leaving the V100 idle.
+  TempDir dir;
+  const RunResults results = gavel_run(dir, "max_min_fairness", "consolidated", "k80",
+                                       "arrival,gpus,duration,model\n0,1,1500,Alpha\n0,2,100,Beta\n");
+  const std::string job0 = reason_of(results, 0, 0, PluginKind::allocation);
+  CHECK(job0.starts_with("runs on v100: "));
+  CHECK(time_shares(job0) == std::map<std::string, double>{{"k80", 0}, {"v100", 1}});
+  CHECK(reason_of(results, 1, 0, PluginKind::allocation).starts_with("runs on k80: time share 1 on k80"));
+  CHECK(jcts(results)[0] == doctest::Approx(1500));
 }
 
 TEST_CASE("gavel rounds: each round runs the job furthest below its time share") {

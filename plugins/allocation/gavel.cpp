@@ -62,7 +62,8 @@
 // - Gavel's simulator solves again at most once per 1920 s; here every
 //   change of the job set or of the GPUs up solves again.
 // - Types are walked fastest first, as Gavel's hard-coded v100, p100, k80
-//   are: by the jobs' mean throughput on a type relative to their fastest.
+//   are: by the mean throughput there, relative to their fastest type, of
+//   the jobs that can run there.
 // - A job that is not picked is not stopped outright: like any job left
 //   out of a plan, it keeps its GPUs until a picked job needs them.
 // - A job needing more GPUs than any type has up waits, with the reason.
@@ -309,14 +310,21 @@ class Gavel final : public tessel::AllocationPolicy {
       jobs.push_back(std::move(planned));
     }
 
-    // Gavel walks its types fastest first (v100, p100, k80); here the types
-    // are sorted by the jobs' mean throughput there relative to their
-    // fastest type.
+    // Gavel walks its types fastest first (v100, p100, k80). Walking a slow
+    // type first would hand its spare GPUs to jobs whose share is on a
+    // fast type. Here types are sorted by the mean, over the jobs that can
+    // run there, of their throughput there relative to their fastest type.
     std::vector<double> speed(types, 0.0);
+    std::vector<int> runnable(types, 0);
     for (const Planned& job : jobs) {
       const double fastest = *std::max_element(job.rate.begin(), job.rate.end());
-      for (std::size_t t = 0; t < types; ++t) speed[t] += job.rate[t] / fastest;
+      for (std::size_t t = 0; t < types; ++t) {
+        if (job.rate[t] <= 0) continue;
+        speed[t] += job.rate[t] / fastest;
+        ++runnable[t];
+      }
     }
+    for (std::size_t t = 0; t < types; ++t) speed[t] = runnable[t] > 0 ? speed[t] / runnable[t] : 0;
     type_order_.resize(types);
     for (std::size_t t = 0; t < types; ++t) type_order_[t] = t;
     std::stable_sort(type_order_.begin(), type_order_.end(),
