@@ -276,7 +276,8 @@ namespace {
 // any memory): `cpu` speeds up to 2x at 9 CPUs, `knee` stops at 3,
 // `light` needs one CPU.
 std::string sensitivity_csv() {
-  std::string csv = "model,gpus,best_cpus,best_mem_gb,batch,iter_time_s,speedup_at_best,cpus,mem_gb,relative_throughput\n";
+  std::string csv =
+      "model,gpus,best_cpus,best_mem_gb,batch,iter_time_s,speedup_at_best,cpus,mem_gb,relative_throughput\n";
   const std::vector<double> cpus{1, 2, 3, 6, 9, 12};
   const std::map<std::string, std::vector<double>> profiles{
       {"cpu", {0.5, 0.8, 1.0, 1.5, 2.0, 2.0}}, {"knee", {0.5, 0.8, 1.0, 1.0, 1.0, 1.0}}, {"light", {1, 1, 1, 1, 1, 1}}};
@@ -422,7 +423,8 @@ placement = { plugin = "synergy" }
 [output]
 decisions = true
 )");
-  const std::string rule = ", the node with the fewest free GPUs that has room for all its GPUs with their CPUs and memory";
+  const std::string rule =
+      ", the node with the fewest free GPUs that has room for all its GPUs with their CPUs and memory";
   CHECK(reason_of(results, 0, 0, PluginKind::placement) == "on n0" + rule);
   CHECK(reason_of(results, 1, 0, PluginKind::placement) == "on n1" + rule);
   CHECK(reason_of(results, 2, 0, PluginKind::placement) == "on n2" + rule);
@@ -450,5 +452,6 @@ placement = { plugin = "synergy" }
 decisions = true
 )");
   CHECK(results.jobs[0].status == "queued");
-  CHECK(reason_of(results, 0, 0, PluginKind::placement) == "needs 2 GPUs with 15 CPUs and 5 GB each; 0 such GPUs are free");
+  CHECK(reason_of(results, 0, 0, PluginKind::placement) ==
+        "needs 2 GPUs with 15 CPUs and 5 GB each; 0 such GPUs are free");
 }

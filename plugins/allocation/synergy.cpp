@@ -24,11 +24,12 @@
 //   that fits, else it waits this round.
 // - tune (Synergy-TUNE): its best demand if it fits; else, if the best
 //   demand exceeds the share in CPUs or memory, the share; else (or if the
-//   share does not fit either) jobs already given more than the share give
-//   the excess back, on the nodes Synergy would place the job on (one node
-//   with room for all its GPUs, else the nodes with the fewest free GPUs),
-//   the most CPU-rich per GPU first, each down to the share and never below
-//   it, until the job fits at its demand.
+//   share does not fit either) jobs of the round already given more than
+//   the share give the excess back, on the nodes Synergy would put the job
+//   on (the first node with free GPUs for all of a multi-GPU job, else the
+//   nodes with the fewest free GPUs), jobs on one node first, then the
+//   most CPUs per GPU, then the most memory; each goes down to the share
+//   and never below it, until the job's demand is covered there.
 // - opt (Synergy-OPT, an upper bound): one LP over the round's jobs. y[j][p]
 //   is the weight job j puts on demand point p; maximise
 //   sum_j sum_p rel[j][p] y[j][p] subject to sum_p y[j][p] = 1,
@@ -37,11 +38,13 @@
 //   same for memory; rel[j][p] is the job's rate at p over its rate at the
 //   share. A job gets sum_p y[j][p] p (Synergy's cpu_demand, mem_demand).
 //   Like Synergy's, the LP sees the cluster's totals, not its nodes.
-// Whether a demand fits is decided on a model of the nodes that this plugin
-// fills in the round's order, with the rule of the `synergy` placement
-// plugin: a running job stays on its GPUs if they have room; else the node
-// with the fewest free GPUs that has room for the whole job; else GPU by
-// GPU from the nodes with the fewest free GPUs.
+// Greedy and TUNE decide whether a demand fits on a model of the nodes,
+// empty at the start of each round (Synergy re-places every job every
+// round) and filled in the round's order with the rule of the `synergy`
+// placement plugin: a running job stays on its GPUs if they have room;
+// else the node with the fewest free GPUs that has room for the whole job;
+// else GPU by GPU from the nodes with the fewest free GPUs. The grants go
+// out in that order and carry no GPU type.
 //
 // The best demand comes from the throughput model alone: the rate of the
 // job on its GPUs (packed on as few nodes as possible) is probed at every
@@ -57,6 +60,10 @@
 //
 // Simplifications:
 // - GPU types are ignored, as in Synergy; storage bandwidth is not modelled.
+// - CPUs may be fractional (Synergy rounds a server's share down).
+// - The core keeps running jobs where they are unless their grant changes,
+//   so the real nodes can be more fragmented than the model; a job that
+//   then does not fit waits, or displaces jobs ranked after it.
 // - Synergy's _make_fair_share moves a shrunk peer's CPUs and memory both
 //   to the share, which can raise one of them and overfill a server; here a
 //   peer only gives back what it holds above the share.
@@ -209,7 +216,8 @@ class Synergy final : public tessel::AllocationPolicy {
       }
     }
     if (mode_ == Mode::tune && order_ == Order::las)
-      std::stable_sort(round_.begin(), round_.end(), [](const RoundJob& a, const RoundJob& b) { return a.gpus > b.gpus; });
+      std::stable_sort(round_.begin(), round_.end(),
+                       [](const RoundJob& a, const RoundJob& b) { return a.gpus > b.gpus; });
 
     caps_.clear();
     for (RoundJob& member : round_) profile(view, member);
@@ -365,9 +373,10 @@ class Synergy final : public tessel::AllocationPolicy {
     }
     if (parts.empty()) {
       std::size_t best = kNoRoom;
-      for (std::size_t r = 0; r < rooms_.size(); ++r)
-        if (rooms_[r].room_for(demand) >= member.gpus && (best == kNoRoom || rooms_[r].free_gpus < rooms_[best].free_gpus))
-          best = r;
+      for (std::size_t r = 0; r < rooms_.size(); ++r) {
+        const bool fewer_free = best == kNoRoom || rooms_[r].free_gpus < rooms_[best].free_gpus;
+        if (rooms_[r].room_for(demand) >= member.gpus && fewer_free) best = r;
+      }
       if (best != kNoRoom) parts.push_back({best, member.gpus});
     }
     if (parts.empty()) {
