@@ -16,9 +16,11 @@
 // The rule. Every round all GPUs are handed out afresh. Active jobs are
 // ordered by `order`: fifo (arrival), las (least attained service first)
 // or srtf (least remaining time at the proportional share first), ties by
-// arrival. Walking that order, a job joins the round if its GPUs fit in
-// the GPUs not yet promised (later, smaller jobs may pass a big one). Each
-// job of the round then gets CPUs and memory by `mode`:
+// arrival. Walking that order, a job is tried if its GPUs fit in the GPUs
+// not yet given out (later, smaller jobs may pass a big one); with LAS and
+// OPT the jobs are picked by GPU count first, as Synergy does, so GPUs a
+// picked job cannot use stay idle. A job tried gets CPUs and memory by
+// `mode`:
 // - proportional: the GPU-proportional share, c_p CPUs and m_p GB per GPU.
 // - greedy: its best demand if that fits, else the proportional share if
 //   that fits, else it waits this round.
@@ -203,17 +205,20 @@ class Synergy final : public tessel::AllocationPolicy {
     std::vector<const tessel::JobState*> ordered(view.active().begin(), view.active().end());
     order_jobs(view, ordered);
 
-    // The round: jobs whose GPUs fit in what is not yet promised.
+    // Synergy's LAS and OPT first pick the round's jobs by GPU count; its
+    // FIFO and SRTF walk every job and try each whose GPUs are still free,
+    // so that GPUs a job could not use (greedy) go to later jobs.
+    const bool pick_by_count = order_ == Order::las || mode_ == Mode::opt;
     round_.clear();
-    std::vector<std::pair<const tessel::JobState*, int>> left_out;  // with the GPUs left when it was its turn
-    int free_gpus = total_gpus;
+    std::vector<std::pair<const tessel::JobState*, int>> left_out;  // with the GPUs left at its turn
+    int unpromised = total_gpus;
     for (const tessel::JobState* job : ordered) {
-      if (job->spec.gpus <= free_gpus) {
-        free_gpus -= job->spec.gpus;
-        round_.push_back({job, job->spec.gpus, share_, {}, false, {}});
-      } else {
-        left_out.push_back({job, free_gpus});
+      if (pick_by_count && job->spec.gpus > unpromised) {
+        left_out.push_back({job, unpromised});
+        continue;
       }
+      if (pick_by_count) unpromised -= job->spec.gpus;
+      round_.push_back({job, job->spec.gpus, share_, {}, false, {}});
     }
     if (mode_ == Mode::tune && order_ == Order::las)
       std::stable_sort(round_.begin(), round_.end(),
@@ -221,22 +226,26 @@ class Synergy final : public tessel::AllocationPolicy {
 
     caps_.clear();
     for (RoundJob& member : round_) profile(view, member);
-    switch (mode_) {
-      case Mode::proportional:
-        for (RoundJob& member : round_) {
+    if (mode_ == Mode::opt) {
+      optimise();
+    } else {
+      unpromised = total_gpus;
+      for (std::size_t i = 0; i < round_.size(); ++i) {
+        RoundJob& member = round_[i];
+        if (member.gpus > unpromised) {
+          member.reason = left_out_reason(member.gpus, unpromised);
+          continue;
+        }
+        if (mode_ == Mode::proportional) {
           member.placed = true;
           member.reason = tessel::Reason("proportional share: {} CPUs and {} GB per GPU", share_.cpus, share_.mem_gb);
+        } else if (mode_ == Mode::greedy) {
+          greedy(i);
+        } else {
+          tune(i);
         }
-        break;
-      case Mode::greedy:
-        for (std::size_t i = 0; i < round_.size(); ++i) greedy(i);
-        break;
-      case Mode::tune:
-        for (std::size_t i = 0; i < round_.size(); ++i) tune(i);
-        break;
-      case Mode::opt:
-        optimise();
-        break;
+        if (member.placed) unpromised -= member.gpus;
+      }
     }
 
     tessel::AllocationPlan plan;
@@ -249,8 +258,7 @@ class Synergy final : public tessel::AllocationPolicy {
     }
     for (auto [job, left] : left_out)
       plan.ranked.push_back({job->spec.id, tessel::Resources{0, job->spec.gpu_milli, 0, 0},
-                             tessel::Reason("needs {} GPUs; jobs ahead of it in this round's order left {}",
-                                            job->spec.gpus, left)});
+                             left_out_reason(job->spec.gpus, left)});
     return plan;
   }
 
@@ -354,6 +362,10 @@ class Synergy final : public tessel::AllocationPolicy {
   }
 
   const Profile& profile_of(const RoundJob& member) const { return profile_(member.job->slots); }
+
+  static tessel::Reason left_out_reason(int gpus, int left) {
+    return tessel::Reason("needs {} GPUs; jobs ahead of it in this round's order left {}", gpus, left);
+  }
 
   static bool exceeds(PerGpu demand, PerGpu limit) {
     return demand.cpus > limit.cpus + 1e-9 || demand.mem_gb > limit.mem_gb + 1e-9;
