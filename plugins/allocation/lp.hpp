@@ -3,8 +3,8 @@
 //
 // The class owns its glp_prob, numbers rows and columns from 0, and keeps
 // GLPK quiet: GLPK prints progress to the terminal unless told otherwise,
-// and it aborts the process on invalid input, so every index is checked
-// here before GLPK sees it. A solver failure (singular basis twice, an
+// and it aborts the process on invalid input, so every index and number is
+// checked here before GLPK sees it. A solver failure (singular basis twice, an
 // iteration limit, ...) becomes SolverError naming the program; an
 // infeasible or unbounded program is an answer, not an error.
 //
@@ -16,6 +16,7 @@
 #include <glpk.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -60,6 +61,7 @@ class LinearProgram {
   int columns() const { return glp_get_num_cols(problem_.get()); }
 
   int add_column(Bounds bounds, double objective = 0) {
+    check_finite(objective, "objective coefficient");
     const int column = glp_add_cols(problem_.get(), 1);
     set_column_bounds(column - 1, bounds);
     glp_set_obj_coef(problem_.get(), column, objective);
@@ -67,15 +69,16 @@ class LinearProgram {
   }
 
   int add_row(Bounds bounds) {
-    const int row = glp_add_rows(problem_.get(), 1);
-    glp_set_row_bnds(problem_.get(), row, bounds.kind, bounds.lower, bounds.upper);
-    return row - 1;
+    glp_add_rows(problem_.get(), 1);
+    set_row_bounds(rows() - 1, bounds);
+    return rows() - 1;
   }
 
   // Adds `coefficient` to the entry (row, column); entries given twice add up.
   void add_term(int row, int column, double coefficient) {
     check(row, rows(), "row");
     check(column, columns(), "column");
+    check_finite(coefficient, "coefficient");
     if (coefficient == 0) return;
     row_of_.push_back(row + 1);
     column_of_.push_back(column + 1);
@@ -85,11 +88,13 @@ class LinearProgram {
 
   void set_row_bounds(int row, Bounds bounds) {
     check(row, rows(), "row");
+    check_finite(bounds);
     glp_set_row_bnds(problem_.get(), row + 1, bounds.kind, bounds.lower, bounds.upper);
   }
 
   void set_column_bounds(int column, Bounds bounds) {
     check(column, columns(), "column");
+    check_finite(bounds);
     glp_set_col_bnds(problem_.get(), column + 1, bounds.kind, bounds.lower, bounds.upper);
   }
 
@@ -149,6 +154,14 @@ class LinearProgram {
     if (index < 0 || index >= count)
       throw std::out_of_range(name_ + ": " + what + " " + std::to_string(index) + " does not exist (" +
                               std::to_string(count) + " defined)");
+  }
+
+  void check_finite(double value, const char* what) const {
+    if (!std::isfinite(value)) throw SolverError(name_ + ": a " + what + " is not a finite number");
+  }
+  void check_finite(Bounds bounds) const {
+    if (bounds.kind == GLP_LO || bounds.kind == GLP_DB || bounds.kind == GLP_FX) check_finite(bounds.lower, "bound");
+    if (bounds.kind == GLP_UP || bounds.kind == GLP_DB) check_finite(bounds.upper, "bound");
   }
 
   // GLPK refuses duplicate entries, so equal (row, column) pairs are summed first.
