@@ -6,6 +6,7 @@
 // policies decided is read from the decisions they record.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>

@@ -50,8 +50,9 @@
 // The rounds. Each round, for each type, jobs are ranked by priority
 // X[j][t] / rounds received on t since the last solve, ties broken by the
 // rounds owed on t (the deficit), then by X[j][t], then by arrival. Walking
-// the types in order and each type's ranking, a job is picked for the first
-// type that still has GPUs for it; picked jobs are granted that type, in
+// the types fastest first and each type's ranking, a job is picked for the
+// first type that still has GPUs for it (a job with no share there too:
+// spare GPUs are not left idle); picked jobs are granted that type, in
 // picking order, and the others wait this round. Every solve restarts each
 // job's count at half a round and adds what the job was owed since the
 // previous solve, X x rounds elapsed - rounds received, to its deficit.

@@ -4,13 +4,13 @@
 // The class owns its glp_prob, numbers rows and columns from 0, and keeps
 // GLPK quiet: GLPK prints progress to the terminal unless told otherwise,
 // and it aborts the process on invalid input, so every index and number is
-// checked here before GLPK sees it. A solver failure (singular basis twice, an
-// iteration limit, ...) becomes SolverError naming the program; an
-// infeasible or unbounded program is an answer, not an error.
+// checked here before GLPK sees it. A solver failure (a singular basis
+// twice, an iteration limit, ...) becomes SolverError naming the program;
+// an infeasible or unbounded program is an answer, not an error.
 //
-// Programs that are solved again after only their row bounds changed (the
-// searches over a target in gavel) restart from the previous optimal basis
-// with the dual simplex, which needs a few pivots instead of a full solve.
+// A program solved again after only its bounds changed (gavel's searches)
+// resumes from its last basis with the dual simplex: a few pivots instead
+// of a full solve.
 #pragma once
 
 #include <glpk.h>
