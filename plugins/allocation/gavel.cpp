@@ -1,0 +1,558 @@
+// gavel: heterogeneity-aware allocation, after Gavel (Narayanan et al.,
+// "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
+// Workloads", OSDI'20).
+//
+// Sources, in stanford-futuredata/gavel, scheduler/:
+//   policies/max_min_fairness.py    MaxMinFairnessPolicyWithPerf
+//   policies/finish_time_fairness.py FinishTimeFairnessPolicyWithPerf
+//   policies/min_total_duration.py  MinTotalDurationPolicyWithPerf
+//   policies/policy.py              the shared constraints
+//   policies/proportional.py, policies/isolated.py   the reference shares
+//   scheduler.py                    _update_priorities, _reset_time_run_so_far,
+//                                   _schedule_jobs_on_workers_helper: rounds
+//
+// The allocation. X[j][t] is the fraction of time job j should spend on GPU
+// type t, subject to
+//   sum_t X[j][t] <= 1                   a job runs on one type at a time
+//   sum_j gpus_j X[j][t] <= N_t          type t has N_t GPUs up
+//   X >= 0, and X[j][t] = 0 where gpus_j > N_t (a job never mixes types).
+// tput[j][t] is the throughput model's rate for the whole job on gpus_j
+// GPUs of type t, packed on as few nodes as possible, and job j progresses
+// at thr_j(X) = sum_t X[j][t] tput[j][t]. The argument `policy` chooses X:
+// - max_min_fairness: Gavel's heterogeneity-aware LAS (its `_perf` policy).
+//   Maximise z = min_j thr_j(X) gpus_j / (w_j prop_j): w_j is the job's
+//   priority weight, prop_j = sum_t tput[j][t] N_t / N its throughput on an
+//   equal share of every type (N GPUs in all).
+// - finish_time_fairness: minimise rho = max_j rho_j, where
+//   rho_j = (t_j + rem_j / thr_j(X)) / (iso_time_j + rem_j / iso_j):
+//   t_j is the time since arrival, rem_j the remaining work, iso_j the
+//   throughput on the isolated share (N_t / n GPUs of each type among n
+//   jobs, as a time fraction of gpus_j GPUs, scaled down to at most all of
+//   the job's time), and iso_time_j the time the progress made so far would
+//   have taken at the isolated throughputs of the solves it was made under.
+// - min_total_duration (makespan): minimise T such that every job can
+//   finish within T, thr_j(X) >= rem_j / T.
+// For a fixed z, rho or T each is one LP: the constraints above plus one
+// row per job, thr_j(X) >= its target. So each policy searches over its
+// level, re-solving the same LP with new row bounds from the last basis:
+// - z by bisection between 0 and the least of the jobs' fastest types, to
+//   a relative 1e-9. Gavel's LP makes z a variable instead; with z in every
+//   job's row, GLPK takes about three times as long on 1,000 jobs.
+// - rho by bisection between max_j t_j / D_j (D_j its denominator), which
+//   nothing reaches, and the level of the isolated shares, to a relative
+//   1e-9. Gavel gives this convex program to cvxpy.
+// - T exactly as Gavel searches it: bisection over [100 s, 10^6 s] until
+//   the bracket is within 5%, widened tenfold while nothing in it is
+//   feasible; the X found at the last feasible T is used.
+// The LP is solved again only when the active jobs or the GPUs up per type
+// change; its X is kept in each job's slot.
+//
+// The rounds. Each round, for each type, jobs are ranked by priority
+// X[j][t] / rounds received on t since the last solve, ties broken by the
+// rounds owed on t (the deficit), then by X[j][t], then by arrival. Walking
+// the types fastest first and each type's ranking, a job is picked for the
+// first type that still has GPUs for it (a job with no share there too:
+// spare GPUs are not left idle); picked jobs are granted that type, in
+// picking order, and the others wait this round. Every solve restarts each
+// job's count at half a round and adds what the job was owed since the
+// previous solve, X x rounds elapsed - rounds received, to its deficit.
+// Gavel counts seconds; every round is equally long, so rounds are time.
+//
+// Simplifications:
+// - No space sharing (Gavel's `_packing` variants): one job per GPU.
+// - Gavel's simulator solves again at most once per 1920 s; here every
+//   change of the job set or of the GPUs up solves again.
+// - Types are walked fastest first, as Gavel's hard-coded v100, p100, k80
+//   are: by the mean throughput there, relative to their fastest type, of
+//   the jobs that can run there.
+// - A job that is not picked is not stopped outright: like any job left
+//   out of a plan, it keeps its GPUs until a picked job needs them.
+// - A job needing more GPUs than any type has up waits, with the reason.
+// - An elastic job is planned at the GPU count it asked for.
+// - finish_time_fairness ignores priority weights, as Gavel does.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <tessel/tessel.hpp>
+
+#include "lp.hpp"
+
+namespace {
+
+enum class Policy { max_min_fairness, finish_time_fairness, min_total_duration };
+
+constexpr tessel::ArgSpec kArgs[] = {
+    {"policy", tessel::ArgType::string, "\"max_min_fairness\"",
+     "what the time shares optimise: the least normalised throughput (max_min_fairness), the worst "
+     "finish-time ratio to an isolated share (finish_time_fairness), or the time until every job is done "
+     "(min_total_duration)",
+     "max_min_fairness|finish_time_fairness|min_total_duration"},
+};
+
+Policy policy_named(const std::string& name) {
+  if (name == "finish_time_fairness") return Policy::finish_time_fairness;
+  if (name == "min_total_duration") return Policy::min_total_duration;
+  return Policy::max_min_fairness;
+}
+
+std::string decimal(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+// What gavel keeps for each job. Vectors are by GPU type index.
+struct JobRecord {
+  std::vector<double> share;     // X[j][t] of the last solve
+  std::vector<double> rounds;    // rounds received on each type since the last solve
+  std::vector<double> deficit;   // rounds owed on each type, summed over solves
+  bool planned = false;          // the last solve gave it shares
+  std::string shares_text;       // "time share 0.6 on v100, 0.4 on k80 ..."
+  tessel::Reason waiting;        // why it waits when it is not picked
+  // finish_time_fairness: Gavel's _cumulative_isolated_time and what it is updated from.
+  double isolated_seconds = 0;
+  double isolated_rate = 0;
+  double remaining_at_solve = -1;  // negative: in no solve yet
+
+  void fit(std::size_t types) {
+    if (share.size() >= types) return;
+    share.resize(types, 0.0);
+    rounds.resize(types, 0.5);
+    deficit.resize(types, 0.0);
+  }
+};
+
+// A job the LP plans for.
+struct Planned {
+  const tessel::JobState* job;
+  int gpus;
+  std::vector<double> rate;  // by type; 0 where the job cannot run
+};
+
+using Shares = std::vector<std::vector<double>>;  // [job][type]
+
+// The LP behind every policy: X with its constraints, and one row per job
+// asking for a least throughput, measured in a unit the policy chooses
+// (`unit[j][t]` per unit of X[j][t]). Policies search over a target and ask,
+// step by step, whether every job can reach its part of it; only the rows'
+// lower bounds change, so each step resumes from the previous basis.
+class TargetProgram {
+ public:
+  TargetProgram(const std::string& name, const std::vector<Planned>& jobs, const std::vector<int>& capacity,
+                const Shares& unit)
+      : program_(name, lp::Direction::maximize),
+        column_(jobs.size(), std::vector<int>(capacity.size(), -1)),
+        target_row_(jobs.size(), -1) {
+    std::vector<int> type_row(capacity.size());
+    for (std::size_t t = 0; t < capacity.size(); ++t) type_row[t] = program_.add_row(lp::Bounds::at_most(capacity[t]));
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const int time_row = program_.add_row(lp::Bounds::at_most(1));
+      target_row_[j] = program_.add_row(lp::Bounds::none());
+      int fastest = -1;
+      for (std::size_t t = 0; t < capacity.size(); ++t) {
+        if (jobs[j].rate[t] <= 0) continue;
+        const int x = program_.add_column(lp::Bounds::between(0, 1));
+        column_[j][t] = x;
+        program_.add_term(time_row, x, 1);
+        program_.add_term(type_row[t], x, jobs[j].gpus);
+        program_.add_term(target_row_[j], x, unit[j][t]);
+        if (fastest < 0 || unit[j][t] > unit[j][fastest]) fastest = static_cast<int>(t);
+      }
+      // Start each job on its fastest type: the first solve then only
+      // moves the jobs that do not fit there, instead of every job.
+      if (fastest >= 0 && unit[j][fastest] > 0) program_.start_with_basic(column_[j][fastest], target_row_[j]);
+    }
+  }
+
+  // Can every job j reach a throughput of target[j] units at once?
+  // A target of 0 or less asks nothing.
+  bool reaches(const std::vector<double>& target) {
+    for (std::size_t j = 0; j < target_row_.size(); ++j)
+      program_.set_row_bounds(target_row_[j], target[j] > 0 ? lp::Bounds::at_least(target[j]) : lp::Bounds::none());
+    return program_.solve() == lp::Outcome::optimal;
+  }
+
+  // X of the last solve that reached its targets. The searches stop a hair
+  // short of the optimum and the simplex leaves rounding noise
+  // (0.25000000000000006); shares are rounded to 1e-6 so that equal shares
+  // rank as ties in the rounds.
+  Shares shares() const {
+    Shares x(column_.size(), std::vector<double>(column_.empty() ? 0 : column_[0].size(), 0.0));
+    for (std::size_t j = 0; j < column_.size(); ++j)
+      for (std::size_t t = 0; t < column_[j].size(); ++t)
+        if (column_[j][t] >= 0)
+          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e6) / 1e6, 0.0, 1.0);
+    return x;
+  }
+
+ private:
+  lp::LinearProgram program_;
+  std::vector<std::vector<int>> column_;  // [job][type], -1 where the job cannot run
+  std::vector<int> target_row_;
+};
+
+// Bisects a level between `reachable` and `unreachable` (either may be the
+// larger) until they are within `tolerance` of each other, relatively (or
+// for 100 steps, when `reachable` is 0 and stays there), and
+// returns X at the last reachable level, which is left in `reachable`.
+// Empty if even `reachable` turns out unreachable.
+template <class TargetsAt>
+Shares bisect(TargetProgram& program, double& reachable, double unreachable, double tolerance,
+              TargetsAt targets_at) {
+  Shares best;
+  for (int step = 0; step < 100 && std::abs(unreachable - reachable) > tolerance * std::abs(reachable); ++step) {
+    const double middle = (reachable + unreachable) / 2;
+    if (program.reaches(targets_at(middle))) {
+      reachable = middle;
+      best = program.shares();
+    } else {
+      unreachable = middle;
+    }
+  }
+  if (best.empty() && program.reaches(targets_at(reachable))) best = program.shares();
+  return best;
+}
+
+double throughput(const Planned& job, const std::vector<double>& x) {
+  double sum = 0;
+  for (std::size_t t = 0; t < x.size(); ++t) sum += x[t] * job.rate[t];
+  return sum;
+}
+
+// The isolated share (policies/isolated.py): N_t / n GPUs of each type as a
+// time fraction of the job's GPUs, scaled down so that it sums to at most 1.
+std::vector<double> isolated_share(const Planned& job, const std::vector<int>& capacity, std::size_t jobs) {
+  std::vector<double> x(capacity.size());
+  double sum = 0;
+  for (std::size_t t = 0; t < capacity.size(); ++t) sum += x[t] = capacity[t] / double(jobs) / job.gpus;
+  for (double& share : x) share /= std::max(sum, 1.0);
+  return x;
+}
+
+class Gavel final : public tessel::AllocationPolicy {
+ public:
+  explicit Gavel(const tessel::PluginContext& context)
+      : policy_(policy_named(context.args().string("policy"))),
+        policy_name_(context.args().string("policy")),
+        record_(context.job_slot<JobRecord>()) {}
+
+  bool time_sensitive() const override { return true; }
+
+  tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    const tessel::ClusterState& cluster = view.cluster();
+    const std::size_t types = cluster.gpu_types().size();
+    std::vector<int> capacity(types, 0);
+    for (const tessel::Node& node : cluster.nodes())
+      if (node.up) capacity[node.type] += node.spec.gpus;
+    const int largest_type = types == 0 ? 0 : *std::max_element(capacity.begin(), capacity.end());
+
+    count_rounds(view, types);
+
+    std::vector<const tessel::JobState*> plannable;
+    for (const tessel::JobState* job : view.active())
+      if (job->spec.gpus <= largest_type) plannable.push_back(job);
+    if (!solved_ || capacity != solved_capacity_ || !same_jobs(plannable)) solve(view, plannable, capacity);
+
+    return plan(view, plannable, capacity, largest_type);
+  }
+
+ private:
+  // Credits every running job with the rounds since the last call, on the
+  // type it holds.
+  void count_rounds(const tessel::SchedulerView& view, std::size_t types) {
+    const double elapsed = called_ ? (view.now() - last_call_) / view.settings().round_seconds : 0;
+    called_ = true;
+    last_call_ = view.now();
+    if (elapsed <= 0) return;
+    const tessel::ClusterState& cluster = view.cluster();
+    for (const tessel::JobState* job : view.active()) {
+      if (!job->running()) continue;
+      JobRecord& record = record_(job->slots);
+      record.fit(types);
+      record.rounds[cluster.node(cluster.gpu(job->allocation.gpus.front()).node).type] += elapsed;
+    }
+  }
+
+  bool same_jobs(const std::vector<const tessel::JobState*>& jobs) const {
+    if (jobs.size() != solved_jobs_.size()) return false;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      if (jobs[i]->spec.id != solved_jobs_[i]) return false;
+    return true;
+  }
+
+  void solve(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
+             const std::vector<int>& capacity) {
+    const std::size_t types = capacity.size();
+    // Gavel's reset: settle what each job was owed, restart the counts.
+    const double rounds_since = solved_ ? (view.now() - last_solve_) / view.settings().round_seconds : 0;
+    for (const tessel::JobState* job : view.active()) {
+      JobRecord& record = record_(job->slots);
+      record.fit(types);
+      for (std::size_t t = 0; t < types; ++t) {
+        if (record.planned) record.deficit[t] += record.share[t] * rounds_since - (record.rounds[t] - 0.5);
+        record.rounds[t] = 0.5;
+        record.share[t] = 0;
+      }
+      record.planned = false;
+    }
+
+    std::vector<Planned> jobs;
+    jobs.reserve(plannable.size());
+    for (const tessel::JobState* job : plannable) {
+      Planned planned{job, job->spec.gpus, std::vector<double>(types, 0.0)};
+      for (std::size_t t = 0; t < types; ++t)
+        if (planned.gpus <= capacity[t])
+          planned.rate[t] = view.throughput().rate(
+              job->spec, view.cluster().packed_shape(job->spec, planned.gpus, view.cluster().gpu_types()[t]));
+      jobs.push_back(std::move(planned));
+    }
+
+    // Gavel walks its types fastest first (v100, p100, k80). Walking a slow
+    // type first would hand its spare GPUs to jobs whose share is on a
+    // fast type. Here types are sorted by the mean, over the jobs that can
+    // run there, of their throughput there relative to their fastest type.
+    std::vector<double> speed(types, 0.0);
+    std::vector<int> runnable(types, 0);
+    for (const Planned& job : jobs) {
+      const double fastest = *std::max_element(job.rate.begin(), job.rate.end());
+      for (std::size_t t = 0; t < types; ++t) {
+        if (job.rate[t] <= 0) continue;
+        speed[t] += job.rate[t] / fastest;
+        ++runnable[t];
+      }
+    }
+    for (std::size_t t = 0; t < types; ++t) speed[t] = runnable[t] > 0 ? speed[t] / runnable[t] : 0;
+    type_order_.resize(types);
+    for (std::size_t t = 0; t < types; ++t) type_order_[t] = t;
+    std::stable_sort(type_order_.begin(), type_order_.end(),
+                     [&](std::size_t a, std::size_t b) { return speed[a] > speed[b]; });
+
+    Shares x;
+    if (!jobs.empty()) {
+      switch (policy_) {
+        case Policy::max_min_fairness: x = max_min_fairness(jobs, capacity); break;
+        case Policy::finish_time_fairness: x = finish_time_fairness(view, jobs, capacity); break;
+        case Policy::min_total_duration: x = min_total_duration(jobs, capacity); break;
+      }
+    }
+
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      JobRecord& record = record_(jobs[j].job->slots);
+      record.share = x[j];
+      record.planned = true;
+      std::string text = "time share ";
+      bool first = true;
+      for (std::size_t t = 0; t < types; ++t) {
+        if (jobs[j].rate[t] <= 0) continue;
+        text += (first ? "" : ", ") + decimal(x[j][t]) + " on " + view.cluster().gpu_types()[t];
+        first = false;
+      }
+      record.shares_text = text + " (" + policy_name_ + summary_;
+      record.waiting = tessel::Reason::text(
+          "waits: " + record.shares_text + "; jobs further below their shares took the GPUs this round");
+    }
+
+    solved_ = true;
+    last_solve_ = view.now();
+    solved_capacity_ = capacity;
+    solved_jobs_.clear();
+    for (const tessel::JobState* job : plannable) solved_jobs_.push_back(job->spec.id);
+  }
+
+  // Gavel's LP maximises z subject to every job's normalised throughput
+  // being at least z. With z a variable in every job's row, GLPK's simplex
+  // takes about three times as long on 1,000 jobs as this search over z,
+  // which reaches the same optimum to a relative 1e-9.
+  Shares max_min_fairness(const std::vector<Planned>& jobs, const std::vector<int>& capacity) {
+    double total = 0;
+    for (int gpus : capacity) total += gpus;
+    Shares unit(jobs.size(), std::vector<double>(capacity.size(), 0.0));
+    // No job passes the level of all of its time on its fastest type.
+    double ceiling = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      double equal_share = 0;  // prop_j
+      for (std::size_t t = 0; t < capacity.size(); ++t) equal_share += jobs[j].rate[t] * capacity[t] / total;
+      const double weight = jobs[j].job->spec.priority > 0 ? jobs[j].job->spec.priority : 1;
+      double fastest = 0;
+      for (std::size_t t = 0; t < capacity.size(); ++t) {
+        unit[j][t] = jobs[j].rate[t] * jobs[j].gpus / (weight * equal_share);
+        fastest = std::max(fastest, unit[j][t]);
+      }
+      ceiling = std::min(ceiling, fastest);
+    }
+    TargetProgram program("gavel max_min_fairness", jobs, capacity, unit);
+    auto level = [&](double z) { return std::vector<double>(jobs.size(), z); };
+    // Tighter starting brackets (the isolated shares' level) cost more
+    // pivots on 1,000 jobs, not fewer: the first step lands nearer the
+    // optimum, where the first solve is hardest.
+    double z = 0;  // giving nothing reaches it
+    const Shares x = bisect(program, z, ceiling, 1e-9, level);
+    if (x.empty()) throw lp::SolverError("gavel max_min_fairness: no allocation found, even giving nothing");
+    summary_ = "; every job gets at least " + decimal(z) +
+               " times its equal-share throughput, weighted by GPUs and priority)";
+    return x;
+  }
+
+  Shares finish_time_fairness(const tessel::SchedulerView& view, const std::vector<Planned>& jobs,
+                              const std::vector<int>& capacity) {
+    const std::size_t n = jobs.size();
+    std::vector<double> since_arrival(n), remaining(n), isolated_time(n), isolated_rate(n);
+    Shares isolated(n), unit(n, std::vector<double>(capacity.size(), 0.0));
+    for (std::size_t j = 0; j < n; ++j) {
+      JobRecord& record = record_(jobs[j].job->slots);
+      remaining[j] = std::max(0.0, jobs[j].job->remaining_work());
+      if (record.remaining_at_solve >= 0 && record.isolated_rate > 0)
+        record.isolated_seconds += (record.remaining_at_solve - remaining[j]) / record.isolated_rate;
+      isolated[j] = isolated_share(jobs[j], capacity, n);
+      isolated_rate[j] = throughput(jobs[j], isolated[j]);
+      record.remaining_at_solve = remaining[j];
+      record.isolated_rate = isolated_rate[j];
+      since_arrival[j] = view.now() - jobs[j].job->spec.arrival;
+      isolated_time[j] = record.isolated_seconds + remaining[j] / isolated_rate[j];
+      for (std::size_t t = 0; t < capacity.size(); ++t)
+        if (remaining[j] > 0) unit[j][t] = jobs[j].rate[t] / remaining[j];
+    }
+    // rho_j <= rho  <=>  thr_j / rem_j >= 1 / (rho D_j - t_j), for rho D_j > t_j.
+    // The isolated shares reach rho_iso; no X reaches max_j t_j / D_j.
+    double unreachable = 0, reachable = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (remaining[j] <= 0 || isolated_time[j] <= 0) continue;
+      unreachable = std::max(unreachable, since_arrival[j] / isolated_time[j]);
+      reachable = std::max(reachable, (since_arrival[j] + remaining[j] / isolated_rate[j]) / isolated_time[j]);
+    }
+    auto targets = [&](double rho) {
+      std::vector<double> target(n, 0.0);
+      for (std::size_t j = 0; j < n; ++j)
+        if (remaining[j] > 0 && isolated_time[j] > 0) target[j] = 1 / (rho * isolated_time[j] - since_arrival[j]);
+      return target;
+    };
+    Shares x;
+    if (reachable > unreachable) {
+      TargetProgram program("gavel finish_time_fairness", jobs, capacity, unit);
+      x = bisect(program, reachable, unreachable, 1e-9, targets);
+    }
+    if (x.empty()) x = isolated;  // as Gavel falls back when its solver finds nothing
+    summary_ = "; no job finishes later than " + decimal(reachable) + " times its time on an isolated share)";
+    return x;
+  }
+
+  Shares min_total_duration(const std::vector<Planned>& jobs, const std::vector<int>& capacity) {
+    const std::size_t n = jobs.size();
+    Shares unit(n, std::vector<double>(capacity.size(), 0.0));
+    std::vector<char> asks(n, 0);
+    for (std::size_t j = 0; j < n; ++j) {
+      const double remaining = jobs[j].job->remaining_work();
+      asks[j] = remaining > 0;
+      for (std::size_t t = 0; t < capacity.size(); ++t)
+        if (asks[j]) unit[j][t] = jobs[j].rate[t] / remaining;
+    }
+    TargetProgram program("gavel min_total_duration", jobs, capacity, unit);
+    auto within = [&](double seconds) {
+      std::vector<double> target(n, 0.0);
+      for (std::size_t j = 0; j < n; ++j)
+        if (asks[j]) target[j] = 1 / seconds;
+      return program.reaches(target);
+    };
+    // Gavel's search, with its constants.
+    double shortest = 100, longest = 1e6, widest = longest;
+    Shares best;
+    while (best.empty()) {
+      while (1.05 * shortest < longest) {
+        const double seconds = (shortest + longest) / 2;
+        if (within(seconds)) {
+          best = program.shares();
+          longest = seconds;
+        } else {
+          shortest = seconds;
+        }
+      }
+      if (!best.empty()) break;
+      if (widest > 1e18) throw lp::SolverError("gavel min_total_duration: no makespan below 10^18 s is feasible");
+      shortest = widest;
+      longest = widest * 10;
+      widest *= 10;
+    }
+    summary_ = "; every job can finish within " + decimal(longest) + " s)";
+    return best;
+  }
+
+  tessel::AllocationPlan plan(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
+                              const std::vector<int>& capacity, int largest_type) {
+    const std::size_t types = capacity.size();
+    struct Entry {
+      double priority, deficit, share;
+      std::size_t job;  // index into plannable, which is in arrival order
+    };
+    std::vector<std::vector<Entry>> ranking(types);
+    for (std::size_t t = 0; t < types; ++t) {
+      for (std::size_t i = 0; i < plannable.size(); ++i) {
+        if (plannable[i]->spec.gpus > capacity[t]) continue;
+        const JobRecord& record = record_(plannable[i]->slots);
+        ranking[t].push_back({record.share[t] / record.rounds[t], record.deficit[t], record.share[t], i});
+      }
+      std::sort(ranking[t].begin(), ranking[t].end(), [](const Entry& a, const Entry& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
+        if (a.deficit != b.deficit) return a.deficit > b.deficit;
+        if (a.share != b.share) return a.share > b.share;
+        return a.job < b.job;
+      });
+    }
+
+    tessel::AllocationPlan result;
+    result.ranked.reserve(view.active().size());
+    std::vector<char> picked(plannable.size(), 0);
+    std::vector<int> left = capacity;
+    for (std::size_t t : type_order_) {
+      for (const Entry& entry : ranking[t]) {
+        if (left[t] == 0) break;
+        const tessel::JobState& job = *plannable[entry.job];
+        if (picked[entry.job] || job.spec.gpus > left[t]) continue;
+        picked[entry.job] = 1;
+        left[t] -= job.spec.gpus;
+        tessel::Resources grant{job.spec.gpus, job.spec.gpu_milli, job.spec.cpus, job.spec.mem_gb,
+                                static_cast<int>(t)};
+        const JobRecord& record = record_(job.slots);
+        const char* why = record.share[t] > 0 ? "; furthest below its share there this round"
+                                              : "; no job with a share there needs these GPUs this round";
+        result.ranked.push_back({job.spec.id, grant,
+                                 tessel::Reason::text("runs on " + view.cluster().gpu_types()[t] + ": " +
+                                                      record.shares_text + why)});
+      }
+    }
+    std::size_t next = 0;
+    for (const tessel::JobState* job : view.active()) {
+      tessel::Resources none{0, job->spec.gpu_milli, job->spec.cpus, job->spec.mem_gb};
+      if (next < plannable.size() && plannable[next] == job) {
+        if (!picked[next]) result.ranked.push_back({job->spec.id, none, record_(job->slots).waiting});
+        ++next;
+      } else {
+        result.ranked.push_back({job->spec.id, none,
+                                 tessel::Reason("needs {} GPUs of one type; no GPU type has more than {} up",
+                                                job->spec.gpus, largest_type)});
+      }
+    }
+    return result;
+  }
+
+  Policy policy_;
+  std::string policy_name_;
+  tessel::Slot<JobRecord> record_;
+  std::string summary_;  // the last solve's objective, in words
+  bool solved_ = false;
+  double last_solve_ = 0;
+  std::vector<tessel::JobId> solved_jobs_;
+  std::vector<int> solved_capacity_;
+  std::vector<std::size_t> type_order_;  // fastest first
+  bool called_ = false;
+  double last_call_ = 0;
+};
+
+}  // namespace
+
+TESSEL_PLUGIN_WITH_ARGS(Gavel, allocation, "gavel", "1.0",
+                        "Gavel's heterogeneity-aware time shares per GPU type (LP, GLPK), realised in rounds",
+                        kArgs)
