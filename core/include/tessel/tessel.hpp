@@ -4,6 +4,7 @@
 #include "tessel/cluster.hpp"
 #include "tessel/ids.hpp"
 #include "tessel/job.hpp"
+#include "tessel/parallelism.hpp"
 #include "tessel/plugin.hpp"
 #include "tessel/reason.hpp"
 #include "tessel/rng.hpp"
