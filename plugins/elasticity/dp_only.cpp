@@ -21,8 +21,9 @@
 //  - keep_after_loss: the job restarts on its remaining GPUs (paying the
 //    restart above) when they are at least min_gpus and fit it; otherwise it
 //    waits to be placed again.
-//  - resize: grows running jobs into free GPUs as tenplex does, but only to
-//    multiples of the fixed split, at that split.
+//  - resize: grows running jobs into free GPUs by tenplex's rule, each count
+//    priced as dp_only runs it: multiples of the fixed split add replicas,
+//    other counts restart from the checkpoint with their best split.
 //
 // Simplifications: the checkpoint is read once for the whole job at one
 // aggregate bandwidth, whatever the number of readers; the progress lost
@@ -77,13 +78,16 @@ class DpOnly final : public ElasticityPolicy {
   }
 
   std::vector<ResizeProposal> resize(const SchedulerView& view) override {
-    return grow_into_free_gpus(view, settings_, [&](const JobState& job, int gpus) -> std::optional<LayoutChoice> {
+    return grow_into_free_gpus(view, [&](const JobState& job, int gpus) -> std::optional<GrowthOption> {
       const FixedSplit& split = split_(job.slots);
-      if (split.gpus() == 0 || gpus % split.gpus() != 0) return std::nullopt;
       Shape shape = packed_like(view.cluster(), job, gpus);
+      if (split.gpus() == 0 || gpus % split.gpus() != 0)  // a new split: restart from the checkpoint
+        return GrowthOption{best_layout(view, job.spec, shape, settings_.memory),
+                            restart_seconds(view, job.spec, settings_)};
       shape.layout = split.layout();
-      return LayoutChoice{shape.layout, view.throughput().rate(job.spec, shape),
-                          settings_.memory.fits(job.spec.parameters, shape.layout, shape.gpu_mem_gb)};
+      const LayoutChoice more_replicas{shape.layout, view.throughput().rate(job.spec, shape),
+                                       settings_.memory.fits(job.spec.parameters, shape.layout, shape.gpu_mem_gb)};
+      return GrowthOption{more_replicas, estimated_move_seconds(view, job.spec, shape.layout, settings_)};
     });
   }
 

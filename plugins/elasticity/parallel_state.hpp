@@ -210,19 +210,31 @@ inline Shape packed_like(const ClusterState& cluster, const JobState& job, int g
   return cluster.packed_shape(job.spec, gpus, cluster.node(cluster.gpu(job.allocation.gpus.front()).node).spec.gpu_type);
 }
 
-// How a plugin would run a job on `gpus` GPUs (packed), or nullopt if it
-// would not.
-using LayoutOn = std::function<std::optional<LayoutChoice>(const JobState& job, int gpus)>;
+// How a plugin would run a running job on `gpus` GPUs (packed), and what
+// moving there would cost; nullopt if it would not run it there.
+struct GrowthOption {
+  LayoutChoice choice;
+  double move_seconds = 0;
+};
+using GrowthOptions = std::function<std::optional<GrowthOption>(const JobState& job, int gpus)>;
+
+// The estimated cost of growing into `layout` by moving state: the restart
+// plus each new GPU pulling a whole shard over the network (the GPUs are not
+// chosen yet).
+inline double estimated_move_seconds(const SchedulerView& view, const JobSpec& job, const JobLayout& layout,
+                                     const ParallelStateSettings& settings) {
+  return view.settings().restart_seconds + settings.state_bytes(job) /
+                                               (layout.tensor_parallel * layout.pipeline_parallel) /
+                                               settings.inter_node_bytes_per_s;
+}
 
 // The growth rule. Only when no admitted job waits (growing never delays the
-// queue), running elastic jobs in arrival order take GPUs still free after
-// placement: each the count in (held, max_gpus], within what is free, whose
-// layout (by `layout_on`) runs fastest, the fewest GPUs on ties, provided
-// the time it saves on the job's remaining work exceeds an estimate of the
-// move: the restart plus every new GPU pulling a whole shard over the
-// network.
-inline std::vector<ResizeProposal> grow_into_free_gpus(const SchedulerView& view, const ParallelStateSettings& settings,
-                                                       const LayoutOn& layout_on) {
+// queue), running elastic jobs, in arrival order, take GPUs still free after
+// placement: each grows to the count in (held, max_gpus], within what is
+// free, at which it fits in memory and saves the most time on its remaining
+// work net of the move's estimated cost (fewest GPUs on ties), if that is
+// positive. Jobs that shrank after a loss so grow back when nodes return.
+inline std::vector<ResizeProposal> grow_into_free_gpus(const SchedulerView& view, const GrowthOptions& options) {
   std::vector<ResizeProposal> proposals;
   for (const JobState* job : view.active())
     if (job->waiting()) return proposals;
@@ -232,24 +244,23 @@ inline std::vector<ResizeProposal> grow_into_free_gpus(const SchedulerView& view
     const int held = job->allocation.gpu_count();
     if (!job->running() || !job->spec.elastic() || held >= job->spec.max_gpus) continue;
     const double rate_now = view.throughput().rate(job->spec, view.cluster().shape_of(job->allocation));
-    std::optional<LayoutChoice> best;
+    const double seconds_now = job->remaining_work() / rate_now;
+    double best_net = 0, best_rate = rate_now;
     int best_gpus = held;
     for (int gpus = held + 1; gpus <= std::min(job->spec.max_gpus, held + free); ++gpus) {
-      const std::optional<LayoutChoice> choice = layout_on(*job, gpus);
-      if (choice && choice->fits && choice->rate > (best ? best->rate : rate_now)) {
-        best = choice;
+      const std::optional<GrowthOption> option = options(*job, gpus);
+      if (!option || !option->choice.fits) continue;
+      const double net = seconds_now - job->remaining_work() / option->choice.rate - option->move_seconds;
+      if (net > best_net) {
+        best_net = net;
+        best_rate = option->choice.rate;
         best_gpus = gpus;
       }
     }
-    if (!best) continue;
-    const double saved = job->remaining_work() / rate_now - job->remaining_work() / best->rate;
-    const int split = best->layout.tensor_parallel * best->layout.pipeline_parallel;
-    const double move = view.settings().restart_seconds +
-                        settings.state_bytes(job->spec) / split / settings.inter_node_bytes_per_s;
-    if (saved <= move) continue;
+    if (best_gpus == held) continue;
     proposals.push_back({job->spec.id, best_gpus, JobLayout{},
                          Reason("{} GPUs free and no job waiting: {} to {} GPUs trains {}% faster", free, held,
-                                best_gpus, std::round(100 * (best->rate / rate_now - 1)))});
+                                best_gpus, std::round(100 * (best_rate / rate_now - 1)))});
     free -= best_gpus - held;
   }
   return proposals;

@@ -24,8 +24,9 @@
 //    them fits in memory; otherwise it waits to be placed again.
 //  - resize: grows running jobs into GPUs left free, up to max_gpus
 //    (grow_into_free_gpus in parallel_state.hpp): only while no job waits,
-//    to the fastest count, when the time saved beats the move. So jobs that
-//    shrank after a failure grow back once nodes return or are added.
+//    to the count that saves the most time net of the move's estimated cost.
+//    So jobs that shrank after a failure grow back once nodes return or are
+//    added.
 //
 // Simplifications: Tenplex's planner also balances which replica sends each
 // sub-tensor; here senders never limit the transfer. Ranks follow GPU ids,
@@ -66,8 +67,9 @@ class Tenplex final : public ElasticityPolicy {
   }
 
   std::vector<ResizeProposal> resize(const SchedulerView& view) override {
-    return grow_into_free_gpus(view, settings_, [&](const JobState& job, int gpus) -> std::optional<LayoutChoice> {
-      return best_layout(view, job.spec, packed_like(view.cluster(), job, gpus), settings_.memory);
+    return grow_into_free_gpus(view, [&](const JobState& job, int gpus) -> std::optional<GrowthOption> {
+      const LayoutChoice choice = best_layout(view, job.spec, packed_like(view.cluster(), job, gpus), settings_.memory);
+      return GrowthOption{choice, estimated_move_seconds(view, job.spec, choice.layout, settings_)};
     });
   }
 
