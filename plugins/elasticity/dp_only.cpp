@@ -73,8 +73,8 @@ class DpOnly final : public ElasticityPolicy {
   }
 
   bool keep_after_loss(const SchedulerView& view, const JobState& job, const Allocation& remaining) override {
-    return remaining.gpu_count() >= job.spec.min_gpus &&
-           best_layout(view, job.spec, view.cluster().shape_of(remaining), settings_.memory).fits;
+    // The core has checked [min_gpus, max_gpus]; what is left must also hold the model.
+    return best_layout(view, job.spec, view.cluster().shape_of(remaining), settings_.memory).fits;
   }
 
   std::vector<ResizeProposal> resize(const SchedulerView& view) override {

@@ -88,20 +88,20 @@ struct LayoutChoice {
 inline LayoutChoice best_layout(const SchedulerView& view, const JobSpec& job, Shape shape,
                                 const ParallelMemory& memory) {
   shape.layout = JobLayout{};
-  LayoutChoice best, smallest;
+  std::optional<LayoutChoice> fastest, smallest;
   for (const JobLayout& candidate : parallel_layouts(shape)) {
     shape.layout = candidate;
     const double rate = view.throughput().rate(job, shape);
     if (memory.fits(job.parameters, candidate, shape.gpu_mem_gb)) {
-      if (!best.fits || rate > best.rate) best = {candidate, rate, true};
-    } else if (!best.fits) {
-      const double need = memory.gb_per_gpu(job.parameters, candidate);
-      const double least = memory.gb_per_gpu(job.parameters, smallest.layout);
-      if (smallest.rate == 0 || need < least || (need == least && rate > smallest.rate))
-        smallest = {candidate, rate, false};
+      if (!fastest || rate > fastest->rate) fastest = LayoutChoice{candidate, rate, true};
+      continue;
     }
+    const double need = memory.gb_per_gpu(job.parameters, candidate);
+    const double least = smallest ? memory.gb_per_gpu(job.parameters, smallest->layout) : need;
+    if (!smallest || need < least || (need == least && rate > smallest->rate))
+      smallest = LayoutChoice{candidate, rate, false};
   }
-  return best.fits ? best : smallest;
+  return fastest ? *fastest : smallest.value_or(LayoutChoice{});
 }
 
 // ------------------------------------------------------------------ state
