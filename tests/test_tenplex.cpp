@@ -148,6 +148,21 @@ TEST_CASE("parallel-3d prices a layout as Megatron-LM's analysis does, worked by
   CHECK(model->rate(job, shape(8, 2, 80, {32, 2, 2})) > model->rate(job, shape(8, 2, 80, {0, 2, 2})));
 }
 
+TEST_CASE("parallel-3d checks its arguments and needs a FLOP rate for every GPU type") {
+  try {
+    parallel_3d("inter_node_gb_per_s = 0, achieved_tflops = { h100 = -1 }");
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 2);
+    CHECK(e.diagnostics()[0].str().find("h100") != std::string::npos);
+    CHECK(e.diagnostics()[1].str().find("inter_node_gb_per_s") != std::string::npos);
+  }
+  std::vector<NodeSpec> nodes(2);
+  nodes[1].gpu_type = "k80";
+  CHECK(parallel_3d("")->check(ClusterState(nodes)) == "no achieved_tflops for GPU type 'k80'");
+  CHECK(parallel_3d("achieved_tflops = { k80 = 4 }")->check(ClusterState(nodes)).empty());
+}
+
 TEST_CASE("tenplex arranges the throughput-best layout that fits in memory, worked by hand") {
   // 4 GPUs of 80 GB on one node; offload made nearly free, so that layouts
   // that do not fit look fastest to the model. Step times of the candidates

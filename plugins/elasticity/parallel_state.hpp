@@ -9,8 +9,8 @@
 // of the model, tensor slice j columns [j/tp, (j+1)/tp) of each of them (as
 // Tenplex's parallelizable tensor collection splits every tensor). Each of
 // the dp replicas holds the whole grid. Shards go to GPUs by rank, tensor
-// fastest, then stage, then replica (Megatron-LM's rule of keeping a
-// tensor-parallel group on one node, SC'21 §3.3), ranks following the
+// fastest, then stage, then replica (so a tensor-parallel group shares a
+// node, Megatron-LM's first takeaway, SC'21 §3.2), ranks following the
 // allocation's GPUs in ascending id; ranks beyond dp x tp x pp hold nothing.
 //
 // A move from one allocation and layout to another: each GPU of the new one

@@ -28,9 +28,9 @@
 //    So jobs that shrank after a failure grow back once nodes return or are
 //    added.
 //
-// Simplifications: Tenplex's planner also balances which replica sends each
-// sub-tensor; here senders never limit the transfer. Ranks follow GPU ids,
-// not a placement that minimizes movement. A crash still costs the progress
+// Simplifications: only receivers limit a transfer, never senders or the
+// network's core, and which surviving replica sends a piece does not matter.
+// Ranks follow GPU ids, not an assignment chosen to minimize movement. A crash still costs the progress
 // since the last checkpoint ([failures] checkpoint_interval_seconds), which
 // the simulator takes from every job on a failed node, although Tenplex
 // recovers it from surviving replicas. The plugin never shrinks a job to make

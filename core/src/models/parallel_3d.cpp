@@ -6,7 +6,7 @@
 //
 //   [workload.model]
 //   name = "parallel-3d"
-//   achieved_tflops = { v100 = 39, a100 = 163 }  # per GPU, by GPU type
+//   achieved_tflops = { v100 = 39, a100 = 163 }  # per GPU, by GPU type; adds to these
 //   intra_node_gb_per_s = 150    # NVLink, per GPU
 //   inter_node_gb_per_s = 12.5   # each GPU's share of its node's network
 //   offload_gb_per_s = 16        # PCIe, for state that does not fit (below)
@@ -45,11 +45,20 @@
 // state plus activation_gb is within shape.gpu_mem_gb. With a layout of all
 // zeros the model prices the fastest layout that fits. When none fits (or a
 // plugin names one that does not), the excess state is offloaded to host
-// memory and streamed over PCIe, out and back, every step (as ZeRO-Offload
-// does): step += 2 · excess / offload_gb_per_s, and an all-zero layout then
+// memory and streamed over PCIe, out and back, every step (as ZeRO-Offload,
+// Ren et al., ATC'21, does): step += 2 · excess / offload_gb_per_s, and an all-zero layout then
 // gets the fastest layout counting that cost. So the rate stays positive for
 // any shape; elasticity plugins should not choose such layouts. A named
 // layout whose split exceeds the GPUs is priced as an all-zero one.
+//
+// Defaults. achieved_tflops: a V100 sustains 39 TFLOP/s on one GPU
+// (Shoeybi et al., "Megatron-LM", 2019, 30% of its peak), an A100 163
+// (SC'21: 52% of its 312 at 3,072 GPUs, communication included, so the model
+// is pessimistic there); other GPU types must be given. 150 GB/s is a V100's
+// six NVLink links of 25 GB/s, 12.5 GB/s one 100 Gb/s InfiniBand link per
+// GPU, 16 GB/s PCIe 3.0 x16. Sequence 2048 and batch 512 are GPT-3's for its
+// 1.3B model (Brown et al., 2020, Table 2.1), whose 6.7B to 175B models have
+// h / L = 128.
 //
 // Simplifications: no overlap of communication with computation; bandwidths
 // are per GPU and uncontended; embeddings, the s/6h and vocabulary terms of
