@@ -125,6 +125,27 @@ struct OneJobView {
 
 }  // namespace
 
+TEST_CASE("a shape's layouts keep tensor parallelism within a node; memory is 16 bytes a parameter per split") {
+  auto splits = [](const Shape& s) {
+    std::vector<std::pair<int, int>> out;
+    for (const JobLayout& layout : parallel_layouts(s)) out.emplace_back(layout.tensor_parallel, layout.pipeline_parallel);
+    return out;
+  };
+  // 4 GPUs on one node: tp 1, 2 or 4.
+  CHECK(splits(shape(4, 1, 32)) ==
+        std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {1, 3}, {1, 4}, {2, 1}, {2, 2}, {4, 1}});
+  // 6 GPUs on 2 nodes, 3 each: tp 1 only (a pair would straddle nodes).
+  CHECK(splits(shape(6, 2, 32)).size() == 6);
+  CHECK(splits(shape(6, 2, 32)).back() == std::pair<int, int>{1, 6});
+  CHECK(data_parallel({0, 2, 3}, 8) == 1);  // two GPUs idle
+  CHECK(data_parallel({0, 4, 4}, 8) == 0);
+
+  const ParallelMemory memory;  // 16 bytes a parameter, 4 GB of activations
+  CHECK(memory.gb_per_gpu(2e9, {0, 2, 2}) == doctest::Approx(16 * 2e9 / 4 / 1e9 + 4));
+  CHECK(memory.fits(2e9, {0, 2, 2}, 12));
+  CHECK_FALSE(memory.fits(2e9, {0, 2, 1}, 12));
+}
+
 TEST_CASE("parallel-3d prices a layout as Megatron-LM's analysis does, worked by hand") {
   const auto model = parallel_3d(kRoundModel);
   const JobSpec job = gpt(kRoundParameters, 64);
