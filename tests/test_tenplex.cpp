@@ -128,7 +128,8 @@ struct OneJobView {
 TEST_CASE("a shape's layouts keep tensor parallelism within a node; memory is 16 bytes a parameter per split") {
   auto splits = [](const Shape& s) {
     std::vector<std::pair<int, int>> out;
-    for (const JobLayout& layout : parallel_layouts(s)) out.emplace_back(layout.tensor_parallel, layout.pipeline_parallel);
+    for (const JobLayout& layout : parallel_layouts(s))
+      out.emplace_back(layout.tensor_parallel, layout.pipeline_parallel);
     return out;
   };
   // 4 GPUs on one node: tp 1, 2 or 4.

@@ -207,7 +207,8 @@ inline double restart_seconds(const SchedulerView& view, const JobSpec& job, con
 
 // The shape of `gpus` GPUs, packed, of the type a running job holds.
 inline Shape packed_like(const ClusterState& cluster, const JobState& job, int gpus) {
-  return cluster.packed_shape(job.spec, gpus, cluster.node(cluster.gpu(job.allocation.gpus.front()).node).spec.gpu_type);
+  const Node& node = cluster.node(cluster.gpu(job.allocation.gpus.front()).node);
+  return cluster.packed_shape(job.spec, gpus, node.spec.gpu_type);
 }
 
 // How a plugin would run a running job on `gpus` GPUs (packed), and what
