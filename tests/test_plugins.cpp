@@ -40,7 +40,7 @@ TEST_CASE("the built-in plugins are found, each with its identity") {
   }
   for (const char* expected : {"admission/accept_all", "allocation/fifo", "allocation/srtf", "allocation/sjf",
                                "allocation/las", "allocation/tiresias", "allocation/gittins", "placement/first_fit",
-                               "placement/consolidated", "elasticity/none"})
+                               "placement/consolidated", "elasticity/none", "elasticity/tenplex", "elasticity/dp_only"})
     CHECK(std::find(found.begin(), found.end(), expected) != found.end());
   CHECK(registry.rejected().empty());
 }

@@ -124,17 +124,19 @@ class BOOST_SYMBOL_VISIBLE ElasticityPolicy : public Plugin {
   }
 
   // Seconds of no progress when a running `job` moves from `from` to `to`,
-  // whichever stage asked for the change.
+  // whichever stage asked for the change. GPUs of `from` on nodes that are
+  // down were lost, with the state they held.
   virtual double reconfiguration_seconds(const SchedulerView& view, const JobState& job,
                                          const Allocation& from, const Allocation& to) const {
     (void)job, (void)from, (void)to;
     return view.settings().restart_seconds;
   }
 
-  // Some of `job`'s GPUs were lost (their node failed or left); it still
-  // holds `remaining`. Return true to keep it running on those (the core
-  // checks [min_gpus, max_gpus] and charges reconfiguration_seconds), false
-  // to stop it and queue it again. Called between rounds.
+  // Some of `job`'s GPUs were lost (their node failed or left, and is down
+  // in the view); it still holds `remaining`. Return true to keep it running
+  // on those (the core checks [min_gpus, max_gpus] and charges
+  // reconfiguration_seconds), false to stop it and queue it again. Called
+  // between rounds.
   virtual bool keep_after_loss(const SchedulerView& view, const JobState& job, const Allocation& remaining) {
     (void)view, (void)job, (void)remaining;
     return false;

@@ -5,6 +5,7 @@
 #include "tessel/ids.hpp"
 #include "tessel/job.hpp"
 #include "tessel/lab.hpp"
+#include "tessel/parallelism.hpp"
 #include "tessel/plugin.hpp"
 #include "tessel/reason.hpp"
 #include "tessel/rng.hpp"

@@ -11,6 +11,7 @@ std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader&, const Tom
 std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader&, const TomlDocument&);
 std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader&, const TomlDocument&);
 std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader&, const TomlDocument&);
+std::unique_ptr<ThroughputModel> parse_parallel_3d_model(TableReader&, const TomlDocument&);
 
 std::span<const ModelKind> throughput_models() {
   static const ModelKind kinds[] = {
@@ -23,6 +24,8 @@ std::span<const ModelKind> throughput_models() {
        "batch-size-aware"},
       {"synergy-sensitivity", parse_synergy_sensitivity_model,
        "Synergy's CPU/memory sensitivity profiles: GPU-seconds at the GPU-proportional share"},
+      {"parallel-3d", parse_parallel_3d_model,
+       "steps of GPT-style training with data, tensor and pipeline parallelism (Megatron-LM), memory-aware"},
   };
   return kinds;
 }

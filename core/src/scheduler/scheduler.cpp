@@ -117,6 +117,9 @@ NodeLoss Scheduler::lose_node(NodeId node, double now) {
     for (JobId job : gpu.jobs)
       if (std::find(affected.begin(), affected.end(), job) == affected.end()) affected.push_back(job);
   NodeLoss loss;
+  // Down first: the elasticity plugin sees which of a job's GPUs are gone,
+  // with whatever state they held.
+  cluster_.set_up(node, false);
   const SchedulerView v = view(now);
   const std::string node_name = cluster_.node(node).spec.name;
   for (JobId id : affected) {
@@ -146,7 +149,6 @@ NodeLoss Scheduler::lose_node(NodeId node, double now) {
       record(now, id, PluginKind::placement, "stop", Reason::text("lost node " + node_name), true);
     }
   }
-  cluster_.set_up(node, false);
   return loss;
 }
 
