@@ -19,6 +19,9 @@ struct Experiment {
 
 const Experiment kExperiments[] = {
     {"quickstart.toml", {"workload.jobs=60"}, {}},
+    {"tiresias/tiresias.toml",
+     {"workload.max_jobs=20"},
+     {"tiresias/60_job.csv", "tiresias/n32g4.csv", "tiresias/yarn-gput1000.csv"}},
 };
 
 std::int64_t count(const fs::path& db, const std::string& sql) {
