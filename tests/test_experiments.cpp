@@ -22,6 +22,7 @@ const Experiment kExperiments[] = {
     {"tiresias/tiresias.toml",
      {"workload.max_jobs=20"},
      {"tiresias/60_job.csv", "tiresias/n32g4.csv", "tiresias/yarn-gput1000.csv"}},
+    {"philly-replay/philly-replay.toml", {"workload.max_jobs=2000"}, {"pollux/philly.csv"}},
 };
 
 std::int64_t count(const fs::path& db, const std::string& sql) {
