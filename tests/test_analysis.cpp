@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "results/report.hpp"
 #include "results/store.hpp"
 #include "support.hpp"
@@ -49,6 +51,44 @@ fs::path hand_database(const TempDir& dir) {
   return path;
 }
 
+// A database written by hand for reports by VC: two policies x two seeds,
+// each run with two jobs in VC "a", one in VC "b" and one with no VC, on a
+// cluster that offered 1000 GPU-seconds. With s the seed:
+//   fifo:  a: JCTs 100 and 100 + 100 s (the second waits 100 s);  b: JCT 300, no wait
+//   share: a: JCTs 100 and 100, no wait;  b: JCT 300 + 100 s (waits 100 s)
+//   both:  no VC: JCT 40
+fs::path vc_database(const TempDir& dir) {
+  const fs::path path = dir.path() / "vc.db";
+  ResultsStore store(path.string());
+  for (const char* policy : {"fifo", "share"})
+    for (int seed : {1, 2}) {
+      const bool fifo = std::string(policy) == "fifo";
+      RunInfo info;
+      info.label = "exp";
+      info.config = "[cluster]\n";
+      info.axes = std::string(R"({"scheduler.allocation":")") + policy + R"(","seed":)" + std::to_string(seed) + "}";
+      const std::int64_t run = store.begin_run(info);
+      const double wait = 100.0 * seed;
+      RunResults results;
+      results.jobs = {finished_job(0, 0, 0, 100, 100),
+                      fifo ? finished_job(1, 0, wait, wait + 100, 100) : finished_job(1, 0, 0, 100, 100),
+                      fifo ? finished_job(2, 50, 50, 350, 300) : finished_job(2, 50, 50 + wait, 350 + wait, 300),
+                      finished_job(3, 0, 0, 40, 40)};
+      results.jobs[0].vc = results.jobs[1].vc = "a";
+      results.jobs[2].vc = "b";
+      results.capacity_gpu_seconds = 1000;
+      store.complete_run(run, results);
+    }
+  return path;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 std::string slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -84,6 +124,61 @@ TEST_CASE("report --by averages a sweep's seeds into one row per series and valu
   CHECK(missing.code == 2);
   CHECK(missing.err == "tessel: no complete run has axis 'jobs_per_hour' (axes: workload.jobs_per_hour, "
                        "scheduler.allocation.plugin, seed)\n");
+}
+
+TEST_CASE("report --group vc gives each VC of a run the run's figures, from its own jobs") {
+  TempDir dir;
+  const fs::path db = vc_database(dir);
+  auto result = run_tessel({"report", db.string(), "--group", "vc", "--run", "1", "--format", "csv"});
+  REQUIRE(result.code == 0);
+  const auto lines = lines_of(result.out);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == "run,label,axes,status,vc,jobs,finished,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,"
+                    "avg_queueing_delay_s,makespan_s,gpu_utilization,preemptions");
+  // fifo, seed 1. No VC: one job of 40 s. VC a: JCTs 100 and 200, waits 0 and 100, GPU-seconds 200 of 1000,
+  // makespan 200. VC b: 300 s from 50 to 350, GPU-seconds 300.
+  CHECK(lines[1] == "1,exp,allocation=fifo seed=1,complete,-,1,1,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0");
+  CHECK(lines[2] ==
+        "1,exp,allocation=fifo seed=1,complete,a,2,2,150.000,150.000,195.000,199.000,50.000,200.000,0.200000,0");
+  CHECK(lines[3] ==
+        "1,exp,allocation=fifo seed=1,complete,b,1,1,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0");
+
+  result = run_tessel({"report", db.string(), "--group", "vc", "--run", "3"});  // a table: share, seed 1
+  REQUIRE(result.code == 0);
+  const auto table = lines_of(result.out);
+  REQUIRE(table.size() == 4);
+  CHECK(table[0].find("  status    vc  jobs  finished  avg JCT") != std::string::npos);
+  CHECK(table[1].find("complete  -      1         1     40 s") != std::string::npos);
+  CHECK(table[3].find("complete  b      1         1    400 s") != std::string::npos);  // seed 1: waits 100 s
+
+  result = run_tessel({"report", db.string(), "--group", "vc", "--run", "2", "--format", "json"});
+  REQUIRE(result.code == 0);
+  const auto json = nlohmann::json::parse(result.out);
+  REQUIRE(json.size() == 3);
+  CHECK(json[1]["vc"] == "a");
+  CHECK(json[1]["avg_jct_s"] == 200.0);  // seed 2: JCTs 100 and 300
+  CHECK(json[0]["vc"] == "");
+
+  CHECK(run_tessel({"report", db.string(), "--group", "tenant"}).code == 2);
+}
+
+TEST_CASE("report --by with --group vc averages each VC over a series' seeds") {
+  TempDir dir;
+  const fs::path db = vc_database(dir);
+  const auto result =
+      run_tessel({"report", db.string(), "--by", "scheduler.allocation", "--group", "vc", "--format", "csv"});
+  REQUIRE(result.code == 0);
+  const auto lines = lines_of(result.out);
+  REQUIRE(lines.size() == 7);
+  CHECK(lines[0].starts_with("series,scheduler.allocation,vc,runs,jobs,finished,avg_jct_s,"));
+  CHECK(lines[1] == "exp,fifo,-,2,1,1,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0");
+  // fifo, a: run averages 150 (seed 1) and 200 (seed 2); waits 50 and 100; makespans 200 and 300.
+  CHECK(lines[2] == "exp,fifo,a,2,2,2,175.000,175.000,242.500,248.500,75.000,250.000,0.200000,0");
+  CHECK(lines[3] == "exp,fifo,b,2,1,1,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0");
+  CHECK(lines[4] == "exp,share,-,2,1,1,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0");
+  CHECK(lines[5] == "exp,share,a,2,2,2,100.000,100.000,100.000,100.000,0.000,100.000,0.200000,0");
+  // share, b: JCTs 400 and 500, waits 100 and 200.
+  CHECK(lines[6] == "exp,share,b,2,1,1,450.000,450.000,450.000,450.000,150.000,450.000,0.300000,0");
 }
 
 TEST_CASE("compare puts two runs side by side with ratios") {

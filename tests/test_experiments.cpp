@@ -33,6 +33,10 @@ const Experiment kExperiments[] = {
      {"workload.max_jobs=300", "workload.track=[100,200]", R"(sweep."workload.path"=["bursty-8jph-seed1.csv"])",
       R"(sweep."scheduler.admission"=[{ plugin = "accept_all" }, { plugin = "load_based", factor = 1.2 }])"},
      {}},
+    {"tiresias/tiresias.toml",
+     {"workload.max_jobs=20"},
+     {"tiresias/60_job.csv", "tiresias/n32g4.csv", "tiresias/yarn-gput1000.csv"}},
+    {"philly-replay/philly-replay.toml", {"workload.max_jobs=2000"}, {"pollux/philly.csv"}},
 };
 
 std::int64_t count(const fs::path& db, const std::string& sql) {

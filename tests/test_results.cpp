@@ -115,6 +115,41 @@ TEST_CASE("summary figures match values computed by hand") {
   CHECK(s.gpu_utilization == doctest::Approx(1690 / 4000.0));
 }
 
+TEST_CASE("summaries by VC apply the run's figures to each VC's jobs, against the whole cluster") {
+  std::vector<JobRecord> jobs = {
+      job(0, 0, 100, 100), job(0, 50, 200, 150),  // VC "b": JCTs 100 and 200, one waited 50 s
+      job(10, 10, 40, 30),                        // VC "a": JCT 30
+      job(0, 0, 500, 500),                        // no VC
+  };
+  jobs[0].vc = jobs[1].vc = "b";
+  jobs[2].vc = "a";
+  const std::vector<GroupSummary> groups = summarize_by_vc(jobs, 1000.0);
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[0].group == "");  // VCs in name order, no VC first
+  CHECK(groups[1].group == "a");
+  CHECK(groups[2].group == "b");
+  CHECK(groups[0].summary.avg_jct == 500);
+  CHECK(groups[1].summary.jobs == 1);
+  CHECK(groups[1].summary.makespan == 30);                      // 40 - 10
+  CHECK(groups[1].summary.gpu_utilization == doctest::Approx(0.03));  // 30 of 1000 GPU-seconds
+  CHECK(groups[2].summary.jobs == 2);
+  CHECK(groups[2].summary.avg_jct == 150);
+  CHECK(groups[2].summary.p50_jct == 150);
+  CHECK(groups[2].summary.avg_queueing_delay == 25);
+  CHECK(groups[2].summary.gpu_utilization == doctest::Approx(0.25));  // 100 + 150 of 1000
+
+  // One VC: the same figures as the whole run, from the same function.
+  for (JobRecord& record : jobs) record.vc = "only";
+  const std::vector<GroupSummary> one = summarize_by_vc(jobs, 1000.0);
+  REQUIRE(one.size() == 1);
+  const RunSummary whole = summarize(jobs, 1000.0);
+  CHECK(one[0].summary.avg_jct == whole.avg_jct);
+  CHECK(one[0].summary.p99_jct == whole.p99_jct);
+  CHECK(one[0].summary.makespan == whole.makespan);
+  CHECK(one[0].summary.gpu_utilization == whole.gpu_utilization);
+  CHECK(summarize_by_vc({}, 1000.0).empty());
+}
+
 TEST_CASE("a run stores one row per job, samples, metrics, and is marked complete") {
   TempDir dir;
   dir.write("e.toml", kExperiment);

@@ -89,6 +89,44 @@ TEST_CASE("--set narrows a sweep: its axes are quoted keys") {
   }
 }
 
+TEST_CASE("an axis of named values sets each value whole and labels its runs by name") {
+  const TomlDocument doc = TomlDocument::parse(R"([sweep]
+"workload.jobs_per_hour" = [2]
+[sweep."scheduler.allocation"]
+plain = { plugin = "fifo" }
+with-backfill = { plugin = "fifo", backfill = true }
+)",
+                                               "n.toml");
+  const auto points = expand_sweep(doc);
+  REQUIRE(points.size() == 2);
+  // In the order written, not toml++'s sorted order.
+  CHECK(points[0].axes == R"({"workload.jobs_per_hour":2,"scheduler.allocation":"plain"})");
+  CHECK(points[1].axes == R"({"workload.jobs_per_hour":2,"scheduler.allocation":"with-backfill"})");
+  CHECK(points[1].overrides ==
+        std::vector<std::string>{"workload.jobs_per_hour=2", "scheduler.allocation={ backfill = true, plugin = 'fifo' }"});
+
+  // Each value replaces the table whole: arguments of one plugin do not leak into another's runs.
+  TempDir dir;
+  std::string named = kSweep;
+  named = named.substr(0, named.find("[sweep]")) + R"([sweep]
+seeds = [1]
+[sweep."scheduler.allocation"]
+fifo = { plugin = "fifo", backfill = true }
+las = { plugin = "las" }
+)";
+  dir.write("n.toml", named);
+  const auto result = run_tessel({"run", "n.toml", "-j", "2"}, dir.path());
+  REQUIRE_MESSAGE(result.code == 0, result.err);
+  const fs::path db = dir.path() / "sweep.db";
+  CHECK(count(db, R"(SELECT count(*) FROM runs WHERE axes = '{"scheduler.allocation":"las","seed":1}')") == 1);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE config LIKE '%plugin = ''las''%' AND config NOT LIKE '%backfill%'") ==
+        1);
+  const auto report = run_tessel({"report", "sweep.db", "--by", "scheduler.allocation", "--format", "csv"}, dir.path());
+  REQUIRE(report.code == 0);
+  CHECK(report.out.find("\nn,fifo,1,") != std::string::npos);
+  CHECK(report.out.find("\nn,las,1,") != std::string::npos);
+}
+
 TEST_CASE("malformed sweeps are located") {
   try {
     expand_sweep(TomlDocument::parse("[sweep]\nseeds = 3\njobs_per_hour = [1]\n", "s.toml"));
@@ -98,6 +136,14 @@ TEST_CASE("malformed sweeps are located") {
     CHECK(e.diagnostics()[0].str() == "s.toml:2:9: 'seeds' in [sweep] must be a non-empty list of values");
     CHECK(e.diagnostics()[1].str() ==
           "s.toml:3:17: 'jobs_per_hour' in [sweep] is not a config path like \"workload.jobs_per_hour\" (or 'seeds')");
+  }
+  try {
+    expand_sweep(TomlDocument::parse("[sweep]\n\"workload.jobs\" = {}\n", "s.toml"));
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics()[0].str() ==
+          "s.toml:2:19: 'workload.jobs' in [sweep] must be a non-empty list of values or a table of named values");
   }
   TempDir dir;
   std::string bad = kSweep;

@@ -145,7 +145,8 @@ ResultsStore open_existing(const std::string& database) {
 
 int report(const ReportOptions& options) {
   ResultsStore store = open_existing(options.database);
-  const auto reports = load_reports(store, options.runs);
+  const JobGrouping grouping = options.group == "vc" ? JobGrouping::vc : JobGrouping::none;
+  const auto reports = load_reports(store, options.runs, grouping);
   if (reports.empty()) {
     std::cerr << options.database << ": no runs yet\n";
     return 0;
@@ -154,9 +155,9 @@ int report(const ReportOptions& options) {
                               : options.format == "json" ? ReportFormat::json
                                                          : ReportFormat::table;
   if (options.by.empty())
-    print_report(std::cout, reports, format);
+    print_report(std::cout, reports, format, grouping);
   else
-    print_grouped_report(std::cout, group_by_axis(reports, options.by), options.by, format);
+    print_grouped_report(std::cout, group_by_axis(reports, options.by), options.by, format, grouping);
   return 0;
 }
 

@@ -23,7 +23,8 @@ struct ReportOptions {
   std::string database;
   std::string format = "table";
   std::vector<std::int64_t> runs;
-  std::string by;  // a sweep axis to group by
+  std::string by;     // a sweep axis to group by
+  std::string group;  // "vc": one row per VC of each run (or group); empty: whole runs
 };
 
 struct PlotOptions {

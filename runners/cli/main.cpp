@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   report_cmd->add_option("--run", report.runs, "only these run ids")->allow_extra_args(false);
   report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
+  report_cmd->add_option("--group", report.group, "split each run's jobs: vc, one row per virtual cluster")
+      ->check(CLI::IsMember({"vc"}));
 
   std::string compare_db;
   std::int64_t compare_a = 0, compare_b = 0;

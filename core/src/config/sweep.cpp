@@ -28,7 +28,22 @@ struct Axis {
   std::string path;  // "workload.seed" for seeds
   std::string name;  // in the axes JSON: the path, or "seed"
   std::vector<const toml::node*> values;
+  std::vector<std::string> value_names;  // for a table of named values: the names that label them
 };
+
+// The entries of a table in the order they are written (toml++ keeps keys
+// sorted); a value replaced by --set keeps the place of the one it replaced.
+std::vector<std::pair<std::string, const toml::node*>> in_written_order(const TomlDocument& document,
+                                                                        const toml::table& table) {
+  std::vector<std::pair<std::string, const toml::node*>> entries;
+  for (auto&& [key, value] : table) entries.emplace_back(std::string(key.str()), &value);
+  std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
+    const toml::source_position x = document.written_at(*a.second);
+    const toml::source_position y = document.written_at(*b.second);
+    return x.line != y.line ? x.line < y.line : x.column < y.column;
+  });
+  return entries;
+}
 
 }  // namespace
 
@@ -39,28 +54,29 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
   const toml::table* sweep = sweep_node->as_table();
   if (sweep == nullptr) throw ConfigError(document.where(*sweep_node), "[sweep] must be a table");
 
-  // toml++ keeps keys sorted; the axes follow the order they are written in.
-  std::vector<std::pair<std::string, const toml::node*>> entries;
-  for (auto&& [key, value] : *sweep) entries.emplace_back(std::string(key.str()), &value);
-  std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
-    const toml::source_position x = document.written_at(*a.second);
-    const toml::source_position y = document.written_at(*b.second);
-    return x.line != y.line ? x.line < y.line : x.column < y.column;
-  });
-
+  // The axes follow the order they are written in.
   std::vector<Axis> axes;
-  for (const auto& [name, node] : entries) {
+  for (const auto& [name, node] : in_written_order(document, *sweep)) {
     const toml::node& value = *node;
     const toml::array* list = value.as_array();
-    if (list == nullptr || list->empty()) {
-      diagnostics.error(document.where(value), "'" + name + "' in [sweep] must be a non-empty list of values");
+    const toml::table* named = name == "seeds" ? nullptr : value.as_table();
+    if ((list == nullptr || list->empty()) && (named == nullptr || named->empty())) {
+      diagnostics.error(document.where(value), "'" + name + "' in [sweep] must be a non-empty list of values" +
+                                                   (name == "seeds" ? "" : " or a table of named values"));
       continue;
     }
-    Axis axis{name == "seeds" ? "workload.seed" : name, name == "seeds" ? "seed" : name, {}};
+    Axis axis{name == "seeds" ? "workload.seed" : name, name == "seeds" ? "seed" : name, {}, {}};
     if (name != "seeds" && name.find('.') == std::string::npos)
       diagnostics.error(document.where(value), "'" + name + "' in [sweep] is not a config path like "
                                                             "\"workload.jobs_per_hour\" (or 'seeds')");
-    for (const toml::node& element : *list) axis.values.push_back(&element);
+    if (list != nullptr) {
+      for (const toml::node& element : *list) axis.values.push_back(&element);
+    } else {
+      for (const auto& [value_name, element] : in_written_order(document, *named)) {
+        axis.values.push_back(element);
+        axis.value_names.push_back(value_name);
+      }
+    }
     axes.push_back(std::move(axis));
   }
   diagnostics.raise_if_any();
@@ -75,7 +91,8 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
     for (std::size_t a = 0; a < axes.size(); ++a) {
       const toml::node& value = *axes[a].values[index[a]];
       point.overrides.push_back(axes[a].path + "=" + toml_text(value));
-      labels[axes[a].name] = json_value(value);
+      labels[axes[a].name] = axes[a].value_names.empty() ? json_value(value)
+                                                         : nlohmann::ordered_json(axes[a].value_names[index[a]]);
     }
     point.axes = labels.dump();
     points.push_back(std::move(point));

@@ -2,10 +2,15 @@
 // --set) and each value a list; the runs are the cross product of the
 // lists, in the order the keys are written, the last key varying fastest.
 // `seeds = [1, 2, 3]` repeats every point with workload.seed set to each.
+// An axis may instead be a table of named values, in the order written: each
+// value is applied as a list's would be, and its name labels the runs. This
+// sweeps whole tables whose keys differ (a plugin with its own arguments)
+// under short labels; --resume then matches points by those names.
 //
 //   [sweep]
 //   "workload.jobs_per_hour" = [2, 4, 6]
 //   "scheduler.allocation.plugin" = ["fifo", "las"]
+//   "scheduler.placement" = { packed = { plugin = "consolidated" }, spread = { plugin = "spread" } }
 //   seeds = [1, 2]
 #pragma once
 

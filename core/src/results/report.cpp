@@ -11,7 +11,8 @@
 
 namespace tessel {
 
-std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::int64_t>& run_ids) {
+std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::int64_t>& run_ids,
+                                    JobGrouping grouping) {
   std::vector<RunRow> runs;
   if (run_ids.empty()) {
     runs = store.runs();
@@ -24,8 +25,13 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
   }
   std::vector<RunReport> reports;
   for (RunRow& run : runs) {
-    RunSummary summary = summarize(store.jobs(run.id), run.capacity_gpu_seconds);
-    reports.push_back({std::move(run), summary});
+    const std::vector<JobRecord> jobs = store.jobs(run.id);
+    if (grouping == JobGrouping::none || jobs.empty()) {
+      reports.push_back({std::move(run), summarize(jobs, run.capacity_gpu_seconds), {}});
+      continue;
+    }
+    for (GroupSummary& vc : summarize_by_vc(jobs, run.capacity_gpu_seconds))
+      reports.push_back({run, vc.summary, std::move(vc.group)});
   }
   return reports;
 }
@@ -84,6 +90,9 @@ std::string fixed(double value, int decimals) {
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;
 }
+
+// A group's name in a key column; jobs without a VC show as "-", as runs without a label do.
+std::string group_text(const std::string& group) { return group.empty() ? "-" : group; }
 
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
@@ -178,15 +187,19 @@ void print_rows(std::ostream& out, const std::vector<std::string>& key_names, co
 
 }  // namespace
 
-void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format) {
+void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format,
+                  JobGrouping grouping) {
   const bool any_axes = std::any_of(reports.begin(), reports.end(),
                                     [](const RunReport& r) { return !axes_text(r.run.axes).empty(); });
+  const bool by_vc = grouping == JobGrouping::vc;
   std::vector<std::string> keys = {"run", "label", "status"};
   if (any_axes) keys.insert(keys.begin() + 2, "axes");
+  if (by_vc) keys.push_back("vc");
   std::vector<Row> rows;
   for (const RunReport& r : reports) {
     Row row{{std::to_string(r.run.id), r.run.label.empty() ? "-" : r.run.label, r.run.status}, r.summary};
     if (any_axes) row.keys.insert(row.keys.begin() + 2, axes_text(r.run.axes));
+    if (by_vc) row.keys.push_back(group_text(r.group));
     rows.push_back(std::move(row));
   }
   if (format == ReportFormat::json) {
@@ -201,6 +214,7 @@ void print_report(std::ostream& out, const std::vector<RunReport>& reports, Repo
       item["status"] = r.run.status;
       item["seed"] = r.run.seed;
       item["note"] = r.run.note;
+      if (by_vc) item["vc"] = r.group;
       list.push_back(std::move(item));
     }
     out << list.dump(2) << '\n';
@@ -210,7 +224,10 @@ void print_report(std::ostream& out, const std::vector<RunReport>& reports, Repo
   text_keys[0] = false;  // the run id
   print_rows(out, keys, text_keys, rows, format);
   if (format != ReportFormat::table) return;
+  std::int64_t noted = -1;  // a run split by VC has several reports in a row, and one note
   for (const RunReport& r : reports) {
+    if (r.run.id == noted) continue;
+    noted = r.run.id;
     if (r.run.status != "complete")
       out << "note: run " << r.run.id << " is " << r.run.status
           << (r.run.note.empty() ? "" : " (" + r.run.note + ")") << "; it has no results\n";
@@ -234,10 +251,11 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
     axes.erase(axis);
     axes.erase("seed");
     const std::string series = r.run.label + (axes.empty() ? "" : " " + axes_text(axes.dump()));
-    auto group = std::find_if(groups.begin(), groups.end(),
-                              [&](const AxisGroup& g) { return g.series == series && g.value == value; });
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const AxisGroup& g) {
+      return g.series == series && g.value == value && g.group == r.group;
+    });
     if (group == groups.end()) {
-      groups.push_back({series, value, 0, {}});
+      groups.push_back({series, value, 0, {}, r.group});
       members.emplace_back();
       group = groups.end() - 1;
     }
@@ -278,19 +296,30 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
   std::stable_sort(groups.begin(), groups.end(), [&](const AxisGroup& a, const AxisGroup& b) {
     const auto sa = std::find(series_order.begin(), series_order.end(), a.series);
     const auto sb = std::find(series_order.begin(), series_order.end(), b.series);
-    return sa != sb ? sa < sb : a.value < b.value;
+    if (sa != sb) return sa < sb;
+    if (a.value != b.value) return a.value < b.value;
+    return a.group < b.group;
   });
   return groups;
 }
 
 void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
-                          ReportFormat format) {
+                          ReportFormat format, JobGrouping grouping) {
+  const bool by_vc = grouping == JobGrouping::vc;
   std::vector<Row> rows;
-  for (const AxisGroup& g : groups)
-    rows.push_back({{g.series, g.value.is_string() ? g.value.get<std::string>() : g.value.dump(),
-                     std::to_string(g.runs)},
-                    g.mean});
-  print_rows(out, {"series", axis, "runs"}, {true, false, false}, rows, format);
+  for (const AxisGroup& g : groups) {
+    Row row{{g.series, g.value.is_string() ? g.value.get<std::string>() : g.value.dump()}, g.mean};
+    if (by_vc) row.keys.push_back(group_text(g.group));
+    row.keys.push_back(std::to_string(g.runs));
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> keys = {"series", axis, "runs"};
+  std::vector<bool> text_keys = {true, false, false};
+  if (by_vc) {
+    keys.insert(keys.begin() + 2, "vc");
+    text_keys.insert(text_keys.begin() + 2, true);
+  }
+  print_rows(out, keys, text_keys, rows, format);
 }
 
 std::vector<std::string> figure_names() {

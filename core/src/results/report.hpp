@@ -19,31 +19,42 @@ namespace tessel {
 
 enum class ReportFormat { table, csv, json };
 
+// How each run's jobs are reported: all together, or one group per VC
+// (summarize_by_vc), each with the same figures.
+enum class JobGrouping { none, vc };
+
 struct RunReport {
   RunRow run;
   RunSummary summary;
+  std::string group;  // with JobGrouping::vc: the VC ("" for jobs without one)
 };
 
-// Every run, or only `run_ids` when given. Throws UserError for unknown ids.
-std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::int64_t>& run_ids = {});
+// Every run, or only `run_ids` when given; with JobGrouping::vc one report
+// per run and VC (a run without jobs keeps one report, of group "").
+// Throws UserError for unknown ids.
+std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::int64_t>& run_ids = {},
+                                    JobGrouping grouping = JobGrouping::none);
 
-// One row per run.
-void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format);
+// One row per report; with JobGrouping::vc, a `vc` column after the run's.
+void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format,
+                  JobGrouping grouping = JobGrouping::none);
 
 // A sweep grouped by one axis: complete runs that differ only in `axis` and
 // in their seed form a series; each group is one value of the axis in one
 // series, with the figures averaged over its seeds.
+// Reports split by VC are averaged VC by VC.
 struct AxisGroup {
   std::string series;    // the label and the other axes
   nlohmann::json value;  // of `axis`
   std::size_t runs = 0;  // averaged over (one per seed)
   RunSummary mean;
+  std::string group;     // RunReport::group
 };
-// Series in order of first appearance, values in order within a series.
-// Throws UserError if no complete run has the axis.
+// Series in order of first appearance, values in order within a series,
+// then groups in name order. Throws UserError if no complete run has the axis.
 std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis);
 void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
-                          ReportFormat format);
+                          ReportFormat format, JobGrouping grouping = JobGrouping::none);
 
 // The figures by their CSV names ("avg_jct_s", "gpu_utilization", ...).
 std::vector<std::string> figure_names();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace tessel {
 
@@ -51,6 +52,15 @@ RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_second
   if (last_finish > first_arrival) s.makespan = last_finish - first_arrival;
   if (capacity_gpu_seconds > 0) s.gpu_utilization = held / capacity_gpu_seconds;
   return s;
+}
+
+std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, double capacity_gpu_seconds) {
+  std::map<std::string, std::vector<JobRecord>> by_vc;  // in name order
+  for (const JobRecord& job : jobs) by_vc[job.vc].push_back(job);
+  std::vector<GroupSummary> groups;
+  groups.reserve(by_vc.size());
+  for (const auto& [vc, members] : by_vc) groups.push_back({vc, summarize(members, capacity_gpu_seconds)});
+  return groups;
 }
 
 }  // namespace tessel

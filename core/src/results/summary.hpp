@@ -45,6 +45,16 @@ struct RunSummary {
 // `capacity_gpu_seconds` is the GPU time the cluster offered over the run.
 RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds);
 
+// The jobs split by virtual cluster (JobRecord::vc, "" for none), each part
+// summarised by summarize() against the whole run's capacity: a VC's GPU
+// utilization is the share of the cluster's GPU time its jobs held, its
+// makespan runs from its first arrival to its last finish. VCs in name order.
+struct GroupSummary {
+  std::string group;
+  RunSummary summary;
+};
+std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, double capacity_gpu_seconds);
+
 // Linear-interpolation percentile of sorted values; p in [0, 100].
 double percentile(std::span<const double> sorted, double p);
 
