@@ -12,7 +12,10 @@ namespace {
 // TOML value syntax for --set, and the same value in JSON for the axes.
 std::string toml_text(const toml::node& value) {
   std::ostringstream out;
-  value.visit([&](auto&& v) { out << v; });
+  // Relaxed precision writes 1.4, not 1.3999999999999999, in labels and overrides.
+  value.visit([&](auto&& v) {
+    out << toml::toml_formatter(v, toml::toml_formatter::default_flags | toml::format_flags::relaxed_float_precision);
+  });
   return out.str();
 }
 
