@@ -236,77 +236,60 @@ void TableReader::wrong_type(std::string_view key, const toml::node& node, std::
                  ", got " + std::string(type_name(node)));
 }
 
-std::optional<std::int64_t> TableReader::integer(std::string_view key,
-                                                 std::optional<std::int64_t> fallback,
-                                                 std::int64_t min, std::int64_t max) {
+template <class T, class Extract>
+std::optional<T> TableReader::scalar(std::string_view key, std::optional<T> fallback, std::string_view expected,
+                                     Extract extract) {
   const toml::node* node = lookup(key);
   if (node == nullptr) {
     if (!fallback) missing(key);
     return fallback;
   }
-  const auto* value = node->as_integer();
-  if (value == nullptr) {
-    wrong_type(key, *node, "an integer");
-    return std::nullopt;
-  }
-  const std::int64_t x = value->get();
-  if (x < min || x > max) {
-    std::string range = min == kNoMin ? "<= " + std::to_string(max)
-                        : max == kNoMax ? ">= " + std::to_string(min)
-                                        : "in " + std::to_string(min) + ".." + std::to_string(max);
-    error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " +
-                   std::to_string(x));
-    return std::nullopt;
-  }
-  return x;
+  std::optional<T> value = extract(*node);
+  if (!value) wrong_type(key, *node, expected);
+  return value;
+}
+
+std::optional<std::int64_t> TableReader::integer(std::string_view key,
+                                                 std::optional<std::int64_t> fallback,
+                                                 std::int64_t min, std::int64_t max) {
+  const bool given = present(key);
+  const auto x = scalar<std::int64_t>(key, fallback, "an integer", [](const toml::node& n) {
+    return n.is_integer() ? std::optional<std::int64_t>(n.as_integer()->get()) : std::nullopt;
+  });
+  if (!given || !x || (*x >= min && *x <= max)) return x;
+  const std::string range = min == kNoMin   ? "<= " + std::to_string(max)
+                            : max == kNoMax ? ">= " + std::to_string(min)
+                                            : "in " + std::to_string(min) + ".." + std::to_string(max);
+  error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " + std::to_string(*x));
+  return std::nullopt;
 }
 
 std::optional<double> TableReader::number(std::string_view key, std::optional<double> fallback,
                                           double min, double max) {
-  const toml::node* node = lookup(key);
-  if (node == nullptr) {
-    if (!fallback) missing(key);
-    return fallback;
-  }
-  std::optional<double> x;
-  if (const auto* i = node->as_integer()) x = static_cast<double>(i->get());
-  if (const auto* f = node->as_floating_point()) x = f->get();
-  if (!x) {
-    wrong_type(key, *node, "a number");
+  const bool given = present(key);
+  const auto x = scalar<double>(key, fallback, "a number", [](const toml::node& n) -> std::optional<double> {
+    if (const auto* i = n.as_integer()) return static_cast<double>(i->get());
+    if (const auto* f = n.as_floating_point()) return f->get();
     return std::nullopt;
-  }
-  if (!std::isfinite(*x) || *x < min || *x > max) {
-    std::string range = std::isinf(min) ? "<= " + number_text(max)
-                        : std::isinf(max) ? ">= " + number_text(min)
-                                          : "in " + number_text(min) + ".." + number_text(max);
-    error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " +
-                   shown(*node));
-    return std::nullopt;
-  }
-  return x;
+  });
+  if (!given || !x || (std::isfinite(*x) && *x >= min && *x <= max)) return x;
+  const std::string range = std::isinf(min)   ? "<= " + number_text(max)
+                            : std::isinf(max) ? ">= " + number_text(min)
+                                              : "in " + number_text(min) + ".." + number_text(max);
+  error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " + shown(*table_->get(key)));
+  return std::nullopt;
 }
 
 std::optional<bool> TableReader::boolean(std::string_view key, std::optional<bool> fallback) {
-  const toml::node* node = lookup(key);
-  if (node == nullptr) {
-    if (!fallback) missing(key);
-    return fallback;
-  }
-  if (const auto* b = node->as_boolean()) return b->get();
-  wrong_type(key, *node, "a boolean");
-  return std::nullopt;
+  return scalar<bool>(key, fallback, "a boolean", [](const toml::node& n) {
+    return n.is_boolean() ? std::optional<bool>(n.as_boolean()->get()) : std::nullopt;
+  });
 }
 
-std::optional<std::string> TableReader::string(std::string_view key,
-                                               std::optional<std::string> fallback) {
-  const toml::node* node = lookup(key);
-  if (node == nullptr) {
-    if (!fallback) missing(key);
-    return fallback;
-  }
-  if (const auto* s = node->as_string()) return s->get();
-  wrong_type(key, *node, "a string");
-  return std::nullopt;
+std::optional<std::string> TableReader::string(std::string_view key, std::optional<std::string> fallback) {
+  return scalar<std::string>(key, std::move(fallback), "a string", [](const toml::node& n) {
+    return n.is_string() ? std::optional<std::string>(n.as_string()->get()) : std::nullopt;
+  });
 }
 
 std::optional<std::string> TableReader::choice(std::string_view key,

@@ -113,6 +113,11 @@ class TableReader {
 
  private:
   const toml::node* lookup(std::string_view key);
+  // Reads one value: the fallback when absent (reported when there is none),
+  // else what `extract` makes of the node (reported as not `expected` when nullopt).
+  template <class T, class Extract>
+  std::optional<T> scalar(std::string_view key, std::optional<T> fallback, std::string_view expected,
+                          Extract extract);
   void missing(std::string_view key);
   void wrong_type(std::string_view key, const toml::node& node, std::string_view expected);
 
