@@ -206,7 +206,8 @@ TEST_CASE("files that are not tessel databases are refused") {
   }
   CHECK_THROWS_WITH_AS(ResultsStore((dir.path() / "new.db").string()),
                        ((dir.path() / "new.db").string() +
-                        ": written by a newer tessel (schema 99, this tessel knows up to 1)")
+                        ": written by a newer tessel (schema 99, this tessel knows up to " +
+                        std::to_string(kSchemaVersion) + ")")
                            .c_str(),
                        UserError);
   const auto result = run_tessel({"report", "missing.db"}, dir.path());
