@@ -187,7 +187,7 @@ void NodeAgent::send_register() {
   json exits = json::array();
   for (const auto& [key, exit] : unrecorded_exits_) exits.push_back(exit);
   json gpus = json::array();
-  for (int index : inventory_.gpus) gpus.push_back({{"index", index}, {"type", inventory_.gpu_type}});
+  for (int index : inventory_.gpus) gpus.push_back({{"index", index}, {"gpu_type", inventory_.gpu_type}});
   std::string address = options_.address;
   if (address.empty()) address = connection_->local_endpoint().address().to_string();
   send(message("register", {{"name", options_.name},
@@ -254,7 +254,8 @@ void NodeAgent::reap() {
       json exit = message("exited", {{"launch", it->first.first},
                                      {"rank", it->first.second},
                                      {"code", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
-                                     {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0}});
+                                     {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0},
+                                     {"stopped", process.stopping()}});
       if (auto progress = process.read_progress()) {
         exit["iteration"] = progress->iteration;
         exit["total"] = progress->total;

@@ -312,7 +312,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
     const int index = static_cast<int>(g.integer("index", 0, 4095));
     if (std::find(indices.begin(), indices.end(), index) != indices.end()) throw ProtocolError("GPU index repeated");
     indices.push_back(index);
-    gpu_type = g.text("type").substr(0, 64);
+    gpu_type = g.text("gpu_type").substr(0, 64);
     if (indices.size() > 1024) throw ProtocolError("too many GPUs");
   }
   const std::string address = m.text("address").substr(0, 256);
@@ -448,6 +448,10 @@ void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
     if (rank.record.rank != rank_index || rank.record.node != node.name || rank.gone) continue;
     if (rank_index == 0 && m.has("iteration") && launch.core_running && launch.stop_reason.empty())
       core_->report_progress(launch.job, static_cast<double>(m.integer("iteration", 0)), now());
+    // Stopped by its agent without our asking (its lease ran out, or the
+    // agent is shutting down): whatever its exit code, it did not finish.
+    if (m.has("stopped") && m.flag("stopped") && launch.stop_reason.empty() && !launch.recovering)
+      abandon(launch, "lost");
     rank_gone(launch, rank, code, signal);
     if (launch.recovering)
       resolve_recovered(launch);

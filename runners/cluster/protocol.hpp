@@ -7,7 +7,7 @@
 //   daemon -> peer    welcome {proof}              or refused {reason}, then close
 //
 // Agent <-> daemon:
-//   agent -> daemon   register {name, address, gpus: [{index, type}], cpus, mem_gb,
+//   agent -> daemon   register {name, address, gpus: [{index, gpu_type}], cpus, mem_gb,
 //                              running: [{launch, rank, pid}], exits: [exit...]}
 //   daemon -> agent   registered {heartbeat_seconds, node_timeout_seconds}
 //   agent -> daemon   heartbeat {progress: [{launch, iteration, total}]}
@@ -17,7 +17,9 @@
 //                             master_port, resume}
 //   agent -> daemon   started {launch, rank, pid}
 //   daemon -> agent   stop {launch, grace_seconds}
-//   agent -> daemon   exited {launch, rank, code, signal}  (code -1 when killed by a signal)
+//   agent -> daemon   exited {launch, rank, code, signal, stopped, [iteration, total]}
+//                            (code -1 when killed by a signal; stopped: the agent had
+//                            sent SIGTERM; iteration: the last progress line)
 //   daemon -> agent   exit_recorded {launch, rank}   (the agent forgets the exit)
 //
 // Client <-> daemon (one request, one reply):
