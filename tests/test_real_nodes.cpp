@@ -1,1 +1,593 @@
+// Real nodes, end to end: `tessel serve` and `tessel agent` processes on
+// loopback, running the example `train` job. Each test waits for conditions
+// (polling the daemon or the database), never for fixed times.
 #include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include "auth.hpp"
+#include "client.hpp"
+#include "frame.hpp"
+#include "job_request.hpp"
+#include "results/sqlite.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::cluster;
+using namespace tessel::test;
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path train_exe() { return std::getenv("TESSEL_EXAMPLE_TRAIN"); }
+
+// Polls `condition` every 50 ms for up to `seconds`.
+void wait_until(const std::function<bool()>& condition, double seconds, const std::string& what) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  while (!condition()) {
+    if (Clock::now() > deadline) FAIL("timed out waiting until " << what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& out, const fs::path& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  std::vector<std::string> args = argv;
+  std::vector<char*> raw;
+  for (auto& a : args) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, raw[0], &actions, nullptr, raw.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+// Stops a child: `signal`, then SIGKILL if it has not exited in 10 s.
+void end_process(pid_t pid, int signal) {
+  if (pid <= 0) return;
+  ::kill(pid, signal);
+  for (int i = 0; i < 200; ++i) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+struct JobSpecForTest {
+  int gpus = 1;
+  int iterations = 100;
+};
+
+// A daemon and its agents in a temporary directory.
+class LocalCluster {
+ public:
+  explicit LocalCluster(const std::string& settings) {
+    secret_ = dir_.write("secret", "a-shared-secret-for-the-tests-0123456789\n");
+    ::chmod(secret_.c_str(), 0600);
+    config_ = dir_.write("serve.toml", settings + "\n[output]\ndatabase = \"cluster.db\"\n");
+  }
+  ~LocalCluster() {
+    for (auto& [name, pid] : agents_) end_process(pid, SIGTERM);
+    end_process(serve_, SIGTERM);
+  }
+
+  const fs::path& dir() const { return dir_.path(); }
+  fs::path db() const { return dir_.path() / "cluster.db"; }
+  const std::string& address() const { return address_; }
+  std::string serve_log() const { return slurp(dir_.path() / "serve.err"); }
+
+  void start_serve(const std::string& listen = "127.0.0.1:0") {
+    std::ofstream(dir_.path() / "serve.out", std::ios::trunc).close();
+    serve_ = spawn({tessel_exe().string(), "serve", config_.string(), "--listen", listen, "--secret-file",
+                    secret_.string()},
+                   dir_.path(), dir_.path() / "serve.out", dir_.path() / "serve.err");
+    std::smatch match;
+    std::string out;
+    wait_until([&] {
+      out = slurp(dir_.path() / "serve.out");
+      return std::regex_search(out, match, std::regex("listening on (127\\.0\\.0\\.1:[0-9]+)\n"));
+    }, 10, "serve listens");
+    address_ = match[1];
+  }
+  void kill_serve() {
+    ::kill(serve_, SIGKILL);
+    ::waitpid(serve_, nullptr, 0);
+    serve_ = -1;
+  }
+
+  void add_agent(const std::string& name, int gpus = 4) {
+    agents_[name] = spawn({tessel_exe().string(), "agent", "--scheduler", address_, "--secret-file", secret_.string(),
+                           "--name", name, "--fake-gpus", std::to_string(gpus), "--log-dir",
+                           (dir_.path() / ("logs-" + name)).string()},
+                          dir_.path(), dir_.path() / (name + ".out"), dir_.path() / (name + ".err"));
+  }
+  void kill_agent(const std::string& name) {
+    ::kill(agents_.at(name), SIGKILL);
+    ::waitpid(agents_.at(name), nullptr, 0);
+    agents_.erase(name);
+  }
+  void wait_for_nodes(std::size_t count) {
+    wait_until([&] {
+      std::size_t up = 0;
+      const json nodes = status().at("nodes");
+      for (const json& node : nodes) up += node.at("connected").get<bool>();
+      return up == count;
+    }, 20, std::to_string(count) + " agents are connected");
+  }
+
+  Secret secret() const { return Secret::from_file(secret_); }
+  json request(const json& message) { return SchedulerClient(address_, secret()).request(message).body(); }
+  json status() { return request(cluster::message("status")); }
+  json jobs() { return request(cluster::message("jobs")).at("jobs"); }
+
+  // Submits the example job through `tessel submit`; returns its id.
+  int submit(const JobSpecForTest& job, int checkpoint_every = 10) {
+    const int n = submitted_++;
+    const fs::path workdir = dir_.path() / "work" / ("j" + std::to_string(n));
+    fs::create_directories(workdir);
+    const CommandResult result = tessel({"submit", "--gpus", std::to_string(job.gpus), "--iterations",
+                                         std::to_string(job.iterations), "--workdir", workdir.string(), "--name",
+                                         "train" + std::to_string(n), "--grace-seconds", "2", "--",
+                                         train_exe().string(), "--iterations", std::to_string(job.iterations),
+                                         "--sleep-ms", "20", "--checkpoint-every", std::to_string(checkpoint_every)});
+    REQUIRE_MESSAGE(result.code == 0, result.err);
+    std::smatch match;
+    REQUIRE(std::regex_search(result.out, match, std::regex("submitted job ([0-9]+)")));
+    return std::stoi(match[1]);
+  }
+
+  CommandResult tessel(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--scheduler", address_, "--secret-file", secret_.string()});
+    return run_tessel(args, dir_.path());
+  }
+
+  bool all_finished(std::size_t count) {
+    const json list = jobs();
+    if (list.size() != count) return false;
+    for (const json& job : list)
+      if (job.at("status") != "finished") return false;
+    return true;
+  }
+
+  // Every rank log of `job`, from every agent.
+  std::vector<fs::path> logs(int job, int rank = -1) const {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(dir_.path())) {
+      const fs::path job_dir = entry.path() / ("job-" + std::to_string(job));
+      if (!entry.path().filename().string().starts_with("logs-") || !fs::exists(job_dir)) continue;
+      for (const auto& log : fs::directory_iterator(job_dir))
+        if (log.path().extension() == ".log" &&
+            (rank < 0 || log.path().filename() == "rank-" + std::to_string(rank) + ".log"))
+          files.push_back(log.path());
+    }
+    return files;
+  }
+
+ private:
+  TempDir dir_;
+  fs::path secret_, config_;
+  pid_t serve_ = -1;
+  std::string address_;
+  std::map<std::string, pid_t> agents_;
+  int submitted_ = 0;
+};
+
+std::int64_t count(const fs::path& db, const std::string& query) {
+  sql::Database database(db.string(), false);
+  auto statement = database.prepare(query);
+  statement.step();
+  return statement.integer(0);
+}
+
+// One launch's part of a rank log: from tessel's "launch" line to the next.
+struct Segment {
+  double started = 0;
+  std::vector<std::string> lines;
+};
+
+std::vector<Segment> segments(const std::vector<fs::path>& files) {
+  std::vector<Segment> all;
+  const std::regex launch_line("^tessel: ([0-9.]+) launch ");
+  for (const fs::path& file : files) {
+    std::istringstream text(slurp(file));
+    for (std::string line; std::getline(text, line);) {
+      std::smatch match;
+      if (std::regex_search(line, match, launch_line)) all.push_back({std::stod(match[1]), {}});
+      if (!all.empty()) all.back().lines.push_back(line);
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const Segment& a, const Segment& b) { return a.started < b.started; });
+  return all;
+}
+
+// Start and end times of each process in the logs of one rank; an
+// unterminated interval ends at +infinity.
+std::vector<std::pair<double, double>> process_lifetimes(const std::vector<fs::path>& files) {
+  std::vector<std::pair<double, double>> lifetimes;
+  const std::regex started("^tessel: ([0-9.]+) started pid ([0-9]+)");
+  const std::regex ended("^tessel: ([0-9.]+) pid ([0-9]+) (exited|killed)");
+  for (const Segment& segment : segments(files)) {
+    std::pair<double, double> life{-1, std::numeric_limits<double>::infinity()};
+    for (const std::string& line : segment.lines) {
+      std::smatch match;
+      if (std::regex_search(line, match, started)) life.first = std::stod(match[1]);
+      if (std::regex_search(line, match, ended)) life.second = std::stod(match[1]);
+    }
+    if (life.first >= 0) lifetimes.push_back(life);
+  }
+  return lifetimes;
+}
+
+bool any_log_says(const LocalCluster& cluster, int jobs, const std::string& text) {
+  for (int job = 0; job < jobs; ++job)
+    for (const fs::path& file : cluster.logs(job))
+      if (slurp(file).find(text) != std::string::npos) return true;
+  return false;
+}
+
+const char* kFifo = R"([scheduler]
+round_seconds = 0.5
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "consolidated" }
+[serve]
+heartbeat_seconds = 0.2
+)";
+
+}  // namespace
+
+TEST_CASE("twenty jobs on three agents all finish, and report reads the live run") {
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 2\n");
+  cluster.start_serve();
+  for (const char* name : {"a1", "a2", "a3"}) cluster.add_agent(name);
+  cluster.wait_for_nodes(3);
+  std::vector<int> iterations;
+  for (int i = 0; i < 20; ++i) {
+    iterations.push_back(50 + (i * 37) % 101);  // 1 to 3 s at 20 ms an iteration
+    CHECK(cluster.submit({1 + i % 3, iterations.back()}) == i);
+  }
+  wait_until([&] { return cluster.all_finished(20); }, 90, "all 20 jobs finished");
+
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE mode = 'cluster'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work") == 20);
+  // Plausible JCTs: at least the job's own run time, started after arrival.
+  sql::Database database(db.string(), false);
+  auto rows = database.prepare("SELECT job_id, arrival, first_start, finish FROM jobs ORDER BY job_id");
+  while (rows.step()) {
+    const double arrival = rows.real(1), start = rows.real(2), finish = rows.real(3);
+    const int id = static_cast<int>(rows.integer(0));
+    CHECK(start >= arrival);
+    CHECK(finish - start >= iterations[id] * 0.02);
+    CHECK(finish - arrival < 60);
+  }
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'finished'") == 20);
+  CHECK(count(db, "SELECT count(*) FROM cluster_ranks WHERE exit_code = 0") ==
+        count(db, "SELECT sum(gpus) FROM jobs"));  // one process per GPU
+
+  const CommandResult report = run_tessel({"report", db.string(), "--format", "csv"});
+  REQUIRE(report.code == 0);
+  std::istringstream csv(report.out);
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  std::vector<std::string> fields;
+  std::stringstream cells(row);
+  for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(cell);
+  REQUIRE(fields.size() == 13);
+  CHECK(fields[2] == "running");
+  CHECK(fields[3] == "20");
+  CHECK(fields[4] == "20");
+  CHECK(std::stod(fields[5]) > 1.0);   // avg JCT, seconds
+  CHECK(std::stod(fields[5]) < 60.0);
+  CHECK(std::stod(fields[11]) > 0.0);  // GPU utilization
+  const CommandResult table = run_tessel({"report", db.string()});
+  CHECK(table.out.find("is a cluster run, running: figures cover 20 finished of 20 jobs so far") != std::string::npos);
+  CHECK(table.out.find("it has no results") == std::string::npos);
+
+  // The environment each process got: the agent's, plus tessel's.
+  const std::string log = slurp(cluster.logs(0, 0).at(0));
+  CHECK(log.find("launch 1 rank 0 of 1") != std::string::npos);
+}
+
+TEST_CASE("a preemptive policy preempts and resumes jobs without losing more than a checkpoint interval") {
+  // newest_first is a test policy; swap in `las` once it lands on main.
+  LocalCluster cluster("[scheduler]\nround_seconds = 1\n"
+                       "allocation = { plugin = \"newest_first\", path = \"" +
+                       test_plugin("newest_first").string() +
+                       "\" }\nplacement = { plugin = \"consolidated\" }\n"
+                       "[serve]\nheartbeat_seconds = 0.2\nnode_timeout_seconds = 5\ngrace_seconds = 2\n");
+  cluster.start_serve();
+  for (const char* name : {"a1", "a2", "a3"}) cluster.add_agent(name);
+  cluster.wait_for_nodes(3);
+  constexpr int kJobs = 6;
+  constexpr int kCheckpointEvery = 10;
+  constexpr int kIterations = 250;  // 5 s: the older jobs still run when the next ones arrive
+  for (int i = 0; i < kJobs; ++i) {
+    cluster.submit({4, kIterations}, kCheckpointEvery);
+    // The next job arrives once this one runs: more demand than GPUs, and
+    // every arrival after the third preempts someone.
+    wait_until([&] { return cluster.jobs().at(i).at("status") == "running"; }, 20, "job runs");
+  }
+  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished");
+
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = " +
+              std::to_string(kIterations)) == kJobs);
+  CHECK(count(db, "SELECT sum(preemptions) FROM jobs") >= 3);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'preempted'") ==
+        count(db, "SELECT sum(preemptions) FROM jobs"));
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE resume = 1") >= 3);
+
+  int resumes = 0;
+  for (int job = 0; job < kJobs; ++job) {
+    const std::vector<Segment> launches = segments(cluster.logs(job, 0));
+    REQUIRE(!launches.empty());
+    int reached = 0;
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+      int resumed_from = -1, last = -1;
+      for (const std::string& line : launches[i].lines) {
+        std::smatch match;
+        if (std::regex_search(line, match, std::regex("resuming from iteration ([0-9]+)"))) resumed_from = std::stoi(match[1]);
+        if (std::regex_search(line, match, std::regex("starting at iteration 0"))) resumed_from = 0;
+        if (std::regex_search(line, match, std::regex("^train: iteration ([0-9]+)"))) last = std::stoi(match[1]);
+      }
+      INFO("job " << job << " launch " << i);
+      REQUIRE(resumed_from >= 0);
+      if (i > 0) {
+        CHECK(launches[i].lines.front().find(", resumed") != std::string::npos);  // TESSEL_RESUME=1
+        CHECK(resumed_from <= reached);
+        CHECK(reached - resumed_from <= kCheckpointEvery);
+        ++resumes;
+      }
+      reached = std::max(reached, std::max(last, resumed_from));
+    }
+    bool done = false;
+    const std::string finished = "done " + std::to_string(kIterations) + " of " + std::to_string(kIterations);
+    for (const fs::path& file : cluster.logs(job, 0)) done = done || slurp(file).find(finished) != std::string::npos;
+    CHECK(done);
+  }
+  CHECK(resumes >= 3);
+  CHECK_FALSE(any_log_says(cluster, kJobs, "DUPLICATE"));
+}
+
+TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processes die with it") {
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 1\ngrace_seconds = 0.5\n");
+  cluster.start_serve();
+  for (const char* name : {"a1", "a2", "a3"}) cluster.add_agent(name);
+  cluster.wait_for_nodes(3);
+  constexpr int kJobs = 12;
+  for (int i = 0; i < kJobs; ++i) cluster.submit({1 + i % 2, 100});
+  wait_until([&] {
+    for (const json& job : cluster.jobs())
+      if (job.at("status") == "running" && job.at("nodes").size() == 1 && job.at("nodes").at(0) == "a1" &&
+          job.at("iteration").get<double>() > 10)
+        return true;
+    return false;
+  }, 30, "a job makes progress on a1");
+  cluster.kill_agent("a1");
+  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished without a1");
+
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM cluster_nodes WHERE name = 'a1' AND up = 0") == 1);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'lost'") >= 1);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work") == kJobs);
+  // The processes a1 ran are gone (PR_SET_PDEATHSIG), not orphaned.
+  sql::Database database(db.string(), false);
+  auto pids = database.prepare("SELECT pid FROM cluster_ranks WHERE node = 'a1' AND pid IS NOT NULL");
+  int checked = 0;
+  while (pids.step()) {
+    CHECK(::kill(static_cast<pid_t>(pids.integer(0)), 0) != 0);
+    ++checked;
+  }
+  CHECK(checked > 0);
+  CHECK(cluster.serve_log().find("node a1 is down") != std::string::npos);
+  CHECK_FALSE(any_log_says(cluster, kJobs, "DUPLICATE"));
+}
+
+TEST_CASE("a killed scheduler restarts from its database; every job finishes once, never twice at a time") {
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 3\ngrace_seconds = 1\n");
+  cluster.start_serve();
+  for (const char* name : {"a1", "a2", "a3"}) cluster.add_agent(name);
+  cluster.wait_for_nodes(3);
+  constexpr int kJobs = 12;
+  for (int i = 0; i < kJobs; ++i) cluster.submit({1 + i % 2, 100 + 10 * (i % 4)});
+  wait_until([&] {
+    int running = 0;
+    for (const json& job : cluster.jobs()) running += job.at("status") == "running";
+    return running >= 4;
+  }, 30, "jobs run");
+  const std::string first_address = cluster.address();
+  cluster.kill_serve();
+  cluster.start_serve(first_address);  // agents reconnect to the same address
+  CHECK(cluster.address() == first_address);
+  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished after the restart");
+
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM runs") == 1);  // the same run, resumed
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") == kJobs);
+  for (int job = 0; job < kJobs; ++job) {
+    INFO("job " << job);
+    CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'finished' AND job_id = " +
+                        std::to_string(job)) == 1);
+    int done = 0;
+    for (const fs::path& file : cluster.logs(job, 0)) {
+      const std::string text = slurp(file);
+      for (std::size_t at = text.find("train: done"); at != std::string::npos; at = text.find("train: done", at + 1))
+        ++done;
+    }
+    CHECK(done == 1);
+    for (int rank = 0; rank < 1 + job % 2; ++rank) {
+      auto lives = process_lifetimes(cluster.logs(job, rank));
+      std::sort(lives.begin(), lives.end());
+      for (std::size_t i = 1; i < lives.size(); ++i) CHECK(lives[i].first >= lives[i - 1].second);
+    }
+  }
+  const std::string log = cluster.serve_log();
+  CHECK(log.find("resumed run 1") != std::string::npos);
+  CHECK(log.find("adopted") != std::string::npos);  // running jobs survived the restart
+  CHECK_FALSE(any_log_says(cluster, kJobs, "DUPLICATE"));
+}
+
+TEST_CASE("bad peers are refused and logged; the daemon keeps serving the others") {
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 2\n");
+  cluster.start_serve();
+  cluster.add_agent("a1");
+  cluster.wait_for_nodes(1);
+  const auto [host, port] = split_host_port(cluster.address(), "address");
+
+  // A wrong secret: the client is told, and exits with 2.
+  const fs::path wrong = cluster.dir() / "wrong-secret";
+  std::ofstream(wrong) << "not-the-secret-at-all-0123456789\n";
+  ::chmod(wrong.c_str(), 0600);
+  const CommandResult refused =
+      run_tessel({"jobs", "--scheduler", cluster.address(), "--secret-file", wrong.string()});
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("the scheduler refused us: wrong secret") != std::string::npos);
+  // An agent with a wrong secret gives up with 2 as well.
+  const CommandResult agent = run_tessel({"agent", "--scheduler", cluster.address(), "--secret-file",
+                                          wrong.string(), "--fake-gpus", "1", "--name", "intruder"});
+  CHECK(agent.code == 2);
+
+  // Raw sockets: an oversized frame, random bytes, and garbage after a
+  // valid handshake. Each connection is closed by the daemon.
+  asio::io_context io;
+  auto closed_by_daemon = [&](const std::string& bytes, bool authenticate) {
+    tcp::socket socket(io);
+    socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
+    FrameDecoder decoder(kMaxFrameBytes);
+    auto receive = [&]() -> Message {
+      char buffer[4096];
+      for (;;) {
+        if (auto frame = decoder.next()) return Message::parse(*frame);
+        const std::size_t n = socket.read_some(asio::buffer(buffer));
+        decoder.feed(std::string_view(buffer, n));
+      }
+    };
+    const Message challenge = receive();
+    if (authenticate) {
+      const Secret secret = cluster.secret();
+      ClientHandshake handshake(secret, Role::client);
+      asio::write(socket, asio::buffer(encode_frame(handshake.hello(challenge).dump())));
+      handshake.check(receive());
+    }
+    boost::system::error_code error;
+    asio::write(socket, asio::buffer(bytes), error);
+    char byte;
+    socket.read_some(asio::buffer(&byte, 1), error);  // the daemon's answer is to hang up
+    return error == asio::error::eof || error == asio::error::connection_reset;
+  };
+  std::string oversized = "ts";
+  oversized += static_cast<char>(kProtocolVersion);
+  oversized += std::string("\x00\x10\x00\x00", 4);  // 1 MiB, beyond the 4 KiB allowed before the handshake
+  CHECK(closed_by_daemon(oversized, false));
+  std::string noise;
+  for (int i = 0; i < 256; ++i) noise += static_cast<char>((i * 131 + 7) % 251);
+  CHECK(closed_by_daemon(noise, false));
+  CHECK(closed_by_daemon(encode_frame("{this is not json"), true));
+  CHECK(closed_by_daemon(encode_frame(R"({"type":"cancel","job":"seven"})"), true));
+  CHECK(closed_by_daemon(encode_frame("{}"), true));
+
+  wait_until([&] {
+    const std::string log = cluster.serve_log();
+    return log.find(": wrong secret") != std::string::npos &&
+           log.find("exceeds the 4096-byte limit") != std::string::npos &&
+           log.find("bad magic") != std::string::npos && log.find("not valid JSON") != std::string::npos &&
+           log.find("'job' in 'cancel' message must be an integer") != std::string::npos;
+  }, 10, "every refusal is logged");
+
+  // The others are still served: the agent never noticed, jobs run.
+  const json status = cluster.status();
+  CHECK(status.at("nodes").at(0).at("connected") == true);
+  cluster.submit({1, 20});
+  wait_until([&] { return cluster.all_finished(1); }, 30, "a job finishes after the attacks");
+
+  // A client error is an answer, not a disconnection.
+  const CommandResult missing = cluster.tessel({"cancel", "99"});
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "tessel: no job 99\n");
+  const CommandResult ended = cluster.tessel({"cancel", "0"});
+  CHECK(ended.err == "tessel: job 0 has already ended (finished)\n");
+}
+
+TEST_CASE("cancel stops a running job and frees its GPUs") {
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 2\n");
+  cluster.start_serve();
+  cluster.add_agent("a1", 2);
+  cluster.wait_for_nodes(1);
+  cluster.submit({2, 100000});  // about half an hour
+  cluster.submit({2, 20});
+  wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 5; }, 30, "the long job runs");
+  CHECK(cluster.tessel({"cancel", "0"}).out == "cancelled job 0\n");
+  wait_until([&] {
+    const json jobs = cluster.jobs();
+    return jobs.at(0).at("status") == "cancelled" && jobs.at(1).at("status") == "finished";
+  }, 30, "the second job ran on the freed GPUs");
+  CHECK(slurp(cluster.logs(0, 0).at(0)).find("SIGTERM at iteration") != std::string::npos);
+  CHECK(count(cluster.db(), "SELECT count(*) FROM jobs WHERE status = 'cancelled'") == 1);
+}
+
+TEST_CASE("a burst of 1,000 submissions is accepted and listed, none lost") {
+  LocalCluster cluster(kFifo);
+  cluster.start_serve();
+  constexpr int kThreads = 8, kEach = 125;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<std::int64_t>> ids(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      SchedulerClient client(cluster.address(), cluster.secret());
+      JobRequest request;
+      request.command = {"/bin/true"};
+      request.workdir = "/";
+      request.tenant = "burst";
+      for (int i = 0; i < kEach; ++i)
+        ids[t].push_back(client.request(message("submit", {{"job", request.to_json()}})).integer("job", 0));
+    });
+  for (auto& thread : threads) thread.join();
+  std::vector<std::int64_t> all;
+  for (const auto& part : ids) all.insert(all.end(), part.begin(), part.end());
+  std::sort(all.begin(), all.end());
+  CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+  REQUIRE(all.size() == 1000);
+  CHECK(all.front() == 0);
+  CHECK(all.back() == 999);
+
+  const CommandResult listed = cluster.tessel({"jobs", "--format", "json"});
+  REQUIRE(listed.code == 0);
+  CHECK(json::parse(listed.out).size() == 1000);
+  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_jobs") == 1000);
+  CHECK(count(cluster.db(), "SELECT count(*) FROM jobs WHERE tenant = 'burst'") == 1000);
+}

@@ -290,7 +290,7 @@ void SchedulerDaemon::on_message(const std::shared_ptr<Peer>& peer, const Messag
         else if (m.type() == "cancel") reply = on_cancel(m);
         else if (m.type() == "status") reply = on_status();
         else throw ProtocolError("unknown request '" + m.type() + "'");
-      } catch (const ProtocolError& e) {
+      } catch (const RequestError& e) {
         // The client asked for something impossible; it hears why and may go on.
         reply = message("error", {{"message", e.what()}});
       }
@@ -537,11 +537,11 @@ json SchedulerDaemon::on_jobs(const Message& m) {
 
 json SchedulerDaemon::on_cancel(const Message& m) {
   const auto id = static_cast<JobId>(m.integer("job", 0, 0xfffffffe));
-  if (id >= core_->job_count()) throw ProtocolError("no job " + std::to_string(id));
+  if (id >= core_->job_count()) throw RequestError("no job " + std::to_string(id));
   JobEntry& entry = jobs_[id];
   const JobState& job = core_->job(id);
   if (job.done() || entry.cancelled)
-    throw ProtocolError("job " + std::to_string(id) + " has already ended (" +
+    throw RequestError("job " + std::to_string(id) + " has already ended (" +
                         (entry.cancelled ? "cancelled" : std::string(to_string(job.status))) + ")");
   auto transaction = journal_.transaction();
   entry.cancelled = true;

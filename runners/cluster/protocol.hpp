@@ -30,7 +30,9 @@
 //   any request                 -> error {message} when it cannot be served
 //
 // A message that is not a JSON object, lacks a field or has one of the wrong
-// type throws ProtocolError; the receiver closes that connection.
+// type throws ProtocolError; the receiver closes that connection. A
+// well-formed request that cannot be served ("no job 99") throws
+// RequestError instead: the client gets an 'error' reply and may go on.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,11 @@ namespace tessel::cluster {
 using nlohmann::json;
 
 class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class RequestError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
