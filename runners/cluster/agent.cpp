@@ -215,7 +215,14 @@ void NodeAgent::on_launch(const Message& m) {
   const LaunchOrder order = LaunchOrder::from(m);
   const Key key{order.launch, order.rank};
   if (processes_.contains(key) || unrecorded_exits_.contains(key)) return;  // a repeated order
-  if (shutting_down_ || fenced_) return;
+  if (shutting_down_ || fenced_) {
+    // Not started: reported as a process we stopped, so it counts as lost.
+    json exit = message("exited", {{"launch", order.launch}, {"rank", order.rank}, {"code", -1}, {"signal", SIGTERM},
+                                   {"stopped", true}});
+    unrecorded_exits_[key] = exit;
+    send(exit);
+    return;
+  }
   try {
     auto process = std::make_unique<JobProcess>(io_, order, options_.log_dir, options_.name);
     send(message("started", {{"launch", order.launch}, {"rank", order.rank}, {"pid", process->pid()}}));

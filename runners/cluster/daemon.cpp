@@ -51,6 +51,8 @@ struct SchedulerDaemon::NodeEntry {
   std::string name;
   NodeId id = 0;
   std::string address;
+  std::string gpu_type;
+  double cpus = 0, mem_gb = 0;
   std::vector<int> gpu_indices;  // the agent's indices, in core GPU order
   std::shared_ptr<Peer> agent;   // null while disconnected
   Clock::time_point last_heard;
@@ -360,6 +362,9 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
   node->agent = peer;
   peer->node = node;
   node->address = address;
+  node->gpu_type = gpu_type;
+  node->cpus = cpus;
+  node->mem_gb = mem_gb;
   node->last_heard = Clock::now();
 
   // What exited while we were apart, then what still runs.
@@ -472,7 +477,8 @@ void SchedulerDaemon::node_down(NodeEntry& node, const std::string& why) {
     agent->connection->close("node timed out");
   }
   const double t = now();
-  journal_.save_node(node.name, node.address, static_cast<int>(node.gpu_indices.size()), "", 0, 0, false, t);
+  journal_.save_node(node.name, node.address, static_cast<int>(node.gpu_indices.size()), node.gpu_type, node.cpus,
+                     node.mem_gb, false, t);
   std::vector<Launch*> affected;  // none ends before settle()
   for (auto& [id, launch] : launches_)
     for (Rank& rank : launch->ranks)
