@@ -883,6 +883,10 @@ void SchedulerDaemon::round() {
   save_running_jobs();
   for (JobId id : outcome.preempted) journal_.save_job(core_->job(id), jobs_[id].cancelled);
   for (JobId id : outcome.started) journal_.save_job(core_->job(id), jobs_[id].cancelled);
+  const auto active = static_cast<int>(core_->active().size());
+  const auto running = static_cast<int>(core_->running_count());
+  journal_.save_sample({t, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(), running, active - running,
+                        static_cast<int>(core_->pending().size())});
   journal_.save_run_figures(cluster.installed_gpus(), capacity_gpu_seconds_, t, rounds_);
   transaction.commit();
   open_gate();

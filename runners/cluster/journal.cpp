@@ -146,6 +146,13 @@ void Journal::save_node(const std::string& name, const std::string& address, int
   upsert.run();
 }
 
+void Journal::save_sample(const Sample& s) {
+  auto insert = db_.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, run_).bind(2, s.time).bind(3, s.total_gpus).bind(4, s.busy_gpus);
+  insert.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs);
+  insert.run();
+}
+
 void Journal::save_run_figures(int cluster_gpus, double capacity_gpu_seconds, double end_time, std::int64_t rounds) {
   auto update = db_.prepare(
       "UPDATE runs SET cluster_gpus = ?, capacity_gpu_seconds = ?, end_time = ?, events = ?, wall_seconds = ? "
