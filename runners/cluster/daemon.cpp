@@ -517,8 +517,8 @@ json SchedulerDaemon::on_jobs(const Message& m) {
     const JobEntry& entry = jobs_[id];
     std::string status = entry.cancelled ? "cancelled" : std::string(to_string(job.status));
     json nodes = json::array();
-    if (entry.current != 0) {
-      const Launch& launch = *launches_.at(entry.current);
+    if (const auto it = launches_.find(entry.current); it != launches_.end()) {
+      const Launch& launch = *it->second;
       if (job.running() && !launch.dispatched) status = "starting";
       for (const Rank& rank : launch.ranks)
         if (std::find(nodes.begin(), nodes.end(), rank.record.node) == nodes.end()) nodes.push_back(rank.record.node);
@@ -552,12 +552,7 @@ json SchedulerDaemon::on_cancel(const Message& m) {
   auto transaction = journal_.transaction();
   entry.cancelled = true;
   core_->complete(id, now(), JobStatus::failed);
-  if (entry.current != 0) {
-    Launch& launch = *launches_.at(entry.current);
-    launch.core_running = false;
-    abandon(launch, "cancelled");
-    end_if_done(launch.id);
-  }
+  stop_current_launch(id, "cancelled");
   journal_.save_job(core_->job(id), true);
   transaction.commit();
   open_gate();
@@ -698,6 +693,15 @@ void SchedulerDaemon::dispatch(Launch& launch) {
                                                      {"resume", launch.resume},
                                                      {"grace_seconds", grace_of(launch.job)}}));
   }
+}
+
+void SchedulerDaemon::stop_current_launch(JobId job, const std::string& reason) {
+  const auto it = launches_.find(jobs_[job].current);
+  if (it == launches_.end()) return;
+  Launch& launch = *it->second;
+  launch.core_running = false;  // the core has already decided
+  abandon(launch, reason);
+  end_if_done(launch.id);
 }
 
 void SchedulerDaemon::abandon(Launch& launch, const std::string& reason) {
@@ -855,23 +859,10 @@ void SchedulerDaemon::round() {
   const double t = now();
   auto transaction = journal_.transaction();
   const RoundOutcome outcome = core_->run_round(t);
-  for (JobId id : outcome.preempted) {
-    JobEntry& entry = jobs_[id];
-    if (entry.current == 0) continue;
-    Launch& launch = *launches_.at(entry.current);
-    launch.core_running = false;
-    abandon(launch, "preempted");
-    end_if_done(launch.id);
-  }
+  for (JobId id : outcome.preempted) stop_current_launch(id, "preempted");
   for (const ResizeOutcome& resize : outcome.resized) {
     // On real nodes a resize is a checkpoint-restart at the new size.
-    JobEntry& entry = jobs_[resize.job];
-    if (entry.current != 0) {
-      Launch& old = *launches_.at(entry.current);
-      old.core_running = false;
-      abandon(old, "resized");
-      end_if_done(old.id);
-    }
+    stop_current_launch(resize.job, "resized");
     create_launch(resize.job, core_->job(resize.job).allocation, true);
   }
   for (JobId id : outcome.started) create_launch(id, core_->job(id).allocation, jobs_[id].launches > 0);

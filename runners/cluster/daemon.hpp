@@ -107,7 +107,10 @@ class SchedulerDaemon {
   void open_gate();
   bool may_dispatch(const Launch& launch) const;
   void dispatch(Launch& launch);
+  // Stops a launch: its processes get SIGTERM, then SIGKILL after the grace.
   void abandon(Launch& launch, const std::string& reason);
+  // abandon() for the job's current launch, which the core no longer counts.
+  void stop_current_launch(JobId job, const std::string& reason);
   void rank_gone(Launch& launch, Rank& rank, std::optional<int> code, int signal);
   // Ends the launch if none of its processes can still run, and tells the
   // core what that means for the job. The launch may be gone afterwards.
