@@ -15,6 +15,8 @@ namespace {
 constexpr double kHandshakeSeconds = 5;
 constexpr double kWatchSeconds = 0.1;
 constexpr std::size_t kMaxListedJobs = 50'000;
+constexpr double kCountersSeconds = 5;
+constexpr double kCheckpointSeconds = 10;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -176,6 +178,7 @@ RoundTimes SchedulerDaemon::round_times() const {
   t.p50_ms = percentile(sorted, 50);
   t.p99_ms = percentile(sorted, 99);
   t.max_ms = sorted.back();
+  t.recent_ms.assign(round_ms_.end() - std::min<std::ptrdiff_t>(20, std::ssize(round_ms_)), round_ms_.end());
   return t;
 }
 
@@ -579,7 +582,7 @@ json SchedulerDaemon::on_status() {
                             {"jobs", {{"running", running}, {"waiting", waiting}, {"done", done}}},
                             {"recovering", recovering_},
                             {"rounds", {{"count", t.rounds}, {"last_ms", t.last_ms}, {"p50_ms", t.p50_ms},
-                                        {"p99_ms", t.p99_ms}, {"max_ms", t.max_ms}}}});
+                                        {"p99_ms", t.p99_ms}, {"max_ms", t.max_ms}, {"recent_ms", t.recent_ms}}}});
 }
 
 // ------------------------------------------------------------------ launches
@@ -850,6 +853,10 @@ void SchedulerDaemon::schedule_round() {
     if (error || stopped_) return;
     round();
     schedule_round();
+    if (now() >= checkpointed_at_ + kCheckpointSeconds) {
+      journal_.checkpoint();
+      checkpointed_at_ = now();
+    }
   });
 }
 
@@ -871,7 +878,13 @@ void SchedulerDaemon::round() {
   capacity_gpu_seconds_ += cluster.total_gpus() * std::max(0.0, t - capacity_since_);
   capacity_since_ = t;
   ++rounds_;
-  save_running_jobs();
+  // Running jobs' counters grow every round; writing them every few seconds
+  // is enough for `report`, and keeps rounds short. State changes are
+  // written when they happen.
+  if (t >= counters_saved_at_ + kCountersSeconds) {
+    save_running_jobs();
+    counters_saved_at_ = t;
+  }
   for (JobId id : outcome.preempted) journal_.save_job(core_->job(id), jobs_[id].cancelled);
   for (JobId id : outcome.started) journal_.save_job(core_->job(id), jobs_[id].cancelled);
   const auto active = static_cast<int>(core_->active().size());

@@ -50,7 +50,8 @@ struct DaemonOptions {
 // Round durations, for `tessel status` and the benchmark.
 struct RoundTimes {
   std::uint64_t rounds = 0;
-  double last_ms = 0, p50_ms = 0, p99_ms = 0, max_ms = 0;
+  double last_ms = 0, p50_ms = 0, p99_ms = 0, max_ms = 0;  // over the last 1,000 rounds
+  std::vector<double> recent_ms;                          // the last 20, oldest first
 };
 
 class SchedulerDaemon {
@@ -156,6 +157,8 @@ class SchedulerDaemon {
   double capacity_since_ = 0;
   std::int64_t rounds_ = 0;
   Clock::time_point next_round_at_;
+  double counters_saved_at_ = 0;
+  double checkpointed_at_ = 0;
   std::vector<double> round_ms_;  // the last 1,000
   bool stopped_ = false;
 };

@@ -45,6 +45,7 @@ Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(pa
     db_ = sql::Database(path, false);
     db_.exec("PRAGMA foreign_keys=ON");
     db_.exec("PRAGMA synchronous=NORMAL");
+    db_.exec("PRAGMA wal_autocheckpoint=0");
     if (!new_run) {
       auto latest = db_.prepare(
           "SELECT runs.id, cluster_runs.epoch FROM runs JOIN cluster_runs ON cluster_runs.run_id = runs.id "
@@ -70,6 +71,8 @@ Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(pa
   insert.bind(1, run_).bind(2, epoch_);
   insert.run();
 }
+
+void Journal::checkpoint() { db_.exec("PRAGMA wal_checkpoint(PASSIVE)"); }
 
 void Journal::save_submission(const JobState& job, const JobRequest& request) {
   auto insert = db_.prepare(

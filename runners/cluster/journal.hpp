@@ -75,6 +75,9 @@ class Journal {
   RecoveredRun recover();
 
   sql::Transaction transaction() { return sql::Transaction(db_); }
+  // Folds the write-ahead log into the database. The daemon calls it between
+  // rounds; SQLite's automatic checkpoints would land inside them.
+  void checkpoint();
 
   void save_submission(const JobState& job, const JobRequest& request);
   void save_job(const JobState& job, bool cancelled = false);

@@ -26,7 +26,8 @@
 //   submit {job: {...}}         -> submitted {job}
 //   jobs {}                     -> jobs {jobs: [...]}
 //   cancel {job}                -> cancelled {job}
-//   status {}                   -> status {nodes: [...], rounds: {...}}
+//   status {}                   -> status {run, nodes: [...], jobs: {running, waiting, done},
+//                                          recovering, rounds: {count, p50_ms, p99_ms, max_ms, recent_ms}}
 //   any request                 -> error {message} when it cannot be served
 //
 // A message that is not a JSON object, lacks a field or has one of the wrong
