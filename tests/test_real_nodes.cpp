@@ -87,6 +87,14 @@ void end_process(pid_t pid, int signal) {
   ::waitpid(pid, nullptr, 0);
 }
 
+// A zombie (dead, not yet reaped by whoever inherited it) counts as dead.
+bool process_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z' && text[paren + 2] != 'X';
+}
+
 struct JobSpecForTest {
   int gpus = 1;
   int iterations = 100;
@@ -155,7 +163,7 @@ class LocalCluster {
   json jobs() { return request(cluster::message("jobs")).at("jobs"); }
 
   // Submits the example job through `tessel submit`; returns its id.
-  int submit(const JobSpecForTest& job, int checkpoint_every = 10) {
+  int submit(const JobSpecForTest& job, int checkpoint_every = 10, int stop_ms = 0) {
     const int n = submitted_++;
     const fs::path workdir = dir_.path() / "work" / ("j" + std::to_string(n));
     fs::create_directories(workdir);
@@ -163,7 +171,8 @@ class LocalCluster {
                                          std::to_string(job.iterations), "--workdir", workdir.string(), "--name",
                                          "train" + std::to_string(n), "--grace-seconds", "2", "--",
                                          train_exe().string(), "--iterations", std::to_string(job.iterations),
-                                         "--sleep-ms", "20", "--checkpoint-every", std::to_string(checkpoint_every)});
+                                         "--sleep-ms", "20", "--checkpoint-every", std::to_string(checkpoint_every),
+                                         "--stop-ms", std::to_string(stop_ms)});
     REQUIRE_MESSAGE(result.code == 0, result.err);
     std::smatch match;
     REQUIRE(std::regex_search(result.out, match, std::regex("submitted job ([0-9]+)")));
@@ -181,6 +190,14 @@ class LocalCluster {
     for (const json& job : list)
       if (job.at("status") != "finished") return false;
     return true;
+  }
+
+  // Every rank log of every job, from every agent.
+  std::vector<fs::path> all_logs() const {
+    std::vector<fs::path> files;
+    for (int job = 0; job < submitted_; ++job)
+      for (const fs::path& file : logs(job)) files.push_back(file);
+    return files;
   }
 
   // Every rank log of `job`, from every agent.
@@ -250,6 +267,46 @@ std::vector<std::pair<double, double>> process_lifetimes(const std::vector<fs::p
     if (life.first >= 0) lifetimes.push_back(life);
   }
   return lifetimes;
+}
+
+// For each GPU, the time spans in which some launch's processes ran there;
+// true if two launches ever overlapped on one GPU.
+bool gpus_shared_at_once(const std::vector<fs::path>& files) {
+  const std::regex launch_line(R"(^tessel: ([0-9.]+) launch ([0-9]+) rank [0-9]+ of [0-9]+ on (\S+), GPUs \[([0-9,]*)\])");
+  const std::regex ended("^tessel: ([0-9.]+) pid [0-9]+ (exited|killed)");
+  // (node, gpu) -> launch -> [first start, last end]
+  std::map<std::pair<std::string, int>, std::map<int, std::pair<double, double>>> spans;
+  for (const fs::path& file : files) {
+    std::istringstream text(slurp(file));
+    std::vector<std::pair<std::string, int>> gpus;
+    int launch = -1;
+    double start = 0;
+    for (std::string line; std::getline(text, line);) {
+      std::smatch match;
+      if (std::regex_search(line, match, launch_line)) {
+        start = std::stod(match[1]);
+        launch = std::stoi(match[2]);
+        gpus.clear();
+        std::stringstream list(match[4].str());
+        for (std::string gpu; std::getline(list, gpu, ',');) gpus.push_back({match[3].str(), std::stoi(gpu)});
+      } else if (launch >= 0 && std::regex_search(line, match, ended)) {
+        const double end = std::stod(match[1]);
+        for (const auto& gpu : gpus) {
+          auto [it, fresh] = spans[gpu].try_emplace(launch, start, end);
+          if (!fresh) it->second = {std::min(it->second.first, start), std::max(it->second.second, end)};
+        }
+        launch = -1;
+      }
+    }
+  }
+  for (auto& [gpu, launches] : spans) {
+    std::vector<std::pair<double, double>> sorted;
+    for (auto& [launch, span] : launches) sorted.push_back(span);
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 1; i < sorted.size(); ++i)
+      if (sorted[i].first < sorted[i - 1].second) return true;
+  }
+  return false;
 }
 
 bool any_log_says(const LocalCluster& cluster, int jobs, const std::string& text) {
@@ -337,7 +394,8 @@ TEST_CASE("a preemptive policy preempts and resumes jobs without losing more tha
   constexpr int kCheckpointEvery = 10;
   constexpr int kIterations = 250;  // 5 s: the older jobs still run when the next ones arrive
   for (int i = 0; i < kJobs; ++i) {
-    cluster.submit({4, kIterations}, kCheckpointEvery);
+    // Stopping takes 300 ms (a slow checkpoint): the GPUs must wait for it.
+    cluster.submit({4, kIterations}, kCheckpointEvery, 300);
     // The next job arrives once this one runs: more demand than GPUs, and
     // every arrival after the third preempts someone.
     wait_until([&] { return cluster.jobs().at(i).at("status") == "running"; }, 20, "job runs");
@@ -382,6 +440,7 @@ TEST_CASE("a preemptive policy preempts and resumes jobs without losing more tha
   }
   CHECK(resumes >= 3);
   CHECK_FALSE(any_log_says(cluster, kJobs, "DUPLICATE"));
+  CHECK_FALSE(gpus_shared_at_once(cluster.all_logs()));
 }
 
 TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processes die with it") {
@@ -390,7 +449,7 @@ TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processe
   for (const char* name : {"a1", "a2", "a3"}) cluster.add_agent(name);
   cluster.wait_for_nodes(3);
   constexpr int kJobs = 12;
-  for (int i = 0; i < kJobs; ++i) cluster.submit({1 + i % 2, 100});
+  for (int i = 0; i < kJobs; ++i) cluster.submit({1 + i % 2, 150});
   wait_until([&] {
     for (const json& job : cluster.jobs())
       if (job.at("status") == "running" && job.at("nodes").size() == 1 && job.at("nodes").at(0) == "a1" &&
@@ -398,24 +457,29 @@ TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processe
         return true;
     return false;
   }, 30, "a job makes progress on a1");
+  // The processes a1 was running die with it (PR_SET_PDEATHSIG), long before
+  // they would have finished on their own.
+  std::vector<pid_t> orphans;
+  {
+    sql::Database database(cluster.db().string(), false);
+    auto pids = database.prepare("SELECT pid FROM cluster_ranks WHERE node = 'a1' AND pid IS NOT NULL AND exit_code IS NULL");
+    while (pids.step()) orphans.push_back(static_cast<pid_t>(pids.integer(0)));
+  }
   cluster.kill_agent("a1");
+  wait_until([&] {
+    return std::none_of(orphans.begin(), orphans.end(), process_alive);
+  }, 1.0, "a1's job processes are gone");
+  const int checked = static_cast<int>(orphans.size());
   wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished without a1");
 
   const fs::path db = cluster.db();
   CHECK(count(db, "SELECT count(*) FROM cluster_nodes WHERE name = 'a1' AND up = 0") == 1);
   CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'lost'") >= 1);
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work") == kJobs);
-  // The processes a1 ran are gone (PR_SET_PDEATHSIG), not orphaned.
-  sql::Database database(db.string(), false);
-  auto pids = database.prepare("SELECT pid FROM cluster_ranks WHERE node = 'a1' AND pid IS NOT NULL");
-  int checked = 0;
-  while (pids.step()) {
-    CHECK(::kill(static_cast<pid_t>(pids.integer(0)), 0) != 0);
-    ++checked;
-  }
   CHECK(checked > 0);
   CHECK(cluster.serve_log().find("node a1 is down") != std::string::npos);
   CHECK_FALSE(any_log_says(cluster, kJobs, "DUPLICATE"));
+  CHECK_FALSE(gpus_shared_at_once(cluster.all_logs()));
 }
 
 TEST_CASE("a killed scheduler restarts from its database; every job finishes once, never twice at a time") {

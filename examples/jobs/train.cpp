@@ -5,6 +5,7 @@
 // smallest honest picture of what a job must do to be preemptible.
 //
 //   train --iterations 100 [--sleep-ms 20] [--checkpoint-every 10] [--checkpoint FILE]
+//         [--stop-ms 0]   (time a stop takes: a slow checkpoint on SIGTERM)
 //
 // Rank 0 owns the checkpoint (default: checkpoint.txt in the working
 // directory). Each rank holds a lock next to it while it runs, so a second
@@ -50,14 +51,17 @@ void write_checkpoint(const std::string& path, long iteration) {
 }
 
 int usage(const char* why) {
-  std::fprintf(stderr, "train: %s\nusage: train --iterations N [--sleep-ms MS] [--checkpoint-every N] [--checkpoint FILE]\n", why);
+  std::fprintf(stderr,
+               "train: %s\nusage: train --iterations N [--sleep-ms MS] [--checkpoint-every N] [--checkpoint FILE] "
+               "[--stop-ms MS]\n",
+               why);
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  long iterations = 0, sleep_ms = 20, every = 10;
+  long iterations = 0, sleep_ms = 20, every = 10, stop_ms = 0;
   std::string checkpoint = "checkpoint.txt";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -67,9 +71,10 @@ int main(int argc, char** argv) {
     else if (arg == "--sleep-ms") sleep_ms = std::atol(value);
     else if (arg == "--checkpoint-every") every = std::atol(value);
     else if (arg == "--checkpoint") checkpoint = value;
+    else if (arg == "--stop-ms") stop_ms = std::atol(value);
     else return usage(("unknown option " + arg).c_str());
   }
-  if (iterations < 1 || sleep_ms < 0 || every < 1) return usage("bad numbers");
+  if (iterations < 1 || sleep_ms < 0 || every < 1 || stop_ms < 0) return usage("bad numbers");
 
   const char* rank_text = std::getenv("RANK");
   const int rank = rank_text ? std::atoi(rank_text) : 0;
@@ -94,6 +99,7 @@ int main(int argc, char** argv) {
 
   while (done < iterations) {
     if (stop_requested) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(stop_ms));
       if (rank == 0) write_checkpoint(checkpoint, done);
       std::printf("train: SIGTERM at iteration %ld; checkpointed %ld; exiting at %.6f\n", done, done, wall_time());
       return 143;
