@@ -42,6 +42,12 @@ int serve(const ServeOptions& options) {
   if (secret_file.empty())
     throw UserError("serve needs the shared secret: --secret-file FILE or [serve] secret_file");
   Secret secret = Secret::from_file(secret_file);
+  std::string unread;
+  for (const char* section : {"cluster", "workload", "simulation", "failures"})
+    if (config.document->root().contains(section)) unread += (unread.empty() ? "[" : ", [") + std::string(section) + "]";
+  if (!unread.empty())
+    std::cerr << "tessel serve: note: " << unread << " are for simulations: nodes come from agents, jobs from submit"
+              << std::endl;
   PluginRegistry registry(config.scheduler.plugin_path);
   DaemonOptions daemon_options;
   daemon_options.database = options.database.empty() ? config.output.database : options.database;

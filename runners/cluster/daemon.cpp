@@ -103,7 +103,7 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
       journal_(options.database, RunInfo{options.label.empty() ? config.output.label : options.label, "{}",
                                          config.document->text(), 0, "cluster"},
                options.new_run),
-      decisions_(false), round_timer_(io), watch_timer_(io) {
+      decisions_(config.output.decisions), round_timer_(io), watch_timer_(io) {
   ComposedScheduler plugins =
       compose_scheduler(config.scheduler, registry, 0, config.document->base_directory().string());
   SchedulerSettings settings = config.scheduler.settings;
@@ -892,6 +892,10 @@ void SchedulerDaemon::round() {
   journal_.save_sample({t, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(), running, active - running,
                         static_cast<int>(core_->pending().size())});
   journal_.save_run_figures(cluster.installed_gpus(), capacity_gpu_seconds_, t, rounds_);
+  // The log keeps every decision it records in memory; they are written
+  // once and then only the new ones.
+  const auto& decided = decisions_.records();
+  for (; decisions_saved_ < decided.size(); ++decisions_saved_) journal_.save_decision(decided[decisions_saved_]);
   transaction.commit();
   open_gate();
 

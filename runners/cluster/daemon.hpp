@@ -158,6 +158,7 @@ class SchedulerDaemon {
   std::int64_t rounds_ = 0;
   Clock::time_point next_round_at_;
   double counters_saved_at_ = 0;
+  std::size_t decisions_saved_ = 0;
   double checkpointed_at_ = 0;
   std::vector<double> round_ms_;  // the last 1,000
   bool stopped_ = false;

@@ -156,6 +156,13 @@ void Journal::save_sample(const Sample& s) {
   insert.run();
 }
 
+void Journal::save_decision(const DecisionRecord& d) {
+  auto insert = db_.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, run_).bind(2, d.time).bind(3, static_cast<std::int64_t>(d.job)).bind(4, to_string(d.stage));
+  insert.bind(5, d.plugin).bind(6, d.code).bind(7, d.reason);
+  insert.run();
+}
+
 void Journal::save_run_figures(int cluster_gpus, double capacity_gpu_seconds, double end_time, std::int64_t rounds) {
   auto update = db_.prepare(
       "UPDATE runs SET cluster_gpus = ?, capacity_gpu_seconds = ?, end_time = ?, events = ?, wall_seconds = ? "

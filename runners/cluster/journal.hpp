@@ -89,6 +89,7 @@ class Journal {
   void save_node(const std::string& name, const std::string& address, int gpus, const std::string& gpu_type,
                  double cpus, double mem_gb, bool up, double last_seen);
   void save_sample(const Sample& sample);
+  void save_decision(const DecisionRecord& decision);
   void save_run_figures(int cluster_gpus, double capacity_gpu_seconds, double end_time, std::int64_t rounds);
   void mark_run(const std::string& status, const std::string& note);
 
