@@ -491,7 +491,7 @@ TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processe
 }
 
 TEST_CASE("a killed scheduler restarts from its database; every job finishes once, never twice at a time") {
-  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 3\ngrace_seconds = 1\n");
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 1\n");
   cluster.start_serve();
   for (const char* name : {"a1", "a2", "a3"}) cluster.add_agent(name);
   cluster.wait_for_nodes(3);
@@ -503,14 +503,32 @@ TEST_CASE("a killed scheduler restarts from its database; every job finishes onc
     return running >= 4;
   }, 30, "jobs run");
   const std::string first_address = cluster.address();
+  auto finished_processes = [&] {
+    int done = 0;
+    for (const fs::path& file : cluster.all_logs()) {
+      const std::string text = slurp(file);
+      for (std::size_t at = text.find("train: done"); at != std::string::npos; at = text.find("train: done", at + 1))
+        ++done;
+    }
+    return done;
+  };
+  const int done_before = finished_processes();
   cluster.kill_serve();
+  // While it is down a job ends: its agent must report the exit later.
+  wait_until([&] { return finished_processes() > done_before; }, 4, "a job ends while the scheduler is down");
   cluster.start_serve(first_address);  // agents reconnect to the same address
+  // A second daemon on the same database is refused (the killed one's lock died with it).
+  const CommandResult second = run_tessel({"serve", (cluster.dir() / "serve.toml").string(), "--listen", "127.0.0.1:0",
+                                           "--secret-file", (cluster.dir() / "secret").string()},
+                                          cluster.dir());
+  CHECK(second.code == 2);
+  CHECK(second.err.find("another tessel serve is using this database") != std::string::npos);
   CHECK(cluster.address() == first_address);
   wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished after the restart");
 
   const fs::path db = cluster.db();
   CHECK(count(db, "SELECT count(*) FROM runs") == 1);  // the same run, resumed
-  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") == kJobs);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work") == kJobs);
   for (int job = 0; job < kJobs; ++job) {
     INFO("job " << job);
     CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'finished' AND job_id = " +

@@ -59,6 +59,7 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
     launch->resume = record.resume;
     launch->decided = record.decided;
     launch->stop_reason = record.outcome;
+    launch->recovered = true;
     launch->recovering = true;
     launch->dispatched = true;
     for (const RankRecord& r : record.ranks) {

@@ -165,7 +165,10 @@ void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
   Launch& launch = *it->second;
   for (Rank& rank : launch.ranks) {
     if (rank.record.rank != rank_index || rank.record.node != node.name || rank.gone) continue;
-    if (rank_index == 0 && m.has("iteration") && launch.core_running && launch.stop_reason.empty())
+    // Its last progress line; a recovered launch's too, though the core has
+    // not adopted it (it may have finished while we were down).
+    if (rank_index == 0 && m.has("iteration") && (launch.core_running || launch.recovered) &&
+        launch.stop_reason.empty() && !core_->job(launch.job).done())
       core_->report_progress(launch.job, static_cast<double>(m.integer("iteration", 0)), now());
     // Stopped by its agent without our asking (its lease ran out, or the
     // agent is shutting down): whatever its exit code, it did not finish.

@@ -192,7 +192,7 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
     } else {
       core_->interrupt(id, t);  // lost with its node
     }
-  } else if (launch.recovering && outcome == "finished" && job.waiting()) {
+  } else if (launch.recovered && outcome == "finished" && job.waiting()) {
     core_->complete(id, t, JobStatus::finished);  // it ended while we were down
   }
   journal_.save_launch_end(launch.id, t, outcome);

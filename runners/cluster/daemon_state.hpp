@@ -61,7 +61,8 @@ struct SchedulerDaemon::Launch {
   // (preempted, resized, cancelled, failed, lost).
   std::string stop_reason;
   bool core_running = false;  // the core counts this launch as the job's run
-  bool recovering = false;    // from before a restart, not yet confirmed
+  bool recovered = false;     // from before a restart
+  bool recovering = false;    // recovered and not yet confirmed or given up
   std::string master_addr;
   int master_port = 0;
 };

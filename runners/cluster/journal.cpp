@@ -1,5 +1,9 @@
 #include "journal.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <map>
 
@@ -40,6 +44,12 @@ JobStatus status_from(const std::string& text) {
 }  // namespace
 
 Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(path) {
+  // One daemon per database: two would both think they own every job.
+  lock_fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    throw UserError(path + ": another tessel serve is using this database");
+  }
   { ResultsStore store(path); }  // creates the file or brings its schema up to date
   try {
     db_ = sql::Database(path, false);
@@ -70,6 +80,10 @@ Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(pa
   auto insert = db_.prepare("INSERT INTO cluster_runs (run_id, epoch) VALUES (?, ?)");
   insert.bind(1, run_).bind(2, epoch_);
   insert.run();
+}
+
+Journal::~Journal() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void Journal::checkpoint() { db_.exec("PRAGMA wal_checkpoint(PASSIVE)"); }

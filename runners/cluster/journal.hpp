@@ -67,7 +67,10 @@ class Journal {
  public:
   // Opens (and migrates) the database. Resumes the newest cluster run that
   // is not complete, unless `new_run`; otherwise begins one from `info`.
+  // Throws UserError if another daemon has the database open.
   Journal(const std::string& path, RunInfo info, bool new_run);
+  ~Journal();
+  Journal(const Journal&) = delete;
 
   std::int64_t run() const { return run_; }
   bool resumed() const { return resumed_; }
@@ -95,6 +98,7 @@ class Journal {
 
  private:
   std::string path_;
+  int lock_fd_ = -1;  // <database>.lock, held while the daemon lives
   sql::Database db_;
   std::int64_t run_ = 0;
   double epoch_ = 0;
