@@ -650,6 +650,61 @@ TEST_CASE("cancel stops a running job and frees its GPUs") {
   CHECK(count(cluster.db(), "SELECT count(*) FROM jobs WHERE status = 'cancelled'") == 1);
 }
 
+TEST_CASE("processes get the training environment, across nodes; failing jobs are retried, then given up") {
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 2\nmax_retries = 1\n");
+  cluster.start_serve();
+  cluster.add_agent("a1", 2);
+  cluster.add_agent("a2", 2);
+  cluster.wait_for_nodes(2);
+  // Four GPUs on two-GPU nodes: one launch, two nodes, four processes.
+  const CommandResult spread = cluster.tessel(
+      {"submit", "--gpus", "4", "--env", "CUSTOM=kept", "--workdir", cluster.dir().string(), "--",
+       "/bin/sh", "-c",
+       "echo env RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK MASTER=$MASTER_ADDR:$MASTER_PORT "
+       "CUDA=$CUDA_VISIBLE_DEVICES JOB=$TESSEL_JOB_ID RESUME=${TESSEL_RESUME:-0} CUSTOM=$CUSTOM PATH_KEPT=${PATH:+yes}"});
+  REQUIRE(spread.code == 0);
+  const CommandResult crash = cluster.tessel({"submit", "--", "/bin/sh", "-c", "echo crashing; exit 3"});
+  const CommandResult missing = cluster.tessel({"submit", "--", "/no/such/program"});
+  REQUIRE(crash.code == 0);
+  REQUIRE(missing.code == 0);
+  wait_until([&] {
+    const json jobs = cluster.jobs();
+    return jobs.at(0).at("status") == "finished" && jobs.at(1).at("status") == "failed" &&
+           jobs.at(2).at("status") == "failed";
+  }, 30, "one job finishes, two fail");
+
+  std::vector<std::string> lines;
+  for (const fs::path& file : cluster.logs(0)) {
+    std::istringstream text(slurp(file));
+    for (std::string line; std::getline(text, line);)
+      if (line.starts_with("env ")) lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  REQUIRE(lines.size() == 4);
+  const std::regex env_line(
+      "env RANK=([0-3]) WORLD_SIZE=4 LOCAL_RANK=([01]) MASTER=127\\.0\\.0\\.1:29500 CUDA=0,1 JOB=0 RESUME=0 "
+      "CUSTOM=kept PATH_KEPT=yes");
+  for (int rank = 0; rank < 4; ++rank) {
+    std::smatch match;
+    REQUIRE_MESSAGE(std::regex_match(lines[rank], match, env_line), lines[rank]);
+    CHECK(std::stoi(match[1]) == rank);
+    CHECK(std::stoi(match[2]) == rank % 2);
+  }
+  CHECK(cluster.logs(0).size() == 4);  // rank-0 and rank-1 on one node, rank-2 and rank-3 on the other
+
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE job_id = 1 AND outcome = 'failed'") == 2);
+  CHECK(count(db, "SELECT attempts FROM jobs WHERE job_id = 1") == 2);
+  CHECK(count(db, "SELECT count(*) FROM cluster_ranks r JOIN cluster_launches l USING (run_id, launch_id) "
+                  "WHERE l.job_id = 1 AND r.exit_code = 3") == 2);
+  CHECK(count(db, "SELECT count(*) FROM cluster_ranks r JOIN cluster_launches l USING (run_id, launch_id) "
+                  "WHERE l.job_id = 2 AND r.exit_code = 127") == 2);
+  bool explained = false;
+  for (const fs::path& file : cluster.logs(2)) explained = explained || slurp(file).find("tessel: cannot run '/no/such/program'") != std::string::npos;
+  CHECK(explained);
+  CHECK(cluster.serve_log().find("job 1 failed 2 times; giving up") != std::string::npos);
+}
+
 TEST_CASE("a burst of 1,000 submissions is accepted and listed, none lost") {
   LocalCluster cluster(kFifo);
   cluster.start_serve();
