@@ -46,8 +46,8 @@ int serve(const ServeOptions& options) {
   for (const char* section : {"cluster", "workload", "simulation", "failures"})
     if (config.document->root().contains(section)) unread += (unread.empty() ? "[" : ", [") + std::string(section) + "]";
   if (!unread.empty())
-    std::cerr << "tessel serve: note: " << unread << " are for simulations: nodes come from agents, jobs from submit"
-              << std::endl;
+    std::cerr << "tessel serve: note: leaving " << unread
+              << " to simulations: nodes come from agents, jobs from `tessel submit`" << std::endl;
   PluginRegistry registry(config.scheduler.plugin_path);
   DaemonOptions daemon_options;
   daemon_options.database = options.database.empty() ? config.output.database : options.database;

@@ -103,6 +103,8 @@ class TableReader {
 
  private:
   const toml::node* lookup(std::string_view key);
+  // "in [name]", or "at the top level" for a document's root (a job file).
+  std::string scope() const { return name_.empty() ? "at the top level" : "in [" + name_ + "]"; }
   void missing(std::string_view key);
   void wrong_type(std::string_view key, const toml::node& node, std::string_view expected);
 
