@@ -491,7 +491,7 @@ TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processe
 }
 
 TEST_CASE("a killed scheduler restarts from its database; every job finishes once, never twice at a time") {
-  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 1\n");
+  LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 8\ngrace_seconds = 1\n");
   cluster.start_serve();
   for (const char* name : {"a1", "a2", "a3"}) cluster.add_agent(name);
   cluster.wait_for_nodes(3);
@@ -515,6 +515,7 @@ TEST_CASE("a killed scheduler restarts from its database; every job finishes onc
   const int done_before = finished_processes();
   cluster.kill_serve();
   // While it is down a job ends: its agent must report the exit later.
+  // (Well within the agents' 8 s lease, so the others run on.)
   wait_until([&] { return finished_processes() > done_before; }, 4, "a job ends while the scheduler is down");
   cluster.start_serve(first_address);  // agents reconnect to the same address
   // A second daemon on the same database is refused (the killed one's lock died with it).
