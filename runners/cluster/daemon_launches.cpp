@@ -214,27 +214,39 @@ void SchedulerDaemon::settle() {
 }
 
 void SchedulerDaemon::resolve_recovered(Launch& launch) {
-  bool all_alive = true, all_known = true;
+  // Whole: every process still runs or has finished cleanly (ranks of one
+  // job end at slightly different times).
+  bool all_known = true, whole = true, any_alive = false;
   for (const Rank& rank : launch.ranks) {
     if (!rank.gone && !rank.confirmed) all_known = false;
-    if (rank.gone) all_alive = false;
+    if (rank.gone && rank.record.exit_code != 0) whole = false;
+    if (!rank.gone) any_alive = true;
   }
   if (!all_known) return;
   launch.recovering = false;
   JobEntry& entry = jobs_[launch.job];
   const JobState& job = core_->job(launch.job);
-  if (all_alive && launch.stop_reason.empty() && job.waiting() && !entry.cancelled) {
+  if (whole && any_alive && launch.stop_reason.empty() && job.waiting() && !entry.cancelled) {
     Allocation allocation;
+    bool nodes_known = true;
     for (const Rank& rank : launch.ranks) {
       const NodeEntry* node = node_named(rank.record.node);
+      if (node == nullptr) {
+        nodes_known = false;
+        break;
+      }
       for (int gpu : rank.record.gpus) {
         const auto at = std::find(node->gpu_indices.begin(), node->gpu_indices.end(), gpu);
+        if (at == node->gpu_indices.end()) {
+          nodes_known = false;
+          break;
+        }
         const GpuId id = core_->cluster().node(node->id).first_gpu + static_cast<GpuId>(at - node->gpu_indices.begin());
         if (std::find(allocation.gpus.begin(), allocation.gpus.end(), id) == allocation.gpus.end())
           allocation.gpus.push_back(id);
       }
     }
-    if (core_->cluster().can_assign(allocation)) {
+    if (nodes_known && core_->cluster().can_assign(allocation)) {
       core_->adopt(launch.job, allocation, now());
       launch.core_running = true;
       entry.current = launch.id;
