@@ -49,11 +49,13 @@ std::string slurp(const fs::path& path) {
 
 fs::path train_exe() { return std::getenv("TESSEL_EXAMPLE_TRAIN"); }
 
-// Polls `condition` every 50 ms for up to `seconds`.
-void wait_until(const std::function<bool()>& condition, double seconds, const std::string& what) {
+// Polls `condition` every 50 ms for up to `seconds`; on a timeout the
+// failure shows `context()` (the daemon's log, say).
+void wait_until(const std::function<bool()>& condition, double seconds, const std::string& what,
+                const std::function<std::string()>& context = {}) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
   while (!condition()) {
-    if (Clock::now() > deadline) FAIL("timed out waiting until " << what);
+    if (Clock::now() > deadline) FAIL("timed out waiting until " << what << (context ? "\n" + context() : ""));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -182,6 +184,20 @@ class LocalCluster {
   CommandResult tessel(std::vector<std::string> args) {
     args.insert(args.begin() + 1, {"--scheduler", address_, "--secret-file", secret_.string()});
     return run_tessel(args, dir_.path());
+  }
+
+  // What a failed wait shows: the daemon's log and its jobs.
+  std::string diagnostics() {
+    std::string text = "--- serve log:\n" + serve_log();
+    for (const auto& entry : fs::directory_iterator(dir_.path()))
+      if (entry.path().extension() == ".err" && entry.path().filename() != "serve.err")
+        text += "--- " + entry.path().filename().string() + ":\n" + slurp(entry.path());
+    try {
+      text += "--- jobs:\n" + jobs().dump();
+    } catch (const std::exception& e) {
+      text += std::string("--- jobs: ") + e.what();
+    }
+    return text;
   }
 
   bool all_finished(std::size_t count) {
@@ -336,7 +352,7 @@ TEST_CASE("twenty jobs on three agents all finish, and report reads the live run
     iterations.push_back(50 + (i * 37) % 101);  // 1 to 3 s at 20 ms an iteration
     CHECK(cluster.submit({1 + i % 3, iterations.back()}) == i);
   }
-  wait_until([&] { return cluster.all_finished(20); }, 90, "all 20 jobs finished");
+  wait_until([&] { return cluster.all_finished(20); }, 90, "all 20 jobs finished", [&] { return cluster.diagnostics(); });
 
   const fs::path db = cluster.db();
   CHECK(count(db, "SELECT count(*) FROM runs WHERE mode = 'cluster'") == 1);
@@ -402,7 +418,7 @@ TEST_CASE("a preemptive policy preempts and resumes jobs without losing more tha
     // every arrival after the third preempts someone.
     wait_until([&] { return cluster.jobs().at(i).at("status") == "running"; }, 20, "job runs");
   }
-  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished");
+  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished", [&] { return cluster.diagnostics(); });
 
   const fs::path db = cluster.db();
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = " +
@@ -475,7 +491,7 @@ TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processe
   // Once it is down, a1 comes back, empty-handed, and takes work again.
   wait_until([&] { return cluster.serve_log().find("node a1 is down") != std::string::npos; }, 10, "a1 is down");
   cluster.add_agent("a1");
-  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished");
+  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished", [&] { return cluster.diagnostics(); });
 
   const fs::path db = cluster.db();
   CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'lost'") >= 1);
@@ -525,7 +541,8 @@ TEST_CASE("a killed scheduler restarts from its database; every job finishes onc
   CHECK(second.code == 2);
   CHECK(second.err.find("another tessel serve is using this database") != std::string::npos);
   CHECK(cluster.address() == first_address);
-  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished after the restart");
+  wait_until([&] { return cluster.all_finished(kJobs); }, 90, "all jobs finished after the restart",
+             [&] { return cluster.diagnostics(); });
 
   const fs::path db = cluster.db();
   CHECK(count(db, "SELECT count(*) FROM runs") == 1);  // the same run, resumed

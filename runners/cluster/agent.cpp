@@ -205,6 +205,9 @@ void NodeAgent::on_registered(const Message& m) {
   phase_ = Phase::registered;
   failed_connects_ = 0;
   fenced_ = false;
+  // Exits that happened after our register message left were held back;
+  // the daemon ignores the ones it already has.
+  for (const auto& [key, exit] : unrecorded_exits_) send(exit);
   say("registered " + options_.name + " with " + std::to_string(inventory_.gpus.size()) + " GPUs at " +
       options_.scheduler);
 }
