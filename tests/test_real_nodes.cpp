@@ -589,6 +589,16 @@ TEST_CASE("bad peers are refused and logged; the daemon keeps serving the others
   const CommandResult agent = run_tessel({"agent", "--scheduler", cluster.address(), "--secret-file",
                                           wrong.string(), "--fake-gpus", "1", "--name", "intruder"});
   CHECK(agent.code == 2);
+  // A second live agent under a taken name is refused; the first keeps it.
+  const pid_t twin = spawn({tessel_exe().string(), "agent", "--scheduler", cluster.address(), "--secret-file",
+                            (cluster.dir() / "secret").string(), "--name", "a1", "--fake-gpus", "4", "--log-dir",
+                            (cluster.dir() / "logs-twin").string()},
+                           cluster.dir(), cluster.dir() / "twin.out", cluster.dir() / "twin.err");
+  wait_until([&] { return cluster.serve_log().find("refused agent a1 from") != std::string::npos; }, 10,
+             "the twin is refused");
+  end_process(twin, SIGTERM);
+  CHECK(slurp(cluster.dir() / "twin.err").find("node name 'a1' is in use by the agent at 127.0.0.1:") !=
+        std::string::npos);
 
   // Raw sockets: an oversized frame, random bytes, and garbage after a
   // valid handshake. Each connection is closed by the daemon.
@@ -640,6 +650,7 @@ TEST_CASE("bad peers are refused and logged; the daemon keeps serving the others
   // The others are still served: the agent never noticed, jobs run.
   const CommandResult status = cluster.tessel({"status"});
   CHECK(status.out.find("node a1: up, 4 of 4 GPUs free, 127.0.0.1") != std::string::npos);
+  CHECK(cluster.status().at("nodes").size() == 1);  // the refused twin never joined
   cluster.submit({1, 20});
   wait_until([&] { return cluster.all_finished(1); }, 30, "a job finishes after the attacks");
 

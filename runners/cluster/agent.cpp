@@ -159,9 +159,9 @@ void NodeAgent::on_message(const Message& m) {
       return;
     case Phase::welcomed:
       if (m.type() == "refused") {
-        say("registration refused: " + m.text("reason") + "; giving up");
-        exit_code_ = 2;
-        shut_down();
+        // Our name is taken, perhaps by our own former connection that the
+        // daemon has not yet given up on: try again later.
+        say("registration refused: " + m.text("reason") + "; retrying");
         throw ProtocolError("registration refused");
       }
       if (m.type() != "registered") throw ProtocolError("expected 'registered', got '" + m.type() + "'");

@@ -39,11 +39,14 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
 
   NodeEntry* node = node_named(name);
   if (node != nullptr && node->agent != nullptr && node->agent != peer) {
-    log("agent " + name + " registered again from " + peer->connection->peer() + "; dropping its old connection");
-    auto old = node->agent;
-    node->agent = nullptr;
-    old->node = nullptr;
-    old->connection->close("replaced by a new registration");
+    // Two live agents under one name would each disown the other's
+    // processes. A restarted agent whose old connection lingers (the host
+    // lost power) gets in once that connection has been silent a node timeout.
+    const std::string holder = node->agent->connection->peer();
+    log("refused agent " + name + " from " + peer->connection->peer() + ": the name is in use by " + holder);
+    peer->connection->send(message("refused", {{"reason", "node name '" + name + "' is in use by the agent at " + holder}}));
+    peer->connection->close_after_sending("duplicate node name");
+    return;
   }
   if (node != nullptr && node->gpu_indices != indices) {
     // Other GPUs than before: the old node stays down for good.
