@@ -138,7 +138,6 @@ void NodeAgent::reconnect_later() {
 }
 
 void NodeAgent::on_message(const Message& m) {
-  last_heard_ = Clock::now();
   switch (phase_) {
     case Phase::connecting:
       send(handshake_->hello(m));
@@ -169,6 +168,9 @@ void NodeAgent::on_message(const Message& m) {
       return;
     case Phase::registered: break;
   }
+  // Only a daemon that counts us as registered renews our jobs' lease; a
+  // handshake or a refusal says nothing about them.
+  last_heard_ = Clock::now();
   if (m.type() == "ack") return;
   if (m.type() == "launch") return on_launch(m);
   if (m.type() == "stop") return on_stop(m);
@@ -203,6 +205,7 @@ void NodeAgent::on_registered(const Message& m) {
   heartbeat_seconds_ = std::max(0.01, m.number("heartbeat_seconds"));
   node_timeout_seconds_ = std::max(2 * heartbeat_seconds_, m.number("node_timeout_seconds"));
   phase_ = Phase::registered;
+  last_heard_ = Clock::now();
   failed_connects_ = 0;
   fenced_ = false;
   // Exits that happened after our register message left were held back;
