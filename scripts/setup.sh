@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   g++ meson ninja-build pkg-config
-  libboost-dev libtomlplusplus-dev libcli11-dev doctest-dev libsqlite3-dev nlohmann-json3-dev libglpk-dev
+  libboost-dev libssl-dev libtomlplusplus-dev libcli11-dev doctest-dev libsqlite3-dev nlohmann-json3-dev libglpk-dev
   gnuplot-nox
 )
 

@@ -78,8 +78,8 @@ database = "x.db"
   CHECK(found[3] == "x.toml:8:8: 'jobs' in [workload] must be in 1..100000000, got 0");
   CHECK(found[4] == "x.toml:15:14: unknown completion 'sometimes' in [simulation] (valid: exact, round)");
   CHECK(found[5] ==
-        "x.toml:17:2: unknown key 'outptu' at the top level (valid: cluster, failures, output, scheduler, simulation, sweep, "
-        "workload)");
+        "x.toml:17:2: unknown key 'outptu' at the top level (valid: cluster, failures, output, scheduler, serve, "
+        "simulation, sweep, workload)");
 }
 
 TEST_CASE("missing sections and keys are named") {

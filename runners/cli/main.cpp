@@ -6,8 +6,10 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "build_config.hpp"
+#include "cluster_commands.hpp"
 #include "commands.hpp"
 #include "engine/errors.hpp"
 #include "simulation.hpp"
@@ -84,6 +86,98 @@ int main(int argc, char** argv) {
   plot_cmd->add_option("--by", plot.by, "for --kind metric: the sweep axis on x");
   plot_cmd->add_option("-o,--output", plot.output, "output file, .svg or .png (default: <db>-<kind>.svg)");
 
+  // Real nodes. The scheduler address and the secret may come from the
+  // environment, so that job scripts and shells need not repeat them.
+  auto scheduler_options = [](CLI::App* command, tessel::cli::ClientOptions& client) {
+    command->add_option("--scheduler", client.scheduler, "the daemon, HOST:PORT")
+        ->envname("TESSEL_SCHEDULER")
+        ->default_val("127.0.0.1:7461");
+    command->add_option("--secret-file", client.secret_file, "the shared secret (mode 600)")
+        ->envname("TESSEL_SECRET_FILE");
+  };
+
+  tessel::cli::ServeOptions serve;
+  auto* serve_cmd = app.add_subcommand("serve", "Run the scheduler daemon for real nodes");
+  serve_cmd->add_option("config", serve.config, "experiment TOML file ([scheduler], [serve], [output])")->required();
+  serve_cmd->add_option("--listen", serve.listen, "HOST:PORT (default: [serve] listen); port 0 picks one");
+  serve_cmd->add_option("--secret-file", serve.secret_file, "the shared secret (default: [serve] secret_file)")
+      ->envname("TESSEL_SECRET_FILE");
+  serve_cmd->add_option("--db", serve.database, "results database (default: [output] database)");
+  serve_cmd->add_flag("--new-run", serve.new_run, "begin a new run instead of resuming an unfinished one");
+  serve_cmd->add_option("--set", serve.overrides, "override a config key")->allow_extra_args(false);
+
+  tessel::cli::AgentCommandOptions agent;
+  auto* agent_cmd = app.add_subcommand("agent", "Run a node agent: register this node's GPUs and run jobs");
+  agent_cmd->add_option("--scheduler", agent.scheduler, "the daemon, HOST:PORT")
+      ->envname("TESSEL_SCHEDULER")
+      ->required();
+  agent_cmd->add_option("--secret-file", agent.secret_file, "the shared secret (mode 600)")
+      ->envname("TESSEL_SECRET_FILE");
+  agent_cmd->add_option("--name", agent.name, "this node's name (default: the host name)");
+  agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "register N fake GPUs instead of asking nvidia-smi")
+      ->check(CLI::Range(0, 1024));
+  agent_cmd->add_option("--gpu-type", agent.gpu_type, "the fake GPUs' type")->capture_default_str();
+  agent_cmd->add_option("--log-dir", agent.log_dir, "where job logs go")->capture_default_str();
+  agent_cmd->add_option("--address", agent.address,
+                        "MASTER_ADDR for jobs led from here (default: this end of the scheduler connection)");
+
+  tessel::cli::ClientOptions client;
+  tessel::cli::SubmitOptions submit;
+  auto* submit_cmd = app.add_subcommand("submit", "Submit a job to the daemon; prints its id");
+  // `submit JOB.toml`, `submit [flags] -- COMMAND...`, or both: a first
+  // word ending in .toml is the job file, the rest is the command.
+  std::vector<std::string> submit_words;
+  submit_cmd->add_option("job", submit_words, "JOB.toml, and/or the command after --");
+  scheduler_options(submit_cmd, client);
+  auto as_override = [&submit](const char* key, bool quote) {
+    return [&submit, key, quote](const std::string& value) {
+      submit.overrides.push_back(std::string(key) + "=" + (quote ? nlohmann::json(value).dump() : value));
+    };
+  };
+  submit_cmd->add_option_function<std::string>("--name", as_override("name", true), "job name");
+  submit_cmd->add_option_function<std::string>("--gpus", as_override("gpus", false), "GPUs");
+  submit_cmd->add_option_function<std::string>("--min-gpus", as_override("min_gpus", false), "elastic: fewest GPUs");
+  submit_cmd->add_option_function<std::string>("--max-gpus", as_override("max_gpus", false), "elastic: most GPUs");
+  submit_cmd->add_option_function<std::string>("--iterations", as_override("iterations", false),
+                                               "its length; without it the job ends by exit alone");
+  submit_cmd->add_option_function<std::string>("--processes", as_override("processes", true), "per_gpu or per_node");
+  submit_cmd->add_option_function<std::string>("--tenant", as_override("tenant", true), "user or team (default: $USER)");
+  submit_cmd->add_option_function<std::string>("--vc", as_override("vc", true), "virtual cluster");
+  submit_cmd->add_option_function<std::string>("--workdir", as_override("workdir", true), "working directory");
+  submit_cmd->add_option_function<std::string>("--grace-seconds", as_override("grace_seconds", false),
+                                               "SIGTERM to SIGKILL");
+  submit_cmd->add_option_function<std::vector<std::string>>(
+      "--env",
+      [&submit](const std::vector<std::string>& entries) {
+        for (const std::string& entry : entries) {
+          const auto eq = entry.find('=');
+          if (eq == std::string::npos || eq == 0) throw CLI::ValidationError("--env", "expected NAME=VALUE, got '" + entry + "'");
+          submit.overrides.push_back("env." + entry.substr(0, eq) + "=" + nlohmann::json(entry.substr(eq + 1)).dump());
+        }
+      },
+      "add NAME=VALUE to the job's environment")
+      ->allow_extra_args(false);
+  submit_cmd->add_option("--set", submit.overrides, "set any job-file key, e.g. --set priority=2")
+      ->allow_extra_args(false);
+
+  std::string jobs_format = "table";
+  auto* jobs_cmd = app.add_subcommand("jobs", "List the daemon's jobs");
+  scheduler_options(jobs_cmd, client);
+  jobs_cmd->add_option("--format", jobs_format, "table or json")->check(CLI::IsMember({"table", "json"}));
+
+  std::uint32_t cancel_id = 0;
+  auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a job");
+  cancel_cmd->add_option("id", cancel_id, "job id")->required();
+  scheduler_options(cancel_cmd, client);
+
+  auto* status_cmd = app.add_subcommand("status", "Show the daemon's nodes and round times");
+  scheduler_options(status_cmd, client);
+
+  std::int64_t progress_iteration = 0, progress_total = 0;
+  auto* progress_cmd = app.add_subcommand("progress", "From a job: report progress to its agent (TESSEL_PROGRESS)");
+  progress_cmd->add_option("iteration", progress_iteration, "iterations done")->required();
+  progress_cmd->add_option("total", progress_total, "iterations in all");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -101,6 +195,20 @@ int main(int argc, char** argv) {
     if (*compare_cmd) return tessel::cli::compare(compare_db, compare_a, compare_b);
     if (*explain_cmd) return tessel::cli::explain(explain_db, explain_job, explain_run);
     if (*plot_cmd) return tessel::cli::plot(plot);
+    if (*serve_cmd) return tessel::cli::serve(serve);
+    if (*agent_cmd) return tessel::cli::agent(agent);
+    if (*submit_cmd) {
+      if (!submit_words.empty() && submit_words.front().ends_with(".toml")) {
+        submit.job_file = submit_words.front();
+        submit_words.erase(submit_words.begin());
+      }
+      submit.command = submit_words;
+      return tessel::cli::submit(client, submit);
+    }
+    if (*jobs_cmd) return tessel::cli::jobs(client, jobs_format);
+    if (*cancel_cmd) return tessel::cli::cancel(client, cancel_id);
+    if (*status_cmd) return tessel::cli::status(client);
+    if (*progress_cmd) return tessel::cli::progress(progress_iteration, progress_total);
   } catch (const tessel::ConfigError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
     return 2;

@@ -1,5 +1,7 @@
 #include "config/experiment.hpp"
 
+#include "models/models.hpp"
+
 namespace tessel {
 
 namespace {
@@ -87,6 +89,28 @@ OutputConfig read_output(TableReader reader) {
   return config;
 }
 
+ServeConfig read_serve(TableReader reader, const TomlDocument& document) {
+  ServeConfig config;
+  config.listen = reader.string("listen", config.listen).value_or(config.listen);
+  if (reader.present("secret_file"))
+    config.secret_file = reader.input_path("secret_file", std::nullopt).value_or("");
+  config.heartbeat_seconds = reader.number("heartbeat_seconds", 1, 0.01).value_or(1);
+  config.node_timeout_seconds = reader.number("node_timeout_seconds", 10, 0.1).value_or(10);
+  if (config.node_timeout_seconds < 2 * config.heartbeat_seconds)
+    reader.error("node_timeout_seconds", "'node_timeout_seconds' in [serve] must be at least two heartbeats (" +
+                                             std::to_string(2 * config.heartbeat_seconds) + " s)");
+  config.grace_seconds = reader.number("grace_seconds", 10, 0).value_or(10);
+  config.max_retries = static_cast<int>(reader.integer("max_retries", 3, 0, 1000).value_or(3));
+  const auto ports = reader.numbers("master_ports", std::vector<double>{29500, 29999}, 1, 65535);
+  if (ports && (ports->size() != 2 || (*ports)[0] > (*ports)[1]))
+    reader.error("master_ports", "'master_ports' in [serve] must be [first, last] with first <= last");
+  else if (ports)
+    config.master_port_first = static_cast<int>((*ports)[0]), config.master_port_last = static_cast<int>((*ports)[1]);
+  config.model = read_throughput_model(reader, document);
+  reader.finish();
+  return config;
+}
+
 }  // namespace
 
 ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
@@ -107,7 +131,25 @@ ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
   config.simulation = read_simulation(root.nested(root.table("simulation"), "simulation"));
   config.failures = read_failures(root.nested(root.table("failures"), "failures"));
   config.output = read_output(root.nested(root.table("output"), "output"));
+  config.serve = read_serve(root.nested(root.table("serve"), "serve"), *document);
   root.node("sweep");  // expanded before reading (config/sweep.hpp)
+  root.finish();
+  diagnostics.raise_if_any();
+  return config;
+}
+
+ExperimentConfig load_served_experiment(const std::filesystem::path& path,
+                                        const std::vector<std::string>& overrides) {
+  Diagnostics diagnostics;
+  ExperimentConfig config;
+  config.document = std::make_shared<const TomlDocument>(TomlDocument::load(path, overrides));
+  const TomlDocument& document = *config.document;
+  TableReader root(document, diagnostics, &document.root(), "");
+  for (const char* simulated_only : {"cluster", "workload", "simulation", "failures", "sweep"})
+    (void)root.node(simulated_only);  // known, and left to simulations
+  config.scheduler = read_scheduler(root.nested(root.table("scheduler"), "scheduler"), document);
+  config.output = read_output(root.nested(root.table("output"), "output"));
+  config.serve = read_serve(root.nested(root.table("serve"), "serve"), document);
   root.finish();
   diagnostics.raise_if_any();
   return config;

@@ -8,6 +8,11 @@
 //   [simulation]  fidelity knobs of the simulator
 //   [failures]    random node and job failures
 //   [output]      where results go
+//   [serve]       the real-cluster daemon (`tessel serve`); simulations ignore it
+//
+// `tessel serve` reads the same file with load_served_experiment: nodes come
+// from the agents that register and jobs from `tessel submit`, so [cluster],
+// [workload], [simulation] and [failures] are left unread there.
 //
 // Plugin arguments are checked later, against the schema each plugin
 // declares, when the scheduler is composed (plugins/composition.hpp).
@@ -69,6 +74,21 @@ struct OutputConfig {
   bool decisions = false;
 };
 
+struct ServeConfig {
+  std::string listen = "127.0.0.1:7461";  // HOST:PORT; port 0 picks a free one
+  std::string secret_file;                 // relative to the config file; empty: none given
+  double heartbeat_seconds = 1;            // how often agents report
+  // An agent silent this long is down: the scheduler stops placing jobs on
+  // its node, and the agent stops its jobs itself (see runners/cluster).
+  double node_timeout_seconds = 10;
+  double grace_seconds = 10;  // SIGTERM, then SIGKILL this much later
+  int max_retries = 3;        // failed attempts before a job is given up
+  int master_port_first = 29500;  // MASTER_PORT comes from this range
+  int master_port_last = 29999;
+  // Prices remaining work for size-aware policies (work is in iterations).
+  std::shared_ptr<const ThroughputModel> model;
+};
+
 struct ExperimentConfig {
   std::shared_ptr<const TomlDocument> document;
   ClusterConfig cluster;
@@ -77,6 +97,7 @@ struct ExperimentConfig {
   SimulationConfig simulation;
   FailureConfig failures;
   OutputConfig output;
+  ServeConfig serve;
 };
 
 // Throws ConfigError listing every problem.
@@ -84,5 +105,10 @@ ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document);
 ExperimentConfig load_experiment(const std::filesystem::path& path,
                                  const std::vector<std::string>& overrides = {},
                                  const std::vector<std::string>& sweep_overrides = {});
+
+// For `tessel serve`: [scheduler], [output] and [serve] only; `cluster`,
+// `workload`, `simulation` and `failures` stay default and unread.
+ExperimentConfig load_served_experiment(const std::filesystem::path& path,
+                                        const std::vector<std::string>& overrides = {});
 
 }  // namespace tessel

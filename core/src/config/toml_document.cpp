@@ -232,7 +232,7 @@ void TableReader::missing(std::string_view key) {
 }
 
 void TableReader::wrong_type(std::string_view key, const toml::node& node, std::string_view expected) {
-  error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + std::string(expected) +
+  error(key, "'" + std::string(key) + "' " + scope() + " must be " + std::string(expected) +
                  ", got " + std::string(type_name(node)));
 }
 
@@ -260,7 +260,7 @@ std::optional<std::int64_t> TableReader::integer(std::string_view key,
   const std::string range = min == kNoMin   ? "<= " + std::to_string(max)
                             : max == kNoMax ? ">= " + std::to_string(min)
                                             : "in " + std::to_string(min) + ".." + std::to_string(max);
-  error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " + std::to_string(*x));
+  error(key, "'" + std::string(key) + "' " + scope() + " must be " + range + ", got " + std::to_string(*x));
   return std::nullopt;
 }
 
@@ -276,7 +276,7 @@ std::optional<double> TableReader::number(std::string_view key, std::optional<do
   const std::string range = std::isinf(min)   ? "<= " + number_text(max)
                             : std::isinf(max) ? ">= " + number_text(min)
                                               : "in " + number_text(min) + ".." + number_text(max);
-  error(key, "'" + std::string(key) + "' in [" + name_ + "] must be " + range + ", got " + shown(*table_->get(key)));
+  error(key, "'" + std::string(key) + "' " + scope() + " must be " + range + ", got " + shown(*table_->get(key)));
   return std::nullopt;
 }
 
@@ -297,7 +297,7 @@ std::optional<std::string> TableReader::choice(std::string_view key,
                                                std::optional<std::string> fallback) {
   auto value = string(key, std::move(fallback));
   if (value && std::find(choices.begin(), choices.end(), *value) == choices.end()) {
-    error(key, "unknown " + std::string(key) + " '" + *value + "' in [" + name_ + "] (valid: " +
+    error(key, "unknown " + std::string(key) + " '" + *value + "' " + scope() + " (valid: " +
                    join(choices) + ")");
     return std::nullopt;
   }
@@ -330,7 +330,7 @@ std::optional<std::vector<double>> TableReader::numbers(std::string_view key,
     }
     if (!std::isfinite(*x) || *x < min || *x > max) {
       diagnostics_.error(document_.where(element),
-                         "'" + std::string(key) + "' in [" + name_ + "] holds " + shown(element) +
+                         "'" + std::string(key) + "' " + scope() + " holds " + shown(element) +
                              ", outside " + number_text(min) + ".." + number_text(max));
       return std::nullopt;
     }
@@ -391,9 +391,8 @@ void TableReader::finish() {
     if (known_.contains(key.str())) continue;
     std::string where_key = key.source().begin.line != 0 ? location(key.source(), document_.name())
                                                          : document_.where(value);
-    const std::string scope = name_.empty() ? "at the top level" : "in [" + name_ + "]";
     diagnostics_.error(std::move(where_key), "unknown key '" + std::string(key.str()) + "' " +
-                                                 scope + " (valid: " + join(known_) + ")");
+                                                 scope() + " (valid: " + join(known_) + ")");
   }
 }
 

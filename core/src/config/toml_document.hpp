@@ -118,6 +118,8 @@ class TableReader {
   template <class T, class Extract>
   std::optional<T> scalar(std::string_view key, std::optional<T> fallback, std::string_view expected,
                           Extract extract);
+  // "in [name]", or "at the top level" for a document's root (a job file).
+  std::string scope() const { return name_.empty() ? "at the top level" : "in [" + name_ + "]"; }
   void missing(std::string_view key);
   void wrong_type(std::string_view key, const toml::node& node, std::string_view expected);
 

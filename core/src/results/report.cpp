@@ -228,7 +228,12 @@ void print_report(std::ostream& out, const std::vector<RunReport>& reports, Repo
   for (const RunReport& r : reports) {
     if (r.run.id == noted) continue;
     noted = r.run.id;
-    if (r.run.status != "complete")
+    if (r.run.mode == "cluster" && r.run.status != "complete")
+      // A cluster run keeps its rows up to date: its figures are real, so far.
+      out << "note: run " << r.run.id << " is a cluster run, " << r.run.status << ": figures cover "
+          << r.summary.finished << " finished of " << r.summary.jobs << " jobs so far"
+          << (r.run.status == "interrupted" ? "; `tessel serve` on this database resumes it" : "") << "\n";
+    else if (r.run.status != "complete")
       out << "note: run " << r.run.id << " is " << r.run.status
           << (r.run.note.empty() ? "" : " (" + r.run.note + ")") << "; it has no results\n";
     else if (!r.run.note.empty())

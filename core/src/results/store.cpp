@@ -84,6 +84,61 @@ CREATE TABLE resizes (
   pipeline_parallel INTEGER NOT NULL
 );
 CREATE INDEX resizes_by_job ON resizes(run_id, job_id, time);
+)sql",
+    // 2 -> 3: the real-cluster daemon's own state (runners/cluster/journal.hpp),
+    // beside the `jobs` rows it keeps up to date like a simulation's.
+    R"sql(
+CREATE TABLE cluster_runs (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  epoch REAL NOT NULL
+);
+CREATE TABLE cluster_jobs (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_id INTEGER NOT NULL,
+  command TEXT NOT NULL,
+  env TEXT NOT NULL,
+  workdir TEXT NOT NULL,
+  iterations INTEGER,
+  processes TEXT NOT NULL CHECK (processes IN ('per_gpu', 'per_node')),
+  grace_seconds REAL NOT NULL,
+  submitted_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, job_id)
+) WITHOUT ROWID;
+CREATE TABLE cluster_launches (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  launch_id INTEGER NOT NULL,
+  job_id INTEGER NOT NULL,
+  decided REAL NOT NULL,
+  resume INTEGER NOT NULL,
+  ended REAL,
+  outcome TEXT,
+  PRIMARY KEY (run_id, launch_id)
+) WITHOUT ROWID;
+CREATE INDEX cluster_launches_by_job ON cluster_launches(run_id, job_id);
+CREATE TABLE cluster_ranks (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  launch_id INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  gpus TEXT NOT NULL,
+  pid INTEGER,
+  started REAL,
+  exit_code INTEGER,
+  signal INTEGER,
+  PRIMARY KEY (run_id, launch_id, rank)
+) WITHOUT ROWID;
+CREATE TABLE cluster_nodes (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  address TEXT NOT NULL,
+  gpus INTEGER NOT NULL,
+  gpu_type TEXT NOT NULL,
+  cpus REAL NOT NULL,
+  mem_gb REAL NOT NULL,
+  up INTEGER NOT NULL,
+  last_seen REAL NOT NULL,
+  PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
 )sql"};
 
 std::string utc_now() {

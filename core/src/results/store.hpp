@@ -1,5 +1,5 @@
 // The results database: one SQLite file per experiment, many runs in it.
-// Schema (version 1; see README "Results database"):
+// Schema (version 2; see README "Results database"):
 //
 //   runs      one row per run: label, axes (JSON), config (TOML), seed,
 //             version, mode, started_at, wall_seconds, status, note,
@@ -9,10 +9,14 @@
 //   decisions stage, plugin, code and reason per job (when enabled)
 //   metrics   the run's summary figures by name
 //   resizes   every change of a running job's size or layout, with its cost (schema 2)
+//   cluster_* the real-cluster daemon's own state (schema 3): jobs' commands,
+//             launches, ranks and nodes (runners/cluster/journal.hpp)
 //
-// A run row is written with status 'running' as soon as the run starts. All
-// its other rows, and status 'complete', are written in one transaction at
-// the end, so an interrupted run is visibly not complete and never partial.
+// A simulation's run row is written with status 'running' as soon as the run
+// starts. All its other rows, and status 'complete', are written in one
+// transaction at the end, so an interrupted run is visibly not complete and
+// never partial. A cluster run (mode 'cluster') instead keeps its `jobs` rows
+// up to date while it runs.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +33,7 @@
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct RunInfo {
   std::string label;

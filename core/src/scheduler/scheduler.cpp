@@ -52,7 +52,7 @@ JobState& Scheduler::submit(JobSpec spec, double now) {
   all_.push_back(&job);
   books_.emplace_back();
   const int need = job.spec.elastic() ? job.spec.min_gpus : job.spec.gpus;
-  if (need > cluster_.installed_gpus() || need < 1) {
+  if (need < 1 || (need > cluster_.installed_gpus() && !growing_cluster_)) {
     job.status = JobStatus::rejected;
     job.finish = now;
     record(now, job.spec.id, PluginKind::admission, "reject",
@@ -100,8 +100,58 @@ void Scheduler::end_run(JobState& job, double now, JobStatus status) {
 
 void Scheduler::complete(JobId id, double now, JobStatus status) {
   JobState& job = *all_[id];
-  if (!job.running()) throw std::logic_error(job_name(id) + " completes but is not running");
-  stop(job, now, status);
+  if (job.done()) throw std::logic_error(job_name(id) + " completes but is already done");
+  if (status != JobStatus::finished && status != JobStatus::failed)
+    throw std::logic_error(job_name(id) + " completes with status " + std::string(to_string(status)));
+  if (job.running()) {
+    stop(job, now, status);
+    return;
+  }
+  if (job.status == JobStatus::pending) std::erase(pending_, &job);
+  job.status = status;
+  job.finish = now;
+  needs_compaction_ = true;
+}
+
+JobState& Scheduler::restore(const JobState& saved) {
+  if (saved.spec.id != all_.size())
+    throw std::logic_error("job " + std::to_string(saved.spec.id) + " restored out of id order");
+  JobState& job = storage_.emplace_back();
+  job.spec = saved.spec;
+  job.status = saved.status == JobStatus::running ? JobStatus::preempted : saved.status;
+  job.attained_service = saved.attained_service;
+  job.executed_work = saved.executed_work;
+  job.gpu_seconds = saved.gpu_seconds;
+  job.first_start = saved.first_start;
+  job.finish = saved.finish;
+  job.waiting_since = saved.waiting_since;
+  job.last_run_seconds = saved.last_run_seconds;
+  job.preemptions = saved.preemptions;
+  job.attempts = saved.attempts;
+  all_.push_back(&job);
+  Book& book = books_.emplace_back();
+  // A job that ran continues its attempt when it runs again.
+  book.new_attempt = job.attempts == 0;
+  if (job.status == JobStatus::pending) pending_.push_back(&job);
+  if (job.active()) active_.push_back(&job);
+  return job;
+}
+
+void Scheduler::adopt(JobId id, Allocation allocation, double now) {
+  JobState& job = *all_[id];
+  if (!job.waiting()) throw std::logic_error(job_name(id) + " is adopted but is not waiting");
+  cluster_.assign(id, allocation);
+  job.allocation = std::move(allocation);
+  job.status = JobStatus::running;
+  if (!job.first_start) job.first_start = now;
+  Book& book = books_[id];
+  book.accounted_until = now;
+  book.run_started = now;
+  if (book.new_attempt) {
+    ++job.attempts;
+    book.new_attempt = false;
+  }
+  ++running_;
 }
 
 void Scheduler::interrupt(JobId id, double now, bool failed_attempt) {

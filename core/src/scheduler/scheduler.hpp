@@ -74,14 +74,20 @@ class Scheduler {
   void use_admission(AdmissionPolicy& policy, std::string name);
 
   // A job arrives. The core gives it the next id and rejects it at once if it
-  // asks for more GPUs than the whole cluster has.
+  // asks for more GPUs than the whole cluster has (unless the cluster grows).
   JobState& submit(JobSpec spec, double now);
+
+  // On real nodes the cluster grows as agents register: a job larger than
+  // today's cluster then waits instead of being rejected at arrival.
+  void expect_growing_cluster() { growing_cluster_ = true; }
 
   // The runner reports a running job's progress at `now`; attained service
   // and GPU time grow with the time it held its GPUs.
   void report_progress(JobId id, double executed_work, double now);
 
-  // A running job ends (finished or failed); its GPUs are freed.
+  // A job ends (finished or failed). A running job's GPUs are freed; a job
+  // that is not running leaves its queue (a user cancels it, or a daemon
+  // recovering from a restart learns that it ended meanwhile).
   void complete(JobId id, double now, JobStatus status = JobStatus::finished);
   // A running job loses its GPUs without the scheduler choosing it (the job
   // crashed): it waits again, as a preempted job. After a crash
@@ -94,6 +100,16 @@ class Scheduler {
   NodeLoss lose_node(NodeId node, double now);
 
   RoundOutcome run_round(double now);
+
+  // Recovery, for a runner that keeps its jobs across its own restarts (the
+  // real-cluster daemon). `restore` re-creates a job with the id, spec and
+  // counters it had; jobs must be restored in id order, before any submit.
+  // A job that was running comes back waiting (as preempted): nobody holds
+  // GPUs until `adopt` says where it still runs.
+  JobState& restore(const JobState& saved);
+  // A waiting job turns out to hold `allocation` all along: it is running
+  // again, in the same attempt, without a round deciding it.
+  void adopt(JobId id, Allocation allocation, double now);
 
   const ClusterState& cluster() const { return cluster_; }
   ClusterState& cluster() { return cluster_; }
@@ -183,6 +199,7 @@ class Scheduler {
   std::vector<JobState*> round_running_;
   int reclaimable_gpus_ = 0;
   bool needs_compaction_ = false;
+  bool growing_cluster_ = false;
   std::size_t running_ = 0;
   std::uint64_t round_ = 0;
 };

@@ -1,0 +1,85 @@
+"""A PyTorch job for tessel's real nodes (not run in CI: it needs GPUs).
+
+Submit it with, for example:
+
+    tessel submit --gpus 4 --iterations 5000 -- python train_pytorch.py --iterations 5000
+
+tessel starts one process per GPU with the usual torch.distributed variables
+(RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and
+CUDA_VISIBLE_DEVICES, so `init_process_group("nccl")` needs no arguments.
+On preemption the whole process group gets SIGTERM, then SIGKILL after the
+grace period: save a checkpoint and exit. When TESSEL_RESUME=1, load it.
+Progress lines appended to $TESSEL_PROGRESS let LAS/SRTF-like policies see
+how far the job is.
+"""
+import argparse
+import os
+import signal
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+stop = False
+
+
+def on_sigterm(signum, frame):
+    global stop
+    stop = True
+
+
+def report_progress(iteration, total):
+    path = os.environ.get("TESSEL_PROGRESS")
+    if path and int(os.environ.get("RANK", "0")) == 0:
+        with open(path, "a") as progress:
+            progress.write(f"iteration {iteration} of {total}\n")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, required=True)
+    parser.add_argument("--checkpoint", default="checkpoint.pt")
+    parser.add_argument("--checkpoint-every", type=int, default=100)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+    dist.init_process_group("nccl")
+    rank, local_rank = dist.get_rank(), int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = nn.parallel.DistributedDataParallel(nn.Linear(1024, 1024).cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    start = 0
+    if os.environ.get("TESSEL_RESUME") == "1" and os.path.exists(args.checkpoint):
+        state = torch.load(args.checkpoint, map_location="cuda")
+        model.module.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start = state["iteration"]
+
+    def save(iteration):
+        if rank == 0:
+            torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(),
+                        "iteration": iteration}, args.checkpoint + ".tmp")
+            os.replace(args.checkpoint + ".tmp", args.checkpoint)
+
+    for iteration in range(start, args.iterations):
+        # Every rank must agree to stop, or the others hang in all-reduce.
+        flag = torch.tensor([1.0 if stop else 0.0], device="cuda")
+        dist.all_reduce(flag)
+        if flag.item() > 0:
+            save(iteration)
+            return 143
+        loss = model(torch.randn(64, 1024, device="cuda")).square().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if (iteration + 1) % args.checkpoint_every == 0:
+            save(iteration + 1)
+        report_progress(iteration + 1, args.iterations)
+    save(args.iterations)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

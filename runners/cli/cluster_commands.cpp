@@ -1,0 +1,176 @@
+#include "cluster_commands.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include <boost/asio/signal_set.hpp>
+
+#include "agent.hpp"
+#include "client.hpp"
+#include "config/experiment.hpp"
+#include "daemon.hpp"
+#include "engine/errors.hpp"
+#include "job_request.hpp"
+#include "tessel/progress.hpp"
+
+namespace tessel::cli {
+
+using namespace tessel::cluster;
+
+namespace {
+
+Secret secret_from(const std::string& file, const char* command) {
+  if (file.empty())
+    throw UserError(std::string(command) + " needs the shared secret: --secret-file FILE (or TESSEL_SECRET_FILE)");
+  return Secret::from_file(file);
+}
+
+std::string fixed(double value, int decimals) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(decimals) << value;
+  return text.str();
+}
+
+}  // namespace
+
+int serve(const ServeOptions& options) {
+  const ExperimentConfig config = load_served_experiment(options.config, options.overrides);
+  const std::string secret_file = options.secret_file.empty() ? config.serve.secret_file : options.secret_file;
+  if (secret_file.empty())
+    throw UserError("serve needs the shared secret: --secret-file FILE or [serve] secret_file");
+  Secret secret = Secret::from_file(secret_file);
+  std::string unread;
+  for (const char* section : {"cluster", "workload", "simulation", "failures"})
+    if (config.document->root().contains(section)) unread += (unread.empty() ? "[" : ", [") + std::string(section) + "]";
+  if (!unread.empty())
+    std::cerr << "tessel serve: note: leaving " << unread
+              << " to simulations: nodes come from agents, jobs from `tessel submit`" << std::endl;
+  PluginRegistry registry(config.scheduler.plugin_path);
+  DaemonOptions daemon_options;
+  daemon_options.database = options.database.empty() ? config.output.database : options.database;
+  daemon_options.new_run = options.new_run;
+  if (const auto parent = std::filesystem::path(daemon_options.database).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent);
+
+  asio::io_context io;
+  SchedulerDaemon daemon(io, config, registry, std::move(secret), daemon_options);
+  const tcp::endpoint endpoint = daemon.listen(options.listen.empty() ? config.serve.listen : options.listen);
+  // Machine-readable, so scripts and tests learn the port that 0 picked.
+  std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
+  std::cerr << "tessel serve: run " << daemon.run_id() << (daemon.resumed() ? " (resumed)" : "") << " in "
+            << daemon_options.database << std::endl;
+  daemon.start();
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code error, int) {
+    if (error) return;
+    std::cerr << "tessel serve: stopping; jobs keep running until their agents' leases expire" << std::endl;
+    daemon.stop();
+    io.stop();
+  });
+  io.run();
+  return 0;
+}
+
+int agent(const AgentCommandOptions& options) {
+  if (options.scheduler.empty()) throw UserError("agent needs --scheduler HOST:PORT");
+  Secret secret = secret_from(options.secret_file, "agent");
+  AgentOptions agent_options;
+  agent_options.scheduler = options.scheduler;
+  (void)split_host_port(options.scheduler, "--scheduler");
+  agent_options.name = options.name;
+  if (agent_options.name.empty()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    agent_options.name = host;
+  }
+  agent_options.log_dir = std::filesystem::absolute(options.log_dir);
+  agent_options.address = options.address;
+  NodeInventory inventory = NodeInventory::detect(options.fake_gpus, options.gpu_type);
+
+  asio::io_context io;
+  NodeAgent node(io, agent_options, std::move(secret), std::move(inventory));
+  node.start();
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code error, int) {
+    if (!error) node.shut_down();
+  });
+  io.run();
+  return node.exit_code();
+}
+
+int submit(const ClientOptions& client, const SubmitOptions& options) {
+  std::vector<std::string> overrides = options.overrides;
+  if (!options.command.empty()) overrides.push_back("command=" + json(options.command).dump());
+  std::optional<std::filesystem::path> file;
+  if (!options.job_file.empty()) file = options.job_file;
+  const JobRequest request = read_job_request(file, overrides, std::filesystem::current_path());
+  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "submit"));
+  const Message reply = connection.request(message("submit", {{"job", request.to_json()}}));
+  std::cout << "submitted job " << reply.integer("job", 0) << std::endl;
+  return 0;
+}
+
+int jobs(const ClientOptions& client, const std::string& format) {
+  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "jobs"));
+  const Message reply = connection.request(message("jobs"));
+  const json& list = reply.array("jobs");
+  if (format == "json") {
+    std::cout << list.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << std::left << std::setw(7) << "ID" << std::setw(16) << "NAME" << std::setw(10) << "TENANT"
+            << std::setw(11) << "STATUS" << std::setw(6) << "GPUS" << std::setw(18) << "PROGRESS"
+            << std::setw(12) << "PREEMPTIONS" << "NODES\n";
+  for (const json& job : list) {
+    std::string progress = fixed(job.at("iteration").get<double>(), 0);
+    if (job.contains("iterations")) progress += " of " + std::to_string(job.at("iterations").get<std::int64_t>());
+    std::string nodes;
+    for (const json& node : job.at("nodes")) nodes += (nodes.empty() ? "" : ",") + node.get<std::string>();
+    std::string name = job.at("name").get<std::string>();
+    if (name.size() > 15) name = name.substr(0, 14) + "~";
+    std::cout << std::left << std::setw(7) << job.at("id").get<std::int64_t>() << std::setw(16)
+              << (name.empty() ? "-" : name) << std::setw(10) << job.at("tenant").get<std::string>() << std::setw(11)
+              << job.at("status").get<std::string>() << std::setw(6) << job.at("gpus").get<int>() << std::setw(18)
+              << progress << std::setw(12) << job.at("preemptions").get<int>() << (nodes.empty() ? "-" : nodes)
+              << "\n";
+  }
+  return 0;
+}
+
+int cancel(const ClientOptions& client, std::uint32_t job) {
+  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "cancel"));
+  connection.request(message("cancel", {{"job", job}}));
+  std::cout << "cancelled job " << job << std::endl;
+  return 0;
+}
+
+int status(const ClientOptions& client) {
+  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "status"));
+  const Message reply = connection.request(message("status"));
+  const json& body = reply.body();
+  const json& jobs = body.at("jobs");
+  const json& rounds = body.at("rounds");
+  std::cout << "run " << body.at("run") << (body.at("recovering").get<bool>() ? " (recovering)" : "") << ": "
+            << jobs.at("running") << " running, " << jobs.at("waiting") << " waiting, " << jobs.at("done")
+            << " done\n";
+  std::cout << "rounds: " << rounds.at("count") << ", p50 " << fixed(rounds.at("p50_ms").get<double>(), 2)
+            << " ms, p99 " << fixed(rounds.at("p99_ms").get<double>(), 2) << " ms, max "
+            << fixed(rounds.at("max_ms").get<double>(), 2) << " ms\n";
+  for (const json& node : body.at("nodes"))
+    std::cout << "node " << node.at("name").get<std::string>() << ": "
+              << (node.at("up").get<bool>() ? (node.at("connected").get<bool>() ? "up" : "up, disconnected") : "down")
+              << ", " << node.at("free_gpus") << " of " << node.at("gpus") << " GPUs free, "
+              << node.at("address").get<std::string>() << "\n";
+  return 0;
+}
+
+int progress(std::int64_t iteration, std::int64_t total) {
+  if (iteration < 0 || total < 0) throw UserError("progress: iteration and total must be >= 0");
+  if (!tessel::report_progress(iteration, total)) throw UserError("progress: cannot write to $TESSEL_PROGRESS");
+  return 0;
+}
+
+}  // namespace tessel::cli

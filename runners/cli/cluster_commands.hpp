@@ -1,0 +1,50 @@
+// The real-cluster subcommands: the daemon, the agent and the user's side.
+// Each is a few calls into runners/cluster; main.cpp parses the command line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::cli {
+
+struct ServeOptions {
+  std::string config;
+  std::string listen;       // empty: [serve] listen
+  std::string secret_file;  // empty: [serve] secret_file
+  std::string database;     // empty: [output] database
+  bool new_run = false;
+  std::vector<std::string> overrides;
+};
+
+struct AgentCommandOptions {
+  std::string scheduler;
+  std::string secret_file;
+  std::string name;  // empty: the host name
+  int fake_gpus = -1;
+  std::string gpu_type = "fake";
+  std::string log_dir = "tessel-logs";
+  std::string address;
+};
+
+struct ClientOptions {
+  std::string scheduler;
+  std::string secret_file;
+};
+
+struct SubmitOptions {
+  std::string job_file;  // empty: flags only
+  std::vector<std::string> overrides;  // key=value, from --set and the flags
+  std::vector<std::string> command;    // after --
+};
+
+int serve(const ServeOptions& options);
+int agent(const AgentCommandOptions& options);
+int submit(const ClientOptions& client, const SubmitOptions& options);
+int jobs(const ClientOptions& client, const std::string& format);
+int cancel(const ClientOptions& client, std::uint32_t job);
+int status(const ClientOptions& client);
+int progress(std::int64_t iteration, std::int64_t total);
+
+}  // namespace tessel::cli

@@ -1,0 +1,443 @@
+#include "daemon.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "engine/errors.hpp"
+#include "plugins/composition.hpp"
+#include "daemon_state.hpp"
+#include "results/summary.hpp"
+
+namespace tessel::cluster {
+
+namespace {
+
+constexpr double kHandshakeSeconds = 5;
+constexpr double kWatchSeconds = 0.1;
+constexpr std::size_t kMaxListedJobs = 50'000;
+constexpr double kCountersSeconds = 5;
+constexpr double kCheckpointSeconds = 10;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& config, PluginRegistry& registry,
+                                 Secret secret, DaemonOptions options)
+    : io_(io), config_(config), serve_(config.serve), secret_(std::move(secret)),
+      journal_(options.database, RunInfo{options.label.empty() ? config.output.label : options.label, "{}",
+                                         config.document->text(), 0, "cluster"},
+               options.new_run),
+      decisions_(config.output.decisions), round_timer_(io), watch_timer_(io) {
+  ComposedScheduler plugins =
+      compose_scheduler(config.scheduler, registry, 0, config.document->base_directory().string());
+  SchedulerSettings settings = config.scheduler.settings;
+  settings.restart_seconds = 0;  // on real nodes a restart costs what it really costs
+  core_ = std::make_unique<Scheduler>(std::move(plugins), ClusterState{}, serve_.model, settings, &decisions_);
+  core_->expect_growing_cluster();
+
+  RecoveredRun recovered = journal_.recover();
+  next_launch_ = recovered.next_launch;
+  capacity_gpu_seconds_ = recovered.capacity_gpu_seconds;
+  rounds_ = recovered.rounds;
+  const double t = now();
+  for (JobRecordFull& saved : recovered.jobs) {
+    saved.state.waiting_since = t;
+    core_->restore(saved.state);
+    jobs_.push_back(JobEntry{std::move(saved.request), saved.cancelled, 0, saved.state.attempts});
+  }
+  recovered_jobs_ = recovered.jobs.size();
+  double longest_grace = 0;
+  for (const LaunchRecord& record : recovered.open_launches) {
+    if (record.job >= jobs_.size()) continue;
+    auto launch = std::make_unique<Launch>();
+    launch->id = record.id;
+    launch->job = record.job;
+    launch->resume = record.resume;
+    launch->decided = record.decided;
+    launch->stop_reason = record.outcome;
+    launch->recovered = true;
+    launch->recovering = true;
+    launch->dispatched = true;
+    for (const RankRecord& r : record.ranks) {
+      Rank rank;
+      rank.record = r;
+      rank.sent = true;
+      rank.gone = r.exited();
+      launch->ranks.push_back(std::move(rank));
+    }
+    if (record.outcome.empty() && !core_->job(record.job).done()) jobs_[record.job].current = record.id;
+    longest_grace = std::max(longest_grace, grace_of(record.job));
+    launches_.emplace(record.id, std::move(launch));
+  }
+  if (!launches_.empty()) {
+    recovering_ = true;
+    // By then every agent that lost us has stopped its jobs (its lease) and
+    // their grace has passed.
+    recovery_deadline_ = t + serve_.node_timeout_seconds + longest_grace + 1;
+  }
+}
+
+SchedulerDaemon::~SchedulerDaemon() = default;
+
+double SchedulerDaemon::now() const { return unix_now() - journal_.epoch(); }
+
+double SchedulerDaemon::grace_of(JobId job) const {
+  return jobs_[job].request.grace_seconds.value_or(serve_.grace_seconds);
+}
+
+void SchedulerDaemon::log(const std::string& line) const { std::cerr << "tessel serve: " << line << std::endl; }
+
+SchedulerDaemon::NodeEntry* SchedulerDaemon::node_named(const std::string& name) {
+  for (auto& node : nodes_)
+    if (node->name == name) return node.get();
+  return nullptr;
+}
+
+RoundTimes SchedulerDaemon::round_times() const {
+  RoundTimes t;
+  t.rounds = static_cast<std::uint64_t>(rounds_);
+  if (round_ms_.empty()) return t;
+  std::vector<double> sorted = round_ms_;
+  std::sort(sorted.begin(), sorted.end());
+  t.last_ms = round_ms_.back();
+  t.p50_ms = percentile(sorted, 50);
+  t.p99_ms = percentile(sorted, 99);
+  t.max_ms = sorted.back();
+  t.recent_ms.assign(round_ms_.end() - std::min<std::ptrdiff_t>(20, std::ssize(round_ms_)), round_ms_.end());
+  return t;
+}
+
+// ------------------------------------------------------------------ connections
+
+tcp::endpoint SchedulerDaemon::listen(const std::string& host_port) {
+  const auto [host, port] = split_host_port(host_port, "--listen");
+  boost::system::error_code error;
+  const auto address = asio::ip::make_address(host, error);
+  if (error) throw UserError("--listen '" + host_port + "': '" + host + "' is not an IP address");
+  acceptor_.emplace(io_);
+  const tcp::endpoint endpoint(address, port);
+  acceptor_->open(endpoint.protocol(), error);
+  if (!error) acceptor_->set_option(tcp::acceptor::reuse_address(true), error);
+  if (!error) acceptor_->bind(endpoint, error);
+  if (!error) acceptor_->listen(asio::socket_base::max_listen_connections, error);
+  if (error) throw UserError("cannot listen on " + host_port + ": " + error.message());
+  return acceptor_->local_endpoint();
+}
+
+void SchedulerDaemon::start() {
+  capacity_since_ = now();
+  if (journal_.resumed())
+    log("resumed run " + std::to_string(journal_.run()) + ": " + std::to_string(recovered_jobs_) + " jobs, " +
+        std::to_string(launches_.size()) + " launches to confirm");
+  accept();
+  next_round_at_ = Clock::now();
+  schedule_round();
+  watch();
+}
+
+void SchedulerDaemon::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  round_timer_.cancel();
+  watch_timer_.cancel();
+  if (acceptor_) acceptor_->close();
+  for (const auto& peer : std::set(peers_)) peer->connection->close("scheduler stopping");
+  save_running_jobs();
+  journal_.mark_run("interrupted", "the scheduler stopped; `tessel serve` on this database resumes the run");
+}
+
+void SchedulerDaemon::accept() {
+  acceptor_->async_accept([this](boost::system::error_code error, tcp::socket socket) {
+    if (stopped_) return;
+    if (!error) {
+      auto connection = std::make_shared<Connection>(std::move(socket), kMaxHandshakeFrameBytes);
+      auto peer = std::make_shared<Peer>(connection, secret_, io_);
+      peers_.insert(peer);
+      std::weak_ptr<Peer> weak = peer;
+      connection->start(
+          [this, weak](const Message& m) {
+            if (auto p = weak.lock()) on_message(p, m);
+          },
+          [this, weak](const std::string& why) {
+            if (auto p = weak.lock()) on_closed(p, why);
+          });
+      connection->send(peer->handshake.challenge());
+      peer->deadline.expires_after(seconds(kHandshakeSeconds));
+      peer->deadline.async_wait([weak](boost::system::error_code e) {
+        auto p = weak.lock();
+        if (!e && p && p->role == Peer::Role::handshaking) p->connection->close("no handshake within 5 s");
+      });
+    }
+    accept();
+  });
+}
+
+void SchedulerDaemon::on_closed(const std::shared_ptr<Peer>& peer, const std::string& why) {
+  peers_.erase(peer);
+  peer->deadline.cancel();
+  if (peer->role == Peer::Role::handshaking) {
+    log("dropped " + peer->connection->peer() + " before it authenticated: " + why);
+  } else if (peer->role == Peer::Role::agent && peer->node != nullptr && peer->node->agent == peer) {
+    // Silence from here on; the node is down once it lasts a node timeout.
+    peer->node->agent = nullptr;
+    log("agent " + peer->node->name + " disconnected: " + why);
+  } else if (peer->role == Peer::Role::client && why != "peer closed the connection") {
+    log("dropped client " + peer->connection->peer() + ": " + why);
+  }
+}
+
+void SchedulerDaemon::authenticate(const std::shared_ptr<Peer>& peer, const Message& hello) {
+  std::string why;
+  const auto role = peer->handshake.check(hello, why);
+  if (!role) {
+    log("refused " + peer->connection->peer() + ": " + why);
+    peer->connection->send(message("refused", {{"reason", why}}));
+    peer->connection->close_after_sending("refused: " + why);
+    return;
+  }
+  peer->role = *role == Role::agent ? Peer::Role::agent : Peer::Role::client;
+  peer->deadline.cancel();
+  peer->connection->set_max_payload(kMaxFrameBytes);
+  peer->connection->send(peer->handshake.welcome());
+}
+
+void SchedulerDaemon::on_message(const std::shared_ptr<Peer>& peer, const Message& m) {
+  switch (peer->role) {
+    case Peer::Role::handshaking: return authenticate(peer, m);
+    case Peer::Role::agent:
+      if (m.type() == "register") return on_register(peer, m);
+      if (peer->node == nullptr || peer->node->agent != peer) throw ProtocolError("agent sent '" + m.type() + "' before registering");
+      peer->node->last_heard = Clock::now();
+      if (m.type() == "heartbeat") return on_heartbeat(*peer->node, m);
+      if (m.type() == "started") return on_started(*peer->node, m);
+      if (m.type() == "exited") return on_exited(*peer->node, m);
+      throw ProtocolError("unknown agent message '" + m.type() + "'");
+    case Peer::Role::client: {
+      json reply;
+      try {
+        if (m.type() == "submit") reply = on_submit(m);
+        else if (m.type() == "jobs") reply = on_jobs(m);
+        else if (m.type() == "cancel") reply = on_cancel(m);
+        else if (m.type() == "status") reply = on_status();
+        else throw ProtocolError("unknown request '" + m.type() + "'");
+      } catch (const RequestError& e) {
+        // The client asked for something impossible; it hears why and may go on.
+        reply = message("error", {{"message", e.what()}});
+      }
+      peer->connection->send(reply);
+      return;
+    }
+  }
+}
+
+// ------------------------------------------------------------------ clients
+
+json SchedulerDaemon::on_submit(const Message& m) {
+  JobRequest request = JobRequest::from_json(m.object("job"));
+  if (request.tenant.empty()) request.tenant = "unknown";
+  const double t = now();
+  JobState& job = core_->submit(request.spec(t), t);
+  auto transaction = journal_.transaction();
+  journal_.save_submission(job, request);
+  transaction.commit();
+  jobs_.push_back(JobEntry{std::move(request), false, 0, 0});
+  return message("submitted", {{"job", job.spec.id}});
+}
+
+json SchedulerDaemon::on_jobs(const Message& m) {
+  const std::size_t limit = m.has("limit") ? static_cast<std::size_t>(m.integer("limit", 0, kMaxListedJobs)) : 0;
+  const std::size_t count = core_->job_count();
+  const std::size_t wanted = limit == 0 ? std::min(count, kMaxListedJobs) : std::min(limit, count);
+  json list = json::array();
+  for (std::size_t id = count - wanted; id < count; ++id) {
+    const JobState& job = core_->job(static_cast<JobId>(id));
+    const JobEntry& entry = jobs_[id];
+    std::string status = entry.cancelled ? "cancelled" : std::string(to_string(job.status));
+    json nodes = json::array();
+    if (const auto it = launches_.find(entry.current); it != launches_.end()) {
+      const Launch& launch = *it->second;
+      if (job.running() && !launch.dispatched) status = "starting";
+      for (const Rank& rank : launch.ranks)
+        if (std::find(nodes.begin(), nodes.end(), rank.record.node) == nodes.end()) nodes.push_back(rank.record.node);
+    }
+    json row = {{"id", id},
+                {"name", job.spec.name},
+                {"tenant", job.spec.tenant},
+                {"status", status},
+                {"gpus", job.running() ? job.allocation.gpu_count() : job.spec.gpus},
+                {"iteration", job.executed_work},
+                {"preemptions", job.preemptions},
+                {"attempts", job.attempts},
+                {"submitted", job.spec.arrival},
+                {"nodes", nodes}};
+    if (entry.request.iterations) row["iterations"] = *entry.request.iterations;
+    if (job.first_start) row["started"] = *job.first_start;
+    if (job.finish) row["finished"] = *job.finish;
+    list.push_back(std::move(row));
+  }
+  return message("jobs", {{"jobs", list}, {"total", count}});
+}
+
+json SchedulerDaemon::on_cancel(const Message& m) {
+  const auto id = static_cast<JobId>(m.integer("job", 0, 0xfffffffe));
+  if (id >= core_->job_count()) throw RequestError("no job " + std::to_string(id));
+  JobEntry& entry = jobs_[id];
+  const JobState& job = core_->job(id);
+  if (job.done() || entry.cancelled)
+    throw RequestError("job " + std::to_string(id) + " has already ended (" +
+                        (entry.cancelled ? "cancelled" : std::string(to_string(job.status))) + ")");
+  auto transaction = journal_.transaction();
+  entry.cancelled = true;
+  core_->complete(id, now(), JobStatus::failed);
+  stop_current_launch(id, "cancelled");
+  journal_.save_job(core_->job(id), true);
+  transaction.commit();
+  open_gate();
+  return message("cancelled", {{"job", id}});
+}
+
+json SchedulerDaemon::on_status() {
+  json nodes = json::array();
+  for (const auto& node : nodes_) {
+    int free = 0;
+    for (const Gpu& gpu : core_->cluster().gpus_of(node->id)) free += gpu.free();
+    nodes.push_back({{"name", node->name},
+                     {"up", node->up},
+                     {"connected", node->agent != nullptr},
+                     {"address", node->address},
+                     {"gpus", node->gpu_indices.size()},
+                     {"free_gpus", free}});
+  }
+  const RoundTimes t = round_times();
+  std::size_t running = 0, waiting = 0, done = 0;
+  for (const JobState* job : core_->jobs()) (job->running() ? running : job->done() ? done : waiting)++;
+  return message("status", {{"run", journal_.run()},
+                            {"nodes", nodes},
+                            {"jobs", {{"running", running}, {"waiting", waiting}, {"done", done}}},
+                            {"recovering", recovering_},
+                            {"rounds", {{"count", t.rounds}, {"last_ms", t.last_ms}, {"p50_ms", t.p50_ms},
+                                        {"p99_ms", t.p99_ms}, {"max_ms", t.max_ms}, {"recent_ms", t.recent_ms}}}});
+}
+
+// ------------------------------------------------------------------ time
+
+void SchedulerDaemon::schedule_round() {
+  next_round_at_ += seconds(config_.scheduler.settings.round_seconds);
+  // After a long stall, start afresh instead of running rounds back to back.
+  if (next_round_at_ < Clock::now()) next_round_at_ = Clock::now() + seconds(config_.scheduler.settings.round_seconds);
+  round_timer_.expires_at(next_round_at_);
+  round_timer_.async_wait([this](boost::system::error_code error) {
+    if (error || stopped_) return;
+    round();
+    schedule_round();
+    if (now() >= checkpointed_at_ + kCheckpointSeconds) {
+      journal_.checkpoint();
+      checkpointed_at_ = now();
+    }
+  });
+}
+
+void SchedulerDaemon::round() {
+  if (recovering_) return;
+  const auto started = Clock::now();
+  const double t = now();
+  auto transaction = journal_.transaction();
+  const RoundOutcome outcome = core_->run_round(t);
+  for (JobId id : outcome.preempted) stop_current_launch(id, "preempted");
+  for (const ResizeOutcome& resize : outcome.resized) {
+    // On real nodes a resize is a checkpoint-restart at the new size.
+    stop_current_launch(resize.job, "resized");
+    create_launch(resize.job, core_->job(resize.job).allocation, true);
+  }
+  for (JobId id : outcome.started) create_launch(id, core_->job(id).allocation, jobs_[id].launches > 0);
+
+  const ClusterState& cluster = core_->cluster();
+  capacity_gpu_seconds_ += cluster.total_gpus() * std::max(0.0, t - capacity_since_);
+  capacity_since_ = t;
+  ++rounds_;
+  // Running jobs' counters grow every round; writing them every few seconds
+  // is enough for `report`, and keeps rounds short. State changes are
+  // written when they happen.
+  if (t >= counters_saved_at_ + kCountersSeconds) {
+    save_running_jobs();
+    counters_saved_at_ = t;
+  }
+  for (JobId id : outcome.preempted) journal_.save_job(core_->job(id), jobs_[id].cancelled);
+  for (JobId id : outcome.started) journal_.save_job(core_->job(id), jobs_[id].cancelled);
+  const auto active = static_cast<int>(core_->active().size());
+  const auto running = static_cast<int>(core_->running_count());
+  journal_.save_sample({t, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(), running, active - running,
+                        static_cast<int>(core_->pending().size())});
+  journal_.save_run_figures(cluster.installed_gpus(), capacity_gpu_seconds_, t, rounds_);
+  // The log keeps every decision it records in memory; they are written
+  // once and then only the new ones.
+  const auto& decided = decisions_.records();
+  for (; decisions_saved_ < decided.size(); ++decisions_saved_) journal_.save_decision(decided[decisions_saved_]);
+  transaction.commit();
+  open_gate();
+
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  if (round_ms_.size() == 1000) round_ms_.erase(round_ms_.begin());
+  round_ms_.push_back(ms);
+}
+
+void SchedulerDaemon::save_running_jobs() {
+  for (JobState* job : core_->active())
+    if (job->running()) journal_.save_job(*job, false);
+}
+
+void SchedulerDaemon::watch() {
+  const double t = now();
+  const auto timeout = seconds(serve_.node_timeout_seconds);
+  for (auto& node : nodes_)
+    if (node->up && Clock::now() - node->last_heard > timeout) {
+      auto transaction = journal_.transaction();
+      node_down(*node, "silent for " + std::to_string(serve_.node_timeout_seconds) + " s");
+      transaction.commit();
+    }
+  // Ranks on silent nodes whose lease and grace have surely run out.
+  std::vector<LaunchId> ids;
+  for (auto& [id, launch] : launches_) ids.push_back(id);
+  for (LaunchId id : ids) {
+    auto it = launches_.find(id);
+    if (it == launches_.end()) continue;
+    Launch& launch = *it->second;
+    bool expired = false;
+    for (Rank& rank : launch.ranks)
+      if (!rank.gone && rank.lost_at && *rank.lost_at <= t) {
+        rank_gone(launch, rank, std::nullopt, 0);
+        expired = true;
+      }
+    if (recovering_ && launch.recovering && t >= recovery_deadline_)
+      for (Rank& rank : launch.ranks)
+        if (!rank.gone && !rank.confirmed) {
+          rank_gone(launch, rank, std::nullopt, 0);
+          expired = true;
+        }
+    if (expired) {
+      auto transaction = journal_.transaction();
+      if (launch.recovering) resolve_recovered(launch);
+      else end_if_done(id);
+      transaction.commit();
+      open_gate();
+    }
+  }
+  if (recovering_) {
+    bool still = false;
+    for (auto& [id, launch] : launches_) still = still || launch->recovering;
+    if (!still) {
+      recovering_ = false;
+      log("recovery done: " + std::to_string(core_->running_count()) + " jobs still running were adopted");
+    }
+  }
+  watch_timer_.expires_after(seconds(kWatchSeconds));
+  watch_timer_.async_wait([this](boost::system::error_code error) {
+    if (!error && !stopped_) watch();
+  });
+}
+
+}  // namespace tessel::cluster

@@ -1,0 +1,167 @@
+// `tessel serve`: the scheduler daemon. It drives the same Scheduler core as
+// the simulator, on wall-clock rounds, over real nodes that agents register.
+//
+// The core decides logically: who runs where, who is preempted. The daemon
+// turns that into processes, and holds two rules the core cannot see:
+//   - a job never has two live launches: a new launch waits at the gate
+//     until every process of the job's previous launch has exited;
+//   - a GPU is never given to a process while another may still run on it:
+//     the gate also waits for the GPUs' previous occupants to exit.
+// A process counts as exited when its agent reports the exit, or, on a node
+// that went silent, once the agent's lease has surely expired and its grace
+// period passed (node timeout, twice, plus grace plus one second).
+//
+// Every submission, launch, exit and node is written to the Journal before
+// anyone is told about it. After a crash, the daemon restores every job from
+// it, waits for agents to report what still runs (at most a node timeout plus
+// grace), adopts the launches that survived intact, and only then schedules.
+#pragma once
+
+#include <utility>  // before Asio (asio issue #944)
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "auth.hpp"
+#include "config/experiment.hpp"
+#include "connection.hpp"
+#include "journal.hpp"
+#include "plugins/registry.hpp"
+#include "scheduler/decision_log.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace tessel::cluster {
+
+struct DaemonOptions {
+  std::string database;
+  bool new_run = false;  // begin a new run even if an unfinished one exists
+  std::string label;
+};
+
+// Round durations, for `tessel status` and the benchmark.
+struct RoundTimes {
+  std::uint64_t rounds = 0;
+  double last_ms = 0, p50_ms = 0, p99_ms = 0, max_ms = 0;  // over the last 1,000 rounds
+  std::vector<double> recent_ms;                          // the last 20, oldest first
+};
+
+class SchedulerDaemon {
+ public:
+  // Composes the scheduler and opens (or resumes) the run. Throws UserError.
+  SchedulerDaemon(asio::io_context& io, const ExperimentConfig& config, PluginRegistry& registry, Secret secret,
+                  DaemonOptions options);
+  ~SchedulerDaemon();
+
+  // Binds HOST:PORT (port 0: any free port) and returns where it listens.
+  tcp::endpoint listen(const std::string& host_port);
+  void start();
+  // Closes every connection and marks the run 'interrupted'. Jobs keep
+  // running on their nodes until their agents' leases expire.
+  void stop();
+
+  std::int64_t run_id() const { return journal_.run(); }
+  bool resumed() const { return journal_.resumed(); }
+  std::size_t recovered_jobs() const { return recovered_jobs_; }
+  RoundTimes round_times() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Peer;
+  struct NodeEntry;
+  struct Rank;
+  struct Launch;
+  struct JobEntry;
+
+  double now() const;  // seconds since the run's time 0
+
+  // Connections.
+  void accept();
+  void on_message(const std::shared_ptr<Peer>& peer, const Message& message);
+  void on_closed(const std::shared_ptr<Peer>& peer, const std::string& why);
+  void authenticate(const std::shared_ptr<Peer>& peer, const Message& hello);
+
+  // Agents.
+  void on_register(const std::shared_ptr<Peer>& peer, const Message& message);
+  void on_heartbeat(NodeEntry& node, const Message& message);
+  void on_started(NodeEntry& node, const Message& message);
+  void on_exited(NodeEntry& node, const Message& message);
+  void record_exit(NodeEntry& node, const Message& exit);
+  void node_down(NodeEntry& node, const std::string& why);
+
+  // Clients.
+  json on_submit(const Message& message);
+  json on_jobs(const Message& message);
+  json on_cancel(const Message& message);
+  json on_status();
+
+  // Launches.
+  Launch& create_launch(JobId job, const Allocation& allocation, bool resume);
+  void open_gate();
+  bool may_dispatch(const Launch& launch) const;
+  void dispatch(Launch& launch);
+  // Stops a launch: its processes get SIGTERM, then SIGKILL after the grace.
+  void abandon(Launch& launch, const std::string& reason);
+  // abandon() for the job's current launch, which the core no longer counts.
+  void stop_current_launch(JobId job, const std::string& reason);
+  void rank_gone(Launch& launch, Rank& rank, std::optional<int> code, int signal);
+  // Ends the launch if none of its processes can still run, and tells the
+  // core what that means for the job. The launch may be gone afterwards.
+  void end_if_done(LaunchId launch);
+  void resolve_recovered(Launch& launch);
+  // end_if_done or resolve_recovered for every launch, then open_gate.
+  void settle();
+  NodeEntry* node_named(const std::string& name);
+  double grace_of(JobId job) const;
+
+  // Time.
+  void schedule_round();
+  void round();
+  void watch();
+  void save_running_jobs();
+
+  void log(const std::string& line) const;
+
+  asio::io_context& io_;
+  const ExperimentConfig& config_;
+  const ServeConfig& serve_;
+  Secret secret_;
+  Journal journal_;
+  DecisionLog decisions_;
+  std::unique_ptr<Scheduler> core_;
+  std::optional<tcp::acceptor> acceptor_;
+  asio::steady_timer round_timer_;
+  asio::steady_timer watch_timer_;
+
+  std::set<std::shared_ptr<Peer>> peers_;
+  std::vector<std::unique_ptr<NodeEntry>> nodes_;  // by name lookup; a NodeId may be re-registered
+  std::map<LaunchId, std::unique_ptr<Launch>> launches_;  // live ones
+  std::vector<JobEntry> jobs_;                             // by JobId
+  LaunchId next_launch_ = 1;
+
+  // Recovery after a restart: no round runs until every recovered launch is
+  // confirmed or given up, at the latest at this deadline (run time).
+  bool recovering_ = false;
+  double recovery_deadline_ = 0;
+  std::size_t recovered_jobs_ = 0;
+
+  double capacity_gpu_seconds_ = 0;
+  double capacity_since_ = 0;
+  std::int64_t rounds_ = 0;
+  Clock::time_point next_round_at_;
+  double counters_saved_at_ = 0;
+  std::size_t decisions_saved_ = 0;
+  double checkpointed_at_ = 0;
+  std::vector<double> round_ms_;  // the last 1,000
+  bool stopped_ = false;
+};
+
+}  // namespace tessel::cluster

@@ -1,0 +1,216 @@
+// SchedulerDaemon, agents' side: registration and reconciliation,
+// heartbeats and progress, process starts and exits, nodes going down.
+#include <algorithm>
+#include <cctype>
+
+#include "daemon_state.hpp"
+
+namespace tessel::cluster {
+
+namespace {
+
+bool valid_node_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
+}
+
+}  // namespace
+
+void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Message& m) {
+  const std::string name = m.text("name");
+  if (!valid_node_name(name)) throw ProtocolError("node name '" + name.substr(0, 64) + "' is not 1-64 of [A-Za-z0-9._-]");
+  std::vector<int> indices;
+  std::string gpu_type = "gpu";
+  for (const json& gpu : m.array("gpus")) {
+    const Message g = Message::of(gpu, "gpu");
+    const int index = static_cast<int>(g.integer("index", 0, 4095));
+    if (std::find(indices.begin(), indices.end(), index) != indices.end()) throw ProtocolError("GPU index repeated");
+    indices.push_back(index);
+    gpu_type = g.text("gpu_type").substr(0, 64);
+    if (indices.size() > 1024) throw ProtocolError("too many GPUs");
+  }
+  const std::string address = m.text("address").substr(0, 256);
+  const double cpus = std::max(0.0, m.number("cpus"));
+  const double mem_gb = std::max(0.0, m.number("mem_gb"));
+  const json& running = m.array("running");
+  const json& exits = m.array("exits");
+
+  NodeEntry* node = node_named(name);
+  if (node != nullptr && node->agent != nullptr && node->agent != peer) {
+    // Two live agents under one name would each disown the other's
+    // processes. A restarted agent whose old connection lingers (the host
+    // lost power) gets in once that connection has been silent a node timeout.
+    const std::string holder = node->agent->connection->peer();
+    log("refused agent " + name + " from " + peer->connection->peer() + ": the name is in use by " + holder);
+    peer->connection->send(message("refused", {{"reason", "node name '" + name + "' is in use by the agent at " + holder}}));
+    peer->connection->close_after_sending("duplicate node name");
+    return;
+  }
+  if (node != nullptr && node->gpu_indices != indices) {
+    // Other GPUs than before: the old node stays down for good.
+    if (node->up) node_down(*node, "re-registered with other GPUs");
+    node->name += "~" + std::to_string(node->id);
+    node = nullptr;
+  }
+  auto transaction = journal_.transaction();
+  if (node == nullptr) {
+    auto entry = std::make_unique<NodeEntry>();
+    entry->name = name;
+    entry->gpu_indices = indices;
+    entry->occupant.assign(indices.size(), 0);
+    NodeSpec spec;
+    spec.name = name;
+    spec.gpu_type = gpu_type;
+    spec.gpus = static_cast<int>(indices.size());
+    spec.cpus = cpus;
+    spec.mem_gb = mem_gb;
+    entry->id = core_->cluster().add_node(spec);
+    entry->up = true;
+    node = entry.get();
+    nodes_.push_back(std::move(entry));
+    log("node " + name + " joined with " + std::to_string(indices.size()) + " " + gpu_type + " GPUs");
+  } else if (!node->up) {
+    core_->cluster().set_up(node->id, true);
+    node->up = true;
+    log("node " + name + " is back");
+  }
+  node->agent = peer;
+  peer->node = node;
+  node->address = address;
+  node->gpu_type = gpu_type;
+  node->cpus = cpus;
+  node->mem_gb = mem_gb;
+  node->last_heard = Clock::now();
+
+  // What exited while we were apart, then what still runs.
+  for (const json& exit : exits) record_exit(*node, Message::of(exit, "exited"));
+  std::set<std::pair<LaunchId, int>> alive;
+  for (const json& r : running) {
+    const Message process = Message::of(r, "running");
+    const auto launch_id = static_cast<LaunchId>(process.integer("launch", 0));
+    const int rank_index = static_cast<int>(process.integer("rank", 0, 1 << 20));
+    alive.insert({launch_id, rank_index});
+    auto it = launches_.find(launch_id);
+    Rank* rank = nullptr;
+    if (it != launches_.end())
+      for (Rank& candidate : it->second->ranks)
+        if (candidate.record.rank == rank_index && candidate.record.node == name && !candidate.gone) rank = &candidate;
+    if (rank == nullptr) {
+      // A process we do not count on (superseded, or from another run): stop it.
+      peer->connection->send(message("stop", {{"launch", launch_id}, {"grace_seconds", serve_.grace_seconds}}));
+      continue;
+    }
+    Launch& launch = *it->second;
+    rank->confirmed = true;
+    rank->lost_at.reset();
+    for (int gpu : rank->record.gpus) {
+      const auto at = std::find(node->gpu_indices.begin(), node->gpu_indices.end(), gpu);
+      if (at != node->gpu_indices.end()) node->occupant[at - node->gpu_indices.begin()] = launch.id;
+    }
+    if (!launch.stop_reason.empty())
+      peer->connection->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
+  }
+  // What we sent here and the agent no longer has: gone without a word.
+  for (auto& [id, launch] : launches_)
+    for (Rank& rank : launch->ranks)
+      if (rank.record.node == name && rank.sent && !rank.gone && !alive.contains({id, rank.record.rank}))
+        rank_gone(*launch, rank, std::nullopt, 0);
+  journal_.save_node(name, address, static_cast<int>(indices.size()), gpu_type, cpus, mem_gb, true, now());
+  transaction.commit();
+
+  peer->connection->send(message("registered", {{"heartbeat_seconds", serve_.heartbeat_seconds},
+                                                {"node_timeout_seconds", serve_.node_timeout_seconds}}));
+  settle();
+}
+
+void SchedulerDaemon::on_heartbeat(NodeEntry& node, const Message& m) {
+  node.agent->connection->send(message("ack"));
+  const double t = now();
+  for (const json& entry : m.array("progress")) {
+    const Message p = Message::of(entry, "progress");
+    const auto it = launches_.find(static_cast<LaunchId>(p.integer("launch", 0)));
+    if (it == launches_.end() || p.integer("rank", 0) != 0) continue;
+    const Launch& launch = *it->second;
+    if (!launch.core_running || !launch.stop_reason.empty()) continue;
+    core_->report_progress(launch.job, static_cast<double>(p.integer("iteration", 0)), t);
+  }
+}
+
+void SchedulerDaemon::on_started(NodeEntry& node, const Message& m) {
+  const auto it = launches_.find(static_cast<LaunchId>(m.integer("launch", 0)));
+  if (it == launches_.end()) return;
+  const int rank = static_cast<int>(m.integer("rank", 0, 1 << 20));
+  const int pid = static_cast<int>(m.integer("pid", 1, 1 << 30));
+  for (const Rank& r : it->second->ranks)
+    if (r.record.rank == rank && r.record.node == node.name) journal_.save_rank_start(it->first, rank, pid, now());
+}
+
+void SchedulerDaemon::on_exited(NodeEntry& node, const Message& m) {
+  {
+    auto transaction = journal_.transaction();
+    record_exit(node, m);
+    transaction.commit();
+  }
+  // Durable: the agent may forget it.
+  node.agent->connection->send(message("exit_recorded", {{"launch", m.integer("launch", 0)}, {"rank", m.integer("rank", 0)}}));
+  open_gate();
+}
+
+void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
+  const auto launch_id = static_cast<LaunchId>(m.integer("launch", 0));
+  const int rank_index = static_cast<int>(m.integer("rank", 0, 1 << 20));
+  const int code = static_cast<int>(m.integer("code", -1, 255));
+  const int signal = static_cast<int>(m.integer("signal", 0, 128));
+  const auto it = launches_.find(launch_id);
+  if (it == launches_.end()) return;
+  Launch& launch = *it->second;
+  for (Rank& rank : launch.ranks) {
+    if (rank.record.rank != rank_index || rank.record.node != node.name || rank.gone) continue;
+    // Its last progress line; a recovered launch's too, though the core has
+    // not adopted it (it may have finished while we were down).
+    if (rank_index == 0 && m.has("iteration") && (launch.core_running || launch.recovered) &&
+        launch.stop_reason.empty() && !core_->job(launch.job).done())
+      core_->report_progress(launch.job, static_cast<double>(m.integer("iteration", 0)), now());
+    // Stopped by its agent without our asking (its lease ran out, or the
+    // agent is shutting down): whatever its exit code, it did not finish.
+    if (m.has("stopped") && m.flag("stopped") && launch.stop_reason.empty() && !launch.recovering)
+      abandon(launch, "lost");
+    rank_gone(launch, rank, code, signal);
+    if (launch.recovering)
+      resolve_recovered(launch);
+    else
+      end_if_done(launch.id);
+    return;
+  }
+}
+
+void SchedulerDaemon::node_down(NodeEntry& node, const std::string& why) {
+  node.up = false;
+  core_->cluster().set_up(node.id, false);
+  log("node " + node.name + " is down: " + why);
+  if (node.agent) {
+    auto agent = node.agent;
+    node.agent = nullptr;
+    agent->node = nullptr;
+    agent->connection->close("node timed out");
+  }
+  const double t = now();
+  journal_.save_node(node.name, node.address, static_cast<int>(node.gpu_indices.size()), node.gpu_type, node.cpus,
+                     node.mem_gb, false, t);
+  std::vector<Launch*> affected;  // none ends before settle()
+  for (auto& [id, launch] : launches_)
+    for (Rank& rank : launch->ranks)
+      if (rank.record.node == node.name && !rank.gone) {
+        // Its agent stops it within a node timeout of our last word (its
+        // lease), and it is dead a grace period later.
+        if (rank.sent) rank.lost_at = t + serve_.node_timeout_seconds + grace_of(launch->job) + 1;
+        if (std::find(affected.begin(), affected.end(), launch.get()) == affected.end()) affected.push_back(launch.get());
+      }
+  for (Launch* launch : affected)
+    if (!launch->recovering) abandon(*launch, "lost");
+  settle();
+}
+
+}  // namespace tessel::cluster

@@ -1,0 +1,278 @@
+// SchedulerDaemon, launches: from the core's decision to processes on
+// nodes and back. The gate (may_dispatch) holds the two rules in daemon.hpp;
+// end_if_done tells the core what a launch's end means for its job;
+// resolve_recovered settles launches found in the journal after a restart.
+#include <algorithm>
+
+#include "daemon_state.hpp"
+
+namespace tessel::cluster {
+
+SchedulerDaemon::Launch& SchedulerDaemon::create_launch(JobId job_id, const Allocation& allocation, bool resume) {
+  auto launch = std::make_unique<Launch>();
+  launch->id = next_launch_++;
+  launch->job = job_id;
+  launch->resume = resume;
+  launch->decided = now();
+  launch->core_running = true;
+  JobEntry& entry = jobs_[job_id];
+  // Ranks: nodes in the order of the allocation, GPUs in order on each.
+  std::vector<std::pair<NodeEntry*, std::vector<int>>> per_node;
+  for (GpuId gpu : allocation.gpus) {
+    const NodeId node_id = core_->cluster().gpu(gpu).node;
+    NodeEntry* node = nullptr;
+    for (auto& n : nodes_)
+      if (n->id == node_id) node = n.get();
+    const int index = node->gpu_indices[gpu - core_->cluster().node(node_id).first_gpu];
+    auto it = std::find_if(per_node.begin(), per_node.end(), [&](auto& p) { return p.first == node; });
+    if (it == per_node.end()) per_node.push_back({node, {index}});
+    else it->second.push_back(index);
+  }
+  int rank = 0;
+  for (auto& [node, gpus] : per_node) {
+    const int processes = entry.request.per_node ? 1 : static_cast<int>(gpus.size());
+    for (int local = 0; local < processes; ++local) {
+      Rank r;
+      r.record.rank = rank++;
+      r.record.node = node->name;
+      r.record.gpus = gpus;
+      r.local_rank = local;
+      launch->ranks.push_back(std::move(r));
+    }
+  }
+  LaunchRecord record;
+  record.id = launch->id;
+  record.job = job_id;
+  record.decided = launch->decided;
+  record.resume = resume;
+  for (const Rank& r : launch->ranks) record.ranks.push_back(r.record);
+  journal_.save_launch(record);  // before any agent hears of it
+  entry.current = launch->id;
+  ++entry.launches;
+  Launch& result = *launch;
+  launches_.emplace(launch->id, std::move(launch));
+  return result;
+}
+
+bool SchedulerDaemon::may_dispatch(const Launch& launch) const {
+  for (const auto& [id, other] : launches_)
+    if (other->job == launch.job && id != launch.id) return false;  // rule 1: one live launch per job
+  for (const Rank& rank : launch.ranks) {
+    const NodeEntry* node = nullptr;
+    for (const auto& n : nodes_)
+      if (n->name == rank.record.node) node = n.get();
+    if (node == nullptr || !node->up || node->agent == nullptr) return false;
+    for (int gpu : rank.record.gpus) {
+      const auto at = std::find(node->gpu_indices.begin(), node->gpu_indices.end(), gpu);
+      const LaunchId occupant = node->occupant[at - node->gpu_indices.begin()];
+      if (occupant != 0 && occupant != launch.id) return false;  // rule 2: GPUs free of old processes
+    }
+  }
+  return true;
+}
+
+void SchedulerDaemon::open_gate() {
+  for (auto& [id, launch] : launches_)
+    if (!launch->dispatched && launch->stop_reason.empty() && may_dispatch(*launch)) dispatch(*launch);
+}
+
+void SchedulerDaemon::dispatch(Launch& launch) {
+  NodeEntry* master = node_named(launch.ranks.front().record.node);
+  // MASTER_PORT: the next port of the range that no live launch led from
+  // this node holds.
+  const int span = serve_.master_port_last - serve_.master_port_first + 1;
+  for (int tries = 0; tries < span; ++tries) {
+    const int port = serve_.master_port_first + (master->next_port++ % span);
+    bool taken = false;
+    for (const auto& [id, other] : launches_)
+      taken = taken || (other->dispatched && other->master_port == port && other->ranks.front().record.node == master->name);
+    if (!taken) {
+      launch.master_port = port;
+      break;
+    }
+  }
+  if (launch.master_port == 0) launch.master_port = serve_.master_port_first;
+  launch.master_addr = master->address;
+  launch.dispatched = true;
+  const JobRequest& request = jobs_[launch.job].request;
+  const auto world = static_cast<int>(launch.ranks.size());
+  for (Rank& rank : launch.ranks) {
+    NodeEntry* node = node_named(rank.record.node);
+    for (int gpu : rank.record.gpus) {
+      const auto at = std::find(node->gpu_indices.begin(), node->gpu_indices.end(), gpu);
+      node->occupant[at - node->gpu_indices.begin()] = launch.id;
+    }
+    rank.sent = true;
+    node->agent->connection->send(message("launch", {{"launch", launch.id},
+                                                     {"job", launch.job},
+                                                     {"rank", rank.record.rank},
+                                                     {"local_rank", rank.local_rank},
+                                                     {"world_size", world},
+                                                     {"gpus", rank.record.gpus},
+                                                     {"command", request.command},
+                                                     {"env", request.env},
+                                                     {"workdir", request.workdir},
+                                                     {"master_addr", launch.master_addr},
+                                                     {"master_port", launch.master_port},
+                                                     {"resume", launch.resume},
+                                                     {"grace_seconds", grace_of(launch.job)}}));
+  }
+}
+
+void SchedulerDaemon::stop_current_launch(JobId job, const std::string& reason) {
+  const auto it = launches_.find(jobs_[job].current);
+  if (it == launches_.end()) return;
+  Launch& launch = *it->second;
+  launch.core_running = false;  // the core has already decided
+  abandon(launch, reason);
+  end_if_done(launch.id);
+}
+
+void SchedulerDaemon::abandon(Launch& launch, const std::string& reason) {
+  if (!launch.stop_reason.empty()) return;
+  launch.stop_reason = reason;
+  journal_.save_launch_outcome(launch.id, reason);
+  if (jobs_[launch.job].current == launch.id && reason != "failed" && reason != "lost")
+    jobs_[launch.job].current = 0;
+  for (Rank& rank : launch.ranks) {
+    if (rank.gone) continue;
+    if (!rank.sent) {
+      rank.gone = true;  // never started
+      continue;
+    }
+    NodeEntry* node = node_named(rank.record.node);
+    if (node != nullptr && node->agent != nullptr)
+      node->agent->connection->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
+  }
+}
+
+void SchedulerDaemon::rank_gone(Launch& launch, Rank& rank, std::optional<int> code, int signal) {
+  rank.gone = true;
+  rank.lost_at.reset();
+  rank.record.exit_code = code;
+  rank.record.signal = signal;
+  if (code) journal_.save_rank_exit(launch.id, rank.record.rank, *code, signal);
+  if (NodeEntry* node = node_named(rank.record.node)) {
+    // Its GPUs are free once no other rank of the launch runs on them.
+    bool sibling_alive = false;
+    for (const Rank& other : launch.ranks)
+      sibling_alive = sibling_alive || (&other != &rank && !other.gone && other.record.node == rank.record.node);
+    if (!sibling_alive)
+      for (std::size_t i = 0; i < node->occupant.size(); ++i)
+        if (node->occupant[i] == launch.id) node->occupant[i] = 0;
+  }
+  const bool failed = !code || *code != 0;
+  if (failed && launch.stop_reason.empty() && !launch.recovering) abandon(launch, code ? "failed" : "lost");
+}
+
+void SchedulerDaemon::end_if_done(LaunchId launch_id) {
+  const auto found = launches_.find(launch_id);
+  if (found == launches_.end()) return;
+  Launch& launch = *found->second;
+  for (const Rank& rank : launch.ranks)
+    if (!rank.gone) return;
+  bool all_zero = true;
+  for (const Rank& rank : launch.ranks) all_zero = all_zero && rank.record.exit_code == 0;
+  const std::string outcome = launch.stop_reason.empty() ? (all_zero ? "finished" : "failed") : launch.stop_reason;
+  const double t = now();
+  const JobId id = launch.job;
+  JobEntry& entry = jobs_[id];
+  if (entry.current == launch.id) entry.current = 0;
+  const JobState& job = core_->job(id);
+  if (launch.core_running && job.running()) {
+    if (outcome == "finished") {
+      core_->complete(id, t, JobStatus::finished);
+    } else if (outcome == "failed") {
+      if (job.attempts > serve_.max_retries) {
+        log("job " + std::to_string(id) + " failed " + std::to_string(job.attempts) + " times; giving up");
+        core_->complete(id, t, JobStatus::failed);
+      } else {
+        core_->interrupt(id, t, /*failed_attempt=*/true);
+      }
+    } else {
+      core_->interrupt(id, t);  // lost with its node
+    }
+  } else if (launch.recovered && outcome == "finished" && job.waiting()) {
+    core_->complete(id, t, JobStatus::finished);  // it ended while we were down
+  }
+  journal_.save_launch_end(launch.id, t, outcome);
+  journal_.save_job(core_->job(id), entry.cancelled);
+  launches_.erase(found);
+}
+
+void SchedulerDaemon::settle() {
+  std::vector<LaunchId> ids;
+  for (auto& [id, launch] : launches_) ids.push_back(id);
+  for (LaunchId id : ids)
+    if (auto it = launches_.find(id); it != launches_.end()) {
+      if (it->second->recovering)
+        resolve_recovered(*it->second);
+      else
+        end_if_done(id);
+    }
+  open_gate();
+}
+
+void SchedulerDaemon::resolve_recovered(Launch& launch) {
+  // Whole: every process still runs or has finished cleanly (ranks of one
+  // job end at slightly different times).
+  bool all_known = true, whole = true, any_alive = false;
+  for (const Rank& rank : launch.ranks) {
+    if (!rank.gone && !rank.confirmed) all_known = false;
+    if (rank.gone && rank.record.exit_code != 0) whole = false;
+    if (!rank.gone) any_alive = true;
+  }
+  if (!all_known) return;
+  launch.recovering = false;
+  JobEntry& entry = jobs_[launch.job];
+  const JobState& job = core_->job(launch.job);
+  if (whole && any_alive && launch.stop_reason.empty() && job.waiting() && !entry.cancelled) {
+    Allocation allocation;
+    bool nodes_known = true;
+    for (const Rank& rank : launch.ranks) {
+      const NodeEntry* node = node_named(rank.record.node);
+      if (node == nullptr) {
+        nodes_known = false;
+        break;
+      }
+      for (int gpu : rank.record.gpus) {
+        const auto at = std::find(node->gpu_indices.begin(), node->gpu_indices.end(), gpu);
+        if (at == node->gpu_indices.end()) {
+          nodes_known = false;
+          break;
+        }
+        const GpuId id = core_->cluster().node(node->id).first_gpu + static_cast<GpuId>(at - node->gpu_indices.begin());
+        if (std::find(allocation.gpus.begin(), allocation.gpus.end(), id) == allocation.gpus.end())
+          allocation.gpus.push_back(id);
+      }
+    }
+    if (nodes_known && core_->cluster().can_assign(allocation)) {
+      core_->adopt(launch.job, allocation, now());
+      launch.core_running = true;
+      entry.current = launch.id;
+      log("job " + std::to_string(launch.job) + " still runs (launch " + std::to_string(launch.id) + "): adopted");
+      journal_.save_job(job, false);
+      return;
+    }
+  }
+  // Not whole, or stopping before the restart: stop what is left; the job
+  // (waiting in the core) runs again later.
+  bool all_zero = true;
+  for (const Rank& rank : launch.ranks) all_zero = all_zero && rank.gone && rank.record.exit_code == 0;
+  if (launch.stop_reason.empty() && !all_zero) {
+    std::string reason = "lost";
+    for (const Rank& rank : launch.ranks)
+      if (rank.gone && rank.record.exit_code && *rank.record.exit_code != 0) reason = "failed";
+    abandon(launch, reason);
+    end_if_done(launch.id);
+    return;
+  }
+  if (!launch.stop_reason.empty())
+    for (Rank& rank : launch.ranks)
+      if (!rank.gone)
+        if (NodeEntry* node = node_named(rank.record.node); node && node->agent)
+          node->agent->connection->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
+  end_if_done(launch.id);
+}
+
+}  // namespace tessel::cluster

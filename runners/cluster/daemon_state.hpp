@@ -1,0 +1,77 @@
+// The daemon's bookkeeping behind SchedulerDaemon's private declarations:
+// peers, nodes, launches and their ranks, and what the daemon keeps per job
+// beside the core's JobState. Shared by daemon*.cpp only.
+#pragma once
+
+#include <chrono>
+
+#include "daemon.hpp"
+
+namespace tessel::cluster {
+
+inline std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+struct SchedulerDaemon::Peer {
+  enum class Role { handshaking, agent, client };
+  std::shared_ptr<Connection> connection;
+  ServerHandshake handshake;
+  Role role = Role::handshaking;
+  NodeEntry* node = nullptr;  // agents, once registered
+  asio::steady_timer deadline;
+
+  Peer(std::shared_ptr<Connection> c, const Secret& secret, asio::io_context& io)
+      : connection(std::move(c)), handshake(secret), deadline(io) {}
+};
+
+struct SchedulerDaemon::NodeEntry {
+  std::string name;
+  NodeId id = 0;
+  std::string address;
+  std::string gpu_type;
+  double cpus = 0, mem_gb = 0;
+  std::vector<int> gpu_indices;  // the agent's indices, in core GPU order
+  std::shared_ptr<Peer> agent;   // null while disconnected
+  Clock::time_point last_heard;
+  bool up = false;
+  // By position in gpu_indices: the launch whose process may still run on
+  // that GPU (0: none). The gate's second rule.
+  std::vector<LaunchId> occupant;
+  int next_port = 0;
+};
+
+struct SchedulerDaemon::Rank {
+  RankRecord record;
+  int local_rank = 0;
+  bool sent = false;       // the agent was told to start it
+  bool gone = false;       // exited, or given up on
+  bool confirmed = false;  // recovered launches: its agent reported it alive
+  std::optional<double> lost_at;  // on a silent node: counted as gone from then (run time)
+};
+
+struct SchedulerDaemon::Launch {
+  LaunchId id = 0;
+  JobId job = 0;
+  bool resume = false;
+  double decided = 0;
+  std::vector<Rank> ranks;
+  bool dispatched = false;
+  // Empty while the launch is the job's run; the reason once it is stopped
+  // (preempted, resized, cancelled, failed, lost).
+  std::string stop_reason;
+  bool core_running = false;  // the core counts this launch as the job's run
+  bool recovered = false;     // from before a restart
+  bool recovering = false;    // recovered and not yet confirmed or given up
+  std::string master_addr;
+  int master_port = 0;
+};
+
+struct SchedulerDaemon::JobEntry {
+  JobRequest request;
+  bool cancelled = false;
+  LaunchId current = 0;  // the job's live launch, if any
+  int launches = 0;
+};
+
+}  // namespace tessel::cluster

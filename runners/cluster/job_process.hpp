@@ -1,0 +1,89 @@
+// One process of a launch, on the agent's node.
+//
+// It runs in its own process group, so that a stop reaches everything the
+// job started: SIGTERM to the group, then SIGKILL after the grace period.
+// PR_SET_PDEATHSIG kills it if the agent dies, so a dead agent never leaves a
+// copy running that the scheduler would start again elsewhere. (A process
+// the job forks and detaches from the group escapes both; that is the job's
+// own business.)
+//
+// Its environment is the agent's, plus the job's `env`, plus tessel's:
+// CUDA_VISIBLE_DEVICES, TESSEL_JOB_ID, TESSEL_LAUNCH_ID, TESSEL_PROGRESS,
+// RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, and TESSEL_RESUME=1
+// when the job ran before. Its stdout and stderr are appended to
+// <log_dir>/job-<id>/rank-<rank>.log, between lines tessel writes there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "connection.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+namespace tessel::cluster {
+
+// A `launch` message, checked.
+struct LaunchOrder {
+  std::uint64_t launch = 0;
+  std::uint32_t job = 0;
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  std::vector<int> gpus;  // indices on this node
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  std::string master_addr;
+  int master_port = 0;
+  bool resume = false;
+  double grace_seconds = 10;
+
+  static LaunchOrder from(const Message& launch);  // throws ProtocolError
+};
+
+struct Progress {
+  std::int64_t iteration = 0;
+  std::int64_t total = 0;  // 0: not said
+};
+
+// "iteration 120 of 1000" or "iteration 120"; nothing for anything else.
+std::optional<Progress> parse_progress_line(std::string_view line);
+
+class JobProcess {
+ public:
+  // Forks and execs. An exec failure shows as exit code 127, explained in the log.
+  JobProcess(asio::io_context& io, const LaunchOrder& order, const std::filesystem::path& log_dir,
+             const std::string& node);
+  JobProcess(const JobProcess&) = delete;
+
+  const LaunchOrder& order() const { return order_; }
+  pid_t pid() const { return pid_; }
+  bool stopping() const { return stopping_; }
+
+  // SIGTERM to the group now, SIGKILL `grace` seconds later unless it exited.
+  void stop(double grace_seconds);
+  // The new latest progress line since the last call, if any.
+  std::optional<Progress> read_progress();
+  // Called once the process was reaped, with its waitpid status.
+  void exited(int status);
+
+ private:
+  void log(const std::string& line) const;
+
+  LaunchOrder order_;
+  std::filesystem::path log_path_;
+  std::filesystem::path progress_path_;
+  std::uint64_t progress_offset_ = 0;
+  std::string progress_partial_;
+  pid_t pid_ = -1;
+  bool stopping_ = false;
+  asio::steady_timer kill_timer_;
+};
+
+}  // namespace tessel::cluster

@@ -1,0 +1,284 @@
+#include "journal.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+
+#include "engine/errors.hpp"
+
+namespace tessel::cluster {
+
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string join(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  return text;
+}
+
+std::vector<int> split(const std::string& text) {
+  std::vector<int> values;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    values.push_back(std::stoi(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return values;
+}
+
+JobStatus status_from(const std::string& text) {
+  for (JobStatus s : {JobStatus::pending, JobStatus::queued, JobStatus::running, JobStatus::preempted,
+                      JobStatus::finished, JobStatus::failed, JobStatus::rejected})
+    if (to_string(s) == text) return s;
+  return JobStatus::failed;  // 'cancelled': the core saw it fail
+}
+
+}  // namespace
+
+Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(path) {
+  // One daemon per database: two would both think they own every job.
+  lock_fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    throw UserError(path + ": another tessel serve is using this database");
+  }
+  { ResultsStore store(path); }  // creates the file or brings its schema up to date
+  try {
+    db_ = sql::Database(path, false);
+    db_.exec("PRAGMA foreign_keys=ON");
+    db_.exec("PRAGMA synchronous=NORMAL");
+    db_.exec("PRAGMA wal_autocheckpoint=0");
+    if (!new_run) {
+      auto latest = db_.prepare(
+          "SELECT runs.id, cluster_runs.epoch FROM runs JOIN cluster_runs ON cluster_runs.run_id = runs.id "
+          "WHERE runs.mode = 'cluster' AND runs.status != 'complete' ORDER BY runs.id DESC LIMIT 1");
+      if (latest.step()) {
+        run_ = latest.integer(0);
+        epoch_ = latest.real(1);
+        resumed_ = true;
+        mark_run("running", "");
+        return;
+      }
+    }
+  } catch (const sql::Error& e) {
+    throw UserError(path + ": " + e.what());
+  }
+  info.mode = "cluster";
+  {
+    ResultsStore store(path);
+    run_ = store.begin_run(info);
+  }
+  epoch_ = unix_now();
+  auto insert = db_.prepare("INSERT INTO cluster_runs (run_id, epoch) VALUES (?, ?)");
+  insert.bind(1, run_).bind(2, epoch_);
+  insert.run();
+}
+
+Journal::~Journal() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+void Journal::checkpoint() { db_.exec("PRAGMA wal_checkpoint(PASSIVE)"); }
+
+void Journal::save_submission(const JobState& job, const JobRequest& request) {
+  auto insert = db_.prepare(
+      "INSERT INTO cluster_jobs (run_id, job_id, command, env, workdir, iterations, processes, grace_seconds, "
+      "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
+  insert.bind(1, run_).bind(2, static_cast<std::int64_t>(job.spec.id));
+  insert.bind(3, json(request.command).dump()).bind(4, json(request.env).dump()).bind(5, request.workdir);
+  if (request.iterations)
+    insert.bind(6, *request.iterations);
+  else
+    insert.bind_null(6);
+  insert.bind(7, std::string_view(request.per_node ? "per_node" : "per_gpu"));
+  insert.bind(8, request.grace_seconds.value_or(-1));
+  insert.run();
+  save_job(job);
+}
+
+void Journal::save_job(const JobState& job, bool cancelled) {
+  auto upsert = db_.prepare("INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  const JobSpec& s = job.spec;
+  upsert.bind(1, run_).bind(2, static_cast<std::int64_t>(s.id)).bind(3, s.name).bind(4, s.tenant);
+  upsert.bind(5, s.vc).bind(6, s.model).bind(7, s.arrival).bind(8, job.first_start).bind(9, job.finish);
+  upsert.bind(10, s.gpus).bind(11, s.min_gpus).bind(12, s.max_gpus).bind(13, s.total_work);
+  upsert.bind(14, job.executed_work).bind(15, job.attained_service).bind(16, job.gpu_seconds);
+  upsert.bind(17, job.preemptions).bind(18, job.attempts);
+  upsert.bind(19, cancelled ? std::string_view("cancelled") : to_string(job.status)).bind(20, 1);
+  upsert.run();
+}
+
+void Journal::save_launch(const LaunchRecord& launch) {
+  auto insert = db_.prepare(
+      "INSERT INTO cluster_launches (run_id, launch_id, job_id, decided, resume) VALUES (?, ?, ?, ?, ?)");
+  insert.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id)).bind(3, static_cast<std::int64_t>(launch.job));
+  insert.bind(4, launch.decided).bind(5, launch.resume ? 1 : 0);
+  insert.run();
+  auto rank = db_.prepare("INSERT INTO cluster_ranks (run_id, launch_id, rank, node, gpus) VALUES (?, ?, ?, ?, ?)");
+  for (const RankRecord& r : launch.ranks) {
+    rank.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id)).bind(3, r.rank).bind(4, r.node);
+    rank.bind(5, join(r.gpus));
+    rank.run();
+  }
+}
+
+void Journal::save_rank_start(LaunchId launch, int rank, int pid, double at) {
+  auto update = db_.prepare("UPDATE cluster_ranks SET pid = ?, started = ? WHERE run_id = ? AND launch_id = ? AND rank = ?");
+  update.bind(1, pid).bind(2, at).bind(3, run_).bind(4, static_cast<std::int64_t>(launch)).bind(5, rank);
+  update.run();
+}
+
+void Journal::save_rank_exit(LaunchId launch, int rank, int code, int signal) {
+  auto update = db_.prepare(
+      "UPDATE cluster_ranks SET exit_code = ?, signal = ? WHERE run_id = ? AND launch_id = ? AND rank = ?");
+  update.bind(1, code).bind(2, signal).bind(3, run_).bind(4, static_cast<std::int64_t>(launch)).bind(5, rank);
+  update.run();
+}
+
+void Journal::save_launch_outcome(LaunchId launch, const std::string& outcome) {
+  auto update = db_.prepare("UPDATE cluster_launches SET outcome = ? WHERE run_id = ? AND launch_id = ?");
+  update.bind(1, outcome).bind(2, run_).bind(3, static_cast<std::int64_t>(launch));
+  update.run();
+}
+
+void Journal::save_launch_end(LaunchId launch, double at, const std::string& outcome) {
+  auto update = db_.prepare("UPDATE cluster_launches SET ended = ?, outcome = ? WHERE run_id = ? AND launch_id = ?");
+  update.bind(1, at).bind(2, outcome).bind(3, run_).bind(4, static_cast<std::int64_t>(launch));
+  update.run();
+}
+
+void Journal::save_node(const std::string& name, const std::string& address, int gpus, const std::string& gpu_type,
+                        double cpus, double mem_gb, bool up, double last_seen) {
+  auto upsert = db_.prepare("INSERT OR REPLACE INTO cluster_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  upsert.bind(1, run_).bind(2, name).bind(3, address).bind(4, gpus).bind(5, gpu_type).bind(6, cpus);
+  upsert.bind(7, mem_gb).bind(8, up ? 1 : 0).bind(9, last_seen);
+  upsert.run();
+}
+
+void Journal::save_sample(const Sample& s) {
+  auto insert = db_.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, run_).bind(2, s.time).bind(3, s.total_gpus).bind(4, s.busy_gpus);
+  insert.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs);
+  insert.run();
+}
+
+void Journal::save_decision(const DecisionRecord& d) {
+  auto insert = db_.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, run_).bind(2, d.time).bind(3, static_cast<std::int64_t>(d.job)).bind(4, to_string(d.stage));
+  insert.bind(5, d.plugin).bind(6, d.code).bind(7, d.reason);
+  insert.run();
+}
+
+void Journal::save_run_figures(int cluster_gpus, double capacity_gpu_seconds, double end_time, std::int64_t rounds) {
+  auto update = db_.prepare(
+      "UPDATE runs SET cluster_gpus = ?, capacity_gpu_seconds = ?, end_time = ?, events = ?, wall_seconds = ? "
+      "WHERE id = ?");
+  update.bind(1, cluster_gpus).bind(2, capacity_gpu_seconds).bind(3, end_time).bind(4, rounds);
+  update.bind(5, end_time).bind(6, run_);
+  update.run();
+}
+
+void Journal::mark_run(const std::string& status, const std::string& note) {
+  auto update = db_.prepare("UPDATE runs SET status = ?, note = ? WHERE id = ?");
+  update.bind(1, status).bind(2, note).bind(3, run_);
+  update.run();
+}
+
+RecoveredRun Journal::recover() {
+  RecoveredRun recovered;
+  auto jobs = db_.prepare(
+      "SELECT j.job_id, j.name, j.tenant, j.vc, j.arrival, j.first_start, j.finish, j.gpus, j.min_gpus, "
+      "j.max_gpus, j.total_work, j.executed_work, j.attained_service, j.gpu_seconds, j.preemptions, j.attempts, "
+      "j.status, c.command, c.env, c.workdir, c.iterations, c.processes, c.grace_seconds "
+      "FROM jobs j JOIN cluster_jobs c ON c.run_id = j.run_id AND c.job_id = j.job_id "
+      "WHERE j.run_id = ? ORDER BY j.job_id");
+  jobs.bind(1, run_);
+  while (jobs.step()) {
+    JobRecordFull full;
+    JobState& state = full.state;
+    JobSpec& spec = state.spec;
+    spec.id = static_cast<JobId>(jobs.integer(0));
+    spec.name = jobs.text(1);
+    spec.tenant = jobs.text(2);
+    spec.vc = jobs.text(3);
+    spec.arrival = jobs.real(4);
+    state.first_start = jobs.optional_real(5);
+    state.finish = jobs.optional_real(6);
+    spec.gpus = static_cast<int>(jobs.integer(7));
+    spec.min_gpus = static_cast<int>(jobs.integer(8));
+    spec.max_gpus = static_cast<int>(jobs.integer(9));
+    spec.total_work = jobs.real(10);
+    state.executed_work = jobs.real(11);
+    state.attained_service = jobs.real(12);
+    state.gpu_seconds = jobs.real(13);
+    state.preemptions = static_cast<int>(jobs.integer(14));
+    state.attempts = static_cast<int>(jobs.integer(15));
+    const std::string status = jobs.text(16);
+    state.status = status_from(status);
+    full.cancelled = status == "cancelled";
+    JobRequest& request = full.request;
+    request.name = spec.name;
+    request.tenant = spec.tenant;
+    request.vc = spec.vc;
+    request.gpus = spec.gpus;
+    if (spec.elastic()) request.min_gpus = spec.min_gpus, request.max_gpus = spec.max_gpus;
+    request.command = json::parse(jobs.text(17)).get<std::vector<std::string>>();
+    request.env = json::parse(jobs.text(18)).get<std::map<std::string, std::string>>();
+    request.workdir = jobs.text(19);
+    if (!jobs.is_null(20)) request.iterations = jobs.integer(20);
+    request.per_node = jobs.text(21) == "per_node";
+    if (const double grace = jobs.real(22); grace >= 0) request.grace_seconds = grace;
+    recovered.jobs.push_back(std::move(full));
+  }
+
+  auto figures = db_.prepare("SELECT coalesce(capacity_gpu_seconds, 0), coalesce(events, 0) FROM runs WHERE id = ?");
+  figures.bind(1, run_);
+  if (figures.step()) {
+    recovered.capacity_gpu_seconds = figures.real(0);
+    recovered.rounds = figures.integer(1);
+  }
+
+  auto next = db_.prepare("SELECT coalesce(max(launch_id), 0) + 1 FROM cluster_launches WHERE run_id = ?");
+  next.bind(1, run_);
+  next.step();
+  recovered.next_launch = static_cast<LaunchId>(next.integer(0));
+
+  auto launches = db_.prepare(
+      "SELECT launch_id, job_id, decided, resume, coalesce(outcome, '') FROM cluster_launches "
+      "WHERE run_id = ? AND ended IS NULL ORDER BY launch_id");
+  launches.bind(1, run_);
+  auto ranks = db_.prepare(
+      "SELECT rank, node, gpus, exit_code, coalesce(signal, 0) FROM cluster_ranks WHERE run_id = ? AND launch_id = ? "
+      "ORDER BY rank");
+  while (launches.step()) {
+    LaunchRecord launch;
+    launch.id = static_cast<LaunchId>(launches.integer(0));
+    launch.job = static_cast<JobId>(launches.integer(1));
+    launch.decided = launches.real(2);
+    launch.resume = launches.integer(3) != 0;
+    launch.outcome = launches.text(4);
+    ranks.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id));
+    while (ranks.step()) {
+      RankRecord r;
+      r.rank = static_cast<int>(ranks.integer(0));
+      r.node = ranks.text(1);
+      r.gpus = split(ranks.text(2));
+      if (!ranks.is_null(3)) r.exit_code = static_cast<int>(ranks.integer(3));
+      r.signal = static_cast<int>(ranks.integer(4));
+      launch.ranks.push_back(std::move(r));
+    }
+    ranks.reset();
+    recovered.open_launches.push_back(std::move(launch));
+  }
+  return recovered;
+}
+
+}  // namespace tessel::cluster
