@@ -226,9 +226,10 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
   REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   const fs::path db = dir.path() / "r.db";
   {
-    // Make it look like schema 1: no resizes table.
+    // Make it look like schema 1: none of the tables later versions added.
     sql::Database raw(db.string(), false);
-    raw.exec("DROP TABLE resizes; PRAGMA user_version = 1");
+    raw.exec("DROP TABLE resizes; DROP TABLE cluster_runs; DROP TABLE cluster_jobs; DROP TABLE cluster_launches; "
+             "DROP TABLE cluster_ranks; DROP TABLE cluster_nodes; PRAGMA user_version = 1");
   }
   CHECK(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
