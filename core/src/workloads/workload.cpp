@@ -1,6 +1,7 @@
 #include "workloads/workload.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/models.hpp"
 #include "tessel/rng.hpp"
@@ -98,6 +99,24 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
   }
 }
 
+// The work `job` does in `seconds` on `shape` from the start of its
+// training. A rate that changes with progress at points the model names is
+// followed from one to the next, so the job takes exactly `seconds` there;
+// otherwise the training-long rate() prices it.
+double work_in(const ThroughputModel& model, const JobSpec& job, double seconds, const Shape& shape) {
+  if (!model.rate_depends_on_progress() || std::isinf(model.next_rate_change(job, 0)))
+    return seconds * model.rate(job, shape);
+  double work = 0;
+  while (true) {
+    const double rate = model.rate_at(job, shape, work);
+    const double change = model.next_rate_change(job, work);
+    const double until_change = (change - work) / rate;
+    if (!(until_change < seconds)) return work + seconds * rate;
+    work = change;
+    seconds -= until_change;
+  }
+}
+
 }  // namespace
 
 WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& document) {
@@ -158,7 +177,7 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
       ++assigned;
     }
     if (spec.total_work <= 0 && entry.duration > 0)
-      spec.total_work = entry.duration * model.rate(spec, cluster.packed_shape(spec, spec.gpus, reference));
+      spec.total_work = work_in(model, spec, entry.duration, cluster.packed_shape(spec, spec.gpus, reference));
     if (spec.total_work <= 0) spec.total_work = model.default_work(spec);
     if (!(spec.total_work > 0))
       throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
