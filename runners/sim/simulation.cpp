@@ -259,7 +259,8 @@ void Simulation::round(double now) {
     start(resize.job, now, resize.cost_seconds);
   }
   for (JobId id : outcome.started)
-    start(id, now, progress_[id].has_run ? scheduler_->settings().restart_seconds : 0);
+    start(id, now, progress_[id].has_run ? scheduler_->settings().restart_seconds
+                                         : config_.simulation.start_overhead_seconds);
   if (scheduler_->model().rate_depends_on_progress())
     for (JobState* job : scheduler_->active())
       if (job->running() && progress_[job->spec.id].run_started < now) rerate(job->spec.id, now);

@@ -50,6 +50,7 @@ struct SchedulerConfig {
 struct SimulationConfig {
   bool completion_at_round_end = false;  // completion = "round"
   double preemption_overhead_seconds = 0;
+  double start_overhead_seconds = 0;  // at a job's first launch
 };
 
 // Random failures. Nothing fails unless configured.

@@ -54,6 +54,7 @@ TraceTransforms read_transforms(TableReader& reader) {
   t.duration_scale = reader.number("duration_scale", 1, 1e-6).value_or(1);
   t.elastic_min_gpus = static_cast<int>(reader.integer("elastic_min_gpus", 0, 0, 1 << 20).value_or(0));
   t.elastic_max_gpus = static_cast<int>(reader.integer("elastic_max_gpus", 0, 0, 1 << 20).value_or(0));
+  t.elastic_models = reader.strings("elastic_models", std::vector<std::string>{}).value_or(std::vector<std::string>{});
   return t;
 }
 
@@ -90,10 +91,15 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
       jobs[i].spec.arrival = now;
     }
   }
+  auto made_elastic = [&](const JobSpec& spec) {
+    return t.elastic_models.empty() ||
+           std::find(t.elastic_models.begin(), t.elastic_models.end(), spec.model) != t.elastic_models.end();
+  };
   for (TraceJob& job : jobs) {
     job.spec.arrival /= t.arrival_rate_scale;
     job.duration *= t.duration_scale;
     job.spec.total_work *= t.duration_scale;
+    if (!made_elastic(job.spec)) continue;
     if (t.elastic_min_gpus > 0) job.spec.min_gpus = std::min(t.elastic_min_gpus, job.spec.gpus);
     if (t.elastic_max_gpus > 0) job.spec.max_gpus = std::max(t.elastic_max_gpus, job.spec.gpus);
   }
