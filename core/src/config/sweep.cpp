@@ -24,11 +24,30 @@ nlohmann::ordered_json json_value(const toml::node& value) {
   return toml_text(value);  // arrays and tables: as written
 }
 
-struct Axis {
-  std::string path;  // "workload.seed" for seeds
-  std::string name;  // in the axes JSON: the path, or "seed"
-  std::vector<const toml::node*> values;
+// One value of an axis: the overrides it applies and its label in the axes JSON.
+struct AxisValue {
+  std::vector<std::string> overrides;
+  nlohmann::ordered_json label;
 };
+
+struct Axis {
+  std::string name;  // in the axes JSON: the path, "seed", or the variants' axis name
+  std::vector<AxisValue> values;
+};
+
+// Nodes of a table in the order they are written (toml++ keeps keys sorted).
+std::vector<std::pair<std::string, const toml::node*>> in_written_order(const toml::table& table) {
+  std::vector<std::pair<std::string, const toml::node*>> entries;
+  for (auto&& [key, value] : table) entries.emplace_back(std::string(key.str()), &value);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    const auto& x = a.second->source().begin;
+    const auto& y = b.second->source().begin;
+    return x.line != y.line ? x.line < y.line : x.column < y.column;
+  });
+  return entries;
+}
+
+bool is_config_path(const std::string& name) { return name.find('.') != std::string::npos; }
 
 }  // namespace
 
@@ -39,28 +58,52 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
   const toml::table* sweep = sweep_node->as_table();
   if (sweep == nullptr) throw ConfigError(document.where(*sweep_node), "[sweep] must be a table");
 
-  // toml++ keeps keys sorted; the axes follow the order they are written in.
-  std::vector<std::pair<std::string, const toml::node*>> entries;
-  for (auto&& [key, value] : *sweep) entries.emplace_back(std::string(key.str()), &value);
-  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
-    const auto& x = a.second->source().begin;
-    const auto& y = b.second->source().begin;
-    return x.line != y.line ? x.line < y.line : x.column < y.column;
-  });
-
+  // The axes follow the order they are written in.
   std::vector<Axis> axes;
-  for (const auto& [name, node] : entries) {
+  for (const auto& [name, node] : in_written_order(*sweep)) {
     const toml::node& value = *node;
-    const toml::array* list = value.as_array();
-    if (list == nullptr || list->empty()) {
-      diagnostics.error(document.where(value), "'" + name + "' in [sweep] must be a non-empty list of values");
+    if (const toml::table* variants = value.as_table()) {
+      // Named variants: each sets several config paths at once.
+      Axis axis{name, {}};
+      for (const auto& [variant, settings_node] : in_written_order(*variants)) {
+        const toml::table* settings = settings_node->as_table();
+        if (settings == nullptr || settings->empty()) {
+          diagnostics.error(document.where(*settings_node),
+                            "variant '" + variant + "' of [sweep." + name +
+                                "] must be a table of config paths and values, like \"scheduler.allocation\" = "
+                                "{ plugin = \"fifo\" }");
+          continue;
+        }
+        AxisValue choice{{}, variant};
+        for (const auto& [path, setting] : in_written_order(*settings)) {
+          if (!is_config_path(path))
+            diagnostics.error(document.where(*setting), "'" + path + "' in [sweep." + name + "." + variant +
+                                                            "] is not a quoted config path like "
+                                                            "\"scheduler.allocation\"");
+          choice.overrides.push_back(path + "=" + toml_text(*setting));
+        }
+        axis.values.push_back(std::move(choice));
+      }
+      if (axis.values.empty())
+        diagnostics.error(document.where(value), "[sweep." + name + "] names no variants");
+      else
+        axes.push_back(std::move(axis));
       continue;
     }
-    Axis axis{name == "seeds" ? "workload.seed" : name, name == "seeds" ? "seed" : name, {}};
-    if (name != "seeds" && name.find('.') == std::string::npos)
+    const toml::array* list = value.as_array();
+    if (list == nullptr || list->empty()) {
+      diagnostics.error(document.where(value), "'" + name +
+                                                   "' in [sweep] must be a non-empty list of values (or a "
+                                                   "table of named variants)");
+      continue;
+    }
+    const std::string path = name == "seeds" ? "workload.seed" : name;
+    Axis axis{name == "seeds" ? "seed" : name, {}};
+    if (name != "seeds" && !is_config_path(name))
       diagnostics.error(document.where(value), "'" + name + "' in [sweep] is not a config path like "
                                                             "\"workload.jobs_per_hour\" (or 'seeds')");
-    for (const toml::node& element : *list) axis.values.push_back(&element);
+    for (const toml::node& element : *list)
+      axis.values.push_back({{path + "=" + toml_text(element)}, json_value(element)});
     axes.push_back(std::move(axis));
   }
   diagnostics.raise_if_any();
@@ -73,9 +116,9 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
     SweepPoint point;
     nlohmann::ordered_json labels = nlohmann::ordered_json::object();  // axes in sweep order
     for (std::size_t a = 0; a < axes.size(); ++a) {
-      const toml::node& value = *axes[a].values[index[a]];
-      point.overrides.push_back(axes[a].path + "=" + toml_text(value));
-      labels[axes[a].name] = json_value(value);
+      const AxisValue& value = axes[a].values[index[a]];
+      point.overrides.insert(point.overrides.end(), value.overrides.begin(), value.overrides.end());
+      labels[axes[a].name] = value.label;
     }
     point.axes = labels.dump();
     points.push_back(std::move(point));

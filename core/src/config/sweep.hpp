@@ -2,11 +2,17 @@
 // --set) and each value a list; the runs are the cross product of the
 // lists, in the order the keys are written, the last key varying fastest.
 // `seeds = [1, 2, 3]` repeats every point with workload.seed set to each.
+// A table instead of a list is an axis of named variants, each setting
+// several config paths at once; the run's axes record the variant's name.
 //
 //   [sweep]
 //   "workload.jobs_per_hour" = [2, 4, 6]
 //   "scheduler.allocation.plugin" = ["fifo", "las"]
 //   seeds = [1, 2]
+//
+//   [sweep.policy.tiresias]            # axis "policy", variant "tiresias"
+//   "scheduler.allocation" = { plugin = "tiresias" }
+//   "scheduler.placement" = { plugin = "consolidated" }
 #pragma once
 
 #include <string>
