@@ -24,6 +24,7 @@ struct ReportOptions {
   std::string format = "table";
   std::vector<std::int64_t> runs;
   std::string by;  // a sweep axis to group by
+  std::vector<std::string> over;  // axes averaged over, like seeds
 };
 
 struct PlotOptions {
@@ -32,6 +33,7 @@ struct PlotOptions {
   std::vector<std::int64_t> runs;
   std::string metric = "avg_jct_s";
   std::string by;
+  std::vector<std::string> over;
   std::string output;  // default: <database stem>-<kind>.svg
 };
 

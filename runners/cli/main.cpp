@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   report_cmd->add_option("--run", report.runs, "only these run ids")->allow_extra_args(false);
   report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
+  report_cmd->add_option("--over", report.over, "with --by: also average over this axis, as over seeds")
+      ->allow_extra_args(false);
 
   std::string compare_db;
   std::int64_t compare_a = 0, compare_b = 0;
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
   plot_cmd->add_option("--run", plot.runs, "only these run ids")->allow_extra_args(false);
   plot_cmd->add_option("--metric", plot.metric, "for --kind metric: a report column, e.g. avg_jct_s");
   plot_cmd->add_option("--by", plot.by, "for --kind metric: the sweep axis on x");
+  plot_cmd->add_option("--over", plot.over, "for --kind metric: also average over this axis, as over seeds")
+      ->allow_extra_args(false);
   plot_cmd->add_option("-o,--output", plot.output, "output file, .svg or .png (default: <db>-<kind>.svg)");
 
   try {

@@ -30,18 +30,20 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
 // One row per run.
 void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format);
 
-// A sweep grouped by one axis: complete runs that differ only in `axis` and
-// in their seed form a series; each group is one value of the axis in one
-// series, with the figures averaged over its seeds.
+// A sweep grouped by one axis: complete runs that differ only in `axis`, in
+// their seed and in the `over` axes (replicates, such as the workload files
+// of a published evaluation) form a series; each group is one value of the
+// axis in one series, with the figures averaged over its runs.
 struct AxisGroup {
   std::string series;    // the label and the other axes
   nlohmann::json value;  // of `axis`
-  std::size_t runs = 0;  // averaged over (one per seed)
+  std::size_t runs = 0;  // averaged over (one per seed and `over` value)
   RunSummary mean;
 };
 // Series in order of first appearance, values in order within a series.
-// Throws UserError if no complete run has the axis.
-std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis);
+// Throws UserError if no complete run has the axis or one of `over`.
+std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis,
+                                     const std::vector<std::string>& over = {});
 void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
                           ReportFormat format);
 
