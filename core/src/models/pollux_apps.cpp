@@ -64,8 +64,10 @@
 //   counts) are clamped to the nearest one, where Pollux's simulator fails;
 //   its policies never ask. Shapes with more GPUs than the largest
 //   validated batch size has samples still run one sample per GPU.
-// - Not modelled: the 30 s restart after every reallocation (see [simulation]
-//   preemption_overhead_seconds), interference, GPU types. A fractional GPU
+// - Not modelled here: the 30 s restart after every reallocation (the
+//   `pollux` elasticity plugin's restart_seconds, [simulation]
+//   start_overhead_seconds and preemption_overhead_seconds), interference,
+//   GPU types. A fractional GPU
 //   share slows steps in proportion. Clusters with more GPUs on a node than
 //   any measured placement are refused, as Pollux assumes 4-GPU nodes.
 #include "models/pollux_apps.hpp"
