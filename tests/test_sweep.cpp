@@ -118,8 +118,31 @@ TEST_CASE("malformed sweeps are located") {
   dir.write("bad.toml", bad);
   const auto result = run_tessel({"run", "bad.toml"}, dir.path());
   CHECK(result.code == 2);
-  CHECK(result.err == "--set cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
+  CHECK(result.err == "bad.toml: [sweep] cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
   CHECK_FALSE(fs::exists(dir.path() / "sweep.db"));  // nothing ran
+}
+
+TEST_CASE("input paths in a sweep are relative to the config file, as in the rest of it") {
+  TempDir dir;
+  dir.write("exp/a.csv", "arrival,gpus,duration\n0,1,100\n");
+  dir.write("exp/b.csv", "arrival,gpus,duration\n0,1,200\n0,1,300\n");
+  dir.write("exp/s.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "csv"
+path = "a.csv"
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+[output]
+database = "paths.db"
+[sweep]
+"workload.path" = ["a.csv", "b.csv"]
+)");
+  const auto result = run_tessel({"run", "exp/s.toml", "-q"}, dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(count(dir.path() / "paths.db", "SELECT count(*) FROM jobs") == 3);
 }
 
 TEST_CASE("every point is stored as a run labelled by its axes, and --resume skips complete ones") {

@@ -23,10 +23,8 @@ ExperimentPlan plan_experiment(const ExperimentOptions& options) {
   std::vector<PlannedRun> runs;
   std::vector<Diagnostic> problems;
   for (const SweepPoint& point : expand_sweep(base)) {
-    std::vector<std::string> overrides = options.overrides;
-    overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
     try {
-      PlannedRun run{load_experiment(options.config, overrides), {}};
+      PlannedRun run{load_experiment(options.config, options.overrides, point.overrides), {}};
       run.info.axes = point.axes;
       run.info.label = run.config.output.label.empty()
                            ? std::filesystem::path(options.config).stem().string()

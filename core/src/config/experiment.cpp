@@ -115,8 +115,9 @@ ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
 }
 
 ExperimentConfig load_experiment(const std::filesystem::path& path,
-                                 const std::vector<std::string>& overrides) {
-  return read_experiment(std::make_shared<const TomlDocument>(TomlDocument::load(path, overrides)));
+                                 const std::vector<std::string>& overrides,
+                                 const std::vector<std::string>& sweep_overrides) {
+  return read_experiment(std::make_shared<const TomlDocument>(TomlDocument::load(path, overrides, sweep_overrides)));
 }
 
 }  // namespace tessel

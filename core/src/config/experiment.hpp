@@ -82,7 +82,9 @@ struct ExperimentConfig {
 
 // Throws ConfigError listing every problem.
 ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document);
+// `overrides` come from --set, `sweep_overrides` from a point of the file's [sweep].
 ExperimentConfig load_experiment(const std::filesystem::path& path,
-                                 const std::vector<std::string>& overrides = {});
+                                 const std::vector<std::string>& overrides = {},
+                                 const std::vector<std::string>& sweep_overrides = {});
 
 }  // namespace tessel

@@ -62,7 +62,8 @@ std::string_view type_name(const toml::node& node) {
 }
 
 TomlDocument TomlDocument::load(const std::filesystem::path& path,
-                                const std::vector<std::string>& overrides) {
+                                const std::vector<std::string>& overrides,
+                                const std::vector<std::string>& sweep_overrides) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;
@@ -70,11 +71,12 @@ TomlDocument TomlDocument::load(const std::filesystem::path& path,
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse(text.str(), path.string(), overrides);
+  return parse(text.str(), path.string(), overrides, sweep_overrides);
 }
 
 TomlDocument TomlDocument::parse(std::string_view text, std::string name,
-                                 const std::vector<std::string>& overrides) {
+                                 const std::vector<std::string>& overrides,
+                                 const std::vector<std::string>& sweep_overrides) {
   TomlDocument document;
   document.name_ = std::move(name);
   try {
@@ -82,7 +84,8 @@ TomlDocument TomlDocument::parse(std::string_view text, std::string name,
   } catch (const toml::parse_error& e) {
     throw ConfigError(location(e.source(), document.name_), std::string(e.description()));
   }
-  document.apply_overrides(overrides);
+  document.apply_overrides(overrides, "--set ");
+  document.apply_overrides(sweep_overrides, document.name_ + ": [sweep] ");
   return document;
 }
 
@@ -101,10 +104,10 @@ std::string TomlDocument::text() const {
   return out.str();
 }
 
-void TomlDocument::apply_overrides(const std::vector<std::string>& overrides) {
+void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix) {
   Diagnostics diagnostics;
   for (const std::string& override_text : overrides) {
-    const std::string origin = "--set " + override_text;
+    const std::string origin = origin_prefix + override_text;
     const auto equals = override_text.find('=');
     if (equals == std::string::npos || equals == 0) {
       diagnostics.error(origin, "expected key=value, e.g. --set workload.seed=7");

@@ -24,12 +24,17 @@ namespace tessel {
 class TomlDocument {
  public:
   // Parses `path` and applies `overrides` ("a.b.c=value"; the value is read
-  // as TOML, or as a bare string if it is not valid TOML). Throws ConfigError.
+  // as TOML, or as a bare string if it is not valid TOML), then
+  // `sweep_overrides`, a point of the file's own [sweep]. Relative input
+  // paths set by --set overrides are relative to the working directory;
+  // those of the file and of its sweep, to the file. Throws ConfigError.
   static TomlDocument load(const std::filesystem::path& path,
-                           const std::vector<std::string>& overrides = {});
+                           const std::vector<std::string>& overrides = {},
+                           const std::vector<std::string>& sweep_overrides = {});
   // Same, from text already in memory; `name` stands in for the file name.
   static TomlDocument parse(std::string_view text, std::string name,
-                            const std::vector<std::string>& overrides = {});
+                            const std::vector<std::string>& overrides = {},
+                            const std::vector<std::string>& sweep_overrides = {});
 
   const toml::table& root() const { return root_; }
   const std::string& name() const { return name_; }
@@ -41,7 +46,8 @@ class TomlDocument {
   std::string text() const;
 
  private:
-  void apply_overrides(const std::vector<std::string>& overrides);
+  // `origin` prefixes each override's text where diagnostics locate it.
+  void apply_overrides(const std::vector<std::string>& overrides, const std::string& origin);
 
   toml::table root_;
   std::string name_;
