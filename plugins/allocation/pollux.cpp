@@ -324,12 +324,16 @@ class Pollux final : public tessel::AllocationPolicy {
         for (const Option& option : choices_[j].options)
           if (option.gpus == picked[j]) speedup = option.speedup;
         tessel::Reason reason;
-        if (state_(job.slots).most_gpus_run == 0)
-          reason = tessel::Reason("{} GPU to start: Pollux grows a job only to twice the GPUs it has run on; "
-                                  "fair share {} GPUs", picked[j], fair);
+        if (!job.spec.elastic())
+          reason = tessel::Reason("rigid: its request of {} GPUs, speedup {} over a fair share of {} GPUs", picked[j],
+                                  speedup, fair);
+        else if (state_(job.slots).most_gpus_run == 0)
+          reason = tessel::Reason("{} GPU to start with: Pollux grows a job to at most twice the GPUs it has run "
+                                  "on (fair share: {} GPUs)",
+                                  picked[j], fair);
         else
-          reason = tessel::Reason("{} GPUs, speedup {} over a fair share of {} GPUs, the most even spread of "
-                                  "speedups (power mean, p = {})",
+          reason = tessel::Reason("{} GPUs: speedup {} over a fair share of {} GPUs, in the split that maximizes "
+                                  "the power mean (p = {}) of all jobs' speedups",
                                   picked[j], speedup, fair, exponent_);
         plan.ranked.push_back({job.spec.id, resources, reason});
       }
