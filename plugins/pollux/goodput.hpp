@@ -91,8 +91,9 @@ inline Configuration best_configuration(const ThroughputModel& model, const JobS
 
 // Pollux's fair share: the cluster's GPUs split evenly over the jobs, rounded up.
 inline int fair_share_gpus(int cluster_gpus, std::size_t jobs) {
-  const auto share = (static_cast<std::size_t>(cluster_gpus) + jobs - 1) / std::max<std::size_t>(jobs, 1);
-  return std::max(1, static_cast<int>(share));
+  if (jobs == 0) return std::max(cluster_gpus, 1);
+  const auto n = static_cast<int>(jobs);
+  return std::max(1, (cluster_gpus + n - 1) / n);
 }
 
 // The shape speedups are measured against: the fair share on one node.
