@@ -308,6 +308,17 @@ TEST_CASE("pollux on Pollux's applications: cifar10 and yolov3 share 8 GPUs as t
     }
   CHECK(std::vector<int>{gpus.at(a.spec.id), gpus.at(b.spec.id)} == best);
   CHECK(best == std::vector<int>{4, 4});  // cifar10 doubles to its cap; yolov3 keeps its node
+
+  // Their batch sizes on one node each, the goodput-best of Pollux's 50 candidates.
+  const std::vector<std::vector<GpuId>> placed{{0, 1, 2, 3}, {4, 5, 6, 7}};
+  std::vector<int> batches;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const JobState& job = *jobs[j].job;
+    const Allocation allocation{placed[j], 1000, 0, 0, {}};
+    batches.push_back(pollux.elasticity().arrange(scene.view(1800), job, allocation).batch_size);
+    CHECK(batches.back() == best_goodput(model, job.spec, 4, 1, job.executed_work).batch_size);
+  }
+  CHECK(batches == std::vector<int>{699, 30});
 }
 
 // ---------------------------------------------------------------- whole runs
