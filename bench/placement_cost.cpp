@@ -120,7 +120,7 @@ int main() {
         const SchedulerView view(settings, cluster, model, all, {}, {}, 0);
         const PlacementChoice choice = placement.place(view, job, job.spec.request());
         if (!choice.placed()) continue;
-        cluster.assign(job.spec.id, Allocation{choice.gpus, job.spec.gpu_milli, job.spec.cpus, 0});
+        cluster.assign(job.spec.id, Allocation{choice.gpus, job.spec.gpu_milli, job.spec.cpus, 0, {}});
         used_milli += job.spec.gpus * job.spec.gpu_milli;
       }
       const std::chrono::duration<double, std::micro> filled = std::chrono::steady_clock::now() - filling;

@@ -181,6 +181,29 @@ TEST_CASE("report --by with --group vc averages each VC over a series' seeds") {
   CHECK(lines[6] == "exp,share,b,2,1,1,450.000,450.000,450.000,450.000,150.000,450.000,0.300000,0");
 }
 
+TEST_CASE("report --over averages over another axis too, as over seeds") {
+  TempDir dir;
+  const fs::path db = hand_database(dir);
+  const auto result = run_tessel({"report", db.string(), "--by", "workload.jobs_per_hour", "--over",
+                                  "scheduler.allocation.plugin", "--format", "csv"});
+  REQUIRE(result.code == 0);
+  // Load 2: run averages 150, 250 (fifo) and 650, 750 (las): mean 450.
+  // Load 4: 250, 450 and 750, 950: mean 600.
+  std::istringstream lines(result.out);
+  std::string header, load2, load4, rest;
+  std::getline(lines, header);
+  std::getline(lines, load2);
+  std::getline(lines, load4);
+  CHECK(load2.starts_with("exp,2,4,2,2,450.000,"));
+  CHECK(load4.starts_with("exp,4,4,2,2,600.000,"));
+  CHECK_FALSE(std::getline(lines, rest));
+
+  const auto missing = run_tessel({"report", db.string(), "--by", "workload.jobs_per_hour", "--over", "policy"});
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "tessel: no complete run has axis 'policy' to average over (axes: workload.jobs_per_hour, "
+                       "scheduler.allocation.plugin, seed)\n");
+}
+
 TEST_CASE("compare puts two runs side by side with ratios") {
   TempDir dir;
   const fs::path db = hand_database(dir);

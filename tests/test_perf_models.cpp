@@ -236,6 +236,41 @@ TEST_CASE("pollux-apps trains a fixed-configuration job in the time Pollux's sim
   CHECK(seconds("bert", 384, 16, 4) == doctest::Approx(1323.8830895449114));
 }
 
+TEST_CASE("pollux-apps jobs on a fixed allocation finish when Pollux's simulator says, epoch by epoch") {
+  const auto apps = shared_data("pollux/apps");
+  if (!apps) {
+    MESSAGE("skipped: ../shared/data/pollux/apps is absent");
+    return;
+  }
+  // The same references as above, now simulated: the rate is each epoch's
+  // (rate_at) and changes where the epochs end, not at round boundaries.
+  // cifar10 at 2048 on 8 GPUs runs 100 epochs in 869 s, seven per round;
+  // ncf finishes its 10 epochs within the first round.
+  TempDir dir;
+  dir.write("jobs.csv",
+            "name,time,application,num_replicas,batch_size\n"
+            "a,0,cifar10,8,2048\nb,0,imagenet,48,6400\nc,0,ncf,1,32768\nd,0,bert,16,384\n");
+  const RunResults results = simulate(dir, R"([cluster]
+nodes = 30
+gpus_per_node = 4
+
+[workload]
+kind = "pollux-workload"
+path = "jobs.csv"
+model = { name = "pollux-apps", path = ")" + apps->string() + R"(" }
+
+[scheduler]
+round_seconds = 60
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+)");
+  const std::vector<double> jct = jcts(results);
+  CHECK(jct[0] == doctest::Approx(868.9923344741867).epsilon(1e-9));
+  CHECK(jct[1] == doctest::Approx(19687.77496776145).epsilon(1e-9));
+  CHECK(jct[2] == doctest::Approx(45.93535232720872).epsilon(1e-9));
+  CHECK(jct[3] == doctest::Approx(1323.8830895449114).epsilon(1e-9));
+}
+
 TEST_CASE("pollux-apps refuses nodes larger than any measured placement") {
   const auto apps = shared_data("pollux/apps");
   if (!apps) {
@@ -325,10 +360,71 @@ TEST_CASE("pollux-apps rate: training-long progress per second for the job's bat
   CHECK_THROWS_AS(model.rate(job_of("other"), shape_of(1, 1)), std::invalid_argument);
 }
 
+TEST_CASE("pollux-apps rate_at: each epoch's gain, changing where the epoch ends") {
+  TempDir dir;
+  write_toy_app(dir);
+  const PolluxAppsModel model(dir.path());
+  CHECK(model.rate_depends_on_progress());
+  // Batch 40 on 1 GPU: two micro-batches of 20, 4 s a batch. Epoch 0 (stats
+  // of validation-40's first row, sqr 4, var 0): gain 1. Epoch 1 (sqr 1,
+  // var 8): gain 9 / (8 / 4 + 1) = 3.
+  const JobSpec job = job_of("toy", 40);
+  CHECK(model.rate_at(job, shape_of(1, 1), 0) == doctest::Approx(1.0 / 4));
+  CHECK(model.rate_at(job, shape_of(1, 1), 99.9) == doctest::Approx(1.0 / 4));
+  CHECK(model.rate_at(job, shape_of(1, 1), 100) == doctest::Approx(3.0 / 4));
+  CHECK(model.rate_at(job, shape_of(1, 1), 400) == doctest::Approx(3.0 / 4));  // past the end: the last epoch
+  CHECK(model.next_rate_change(job, 0) == 100);
+  CHECK(model.next_rate_change(job, 100) == 250);
+  CHECK(std::isinf(model.next_rate_change(job, 250)));
+  // 100 / (1/4) + 150 / (3/4) = 600 s in all; rate() is the average over them.
+  CHECK(model.rate(job, shape_of(1, 1)) == doctest::Approx(250.0 / 600));
+
+  // A layout's batch size overrides the job's.
+  Shape shape = shape_of(1, 1);
+  shape.layout.batch_size = 40;
+  CHECK(model.rate_at(job_of("toy", 10), shape, 100) == doctest::Approx(3.0 / 4));
+  CHECK(model.rate(job_of("toy"), shape) == doctest::Approx(250.0 / 600));
+
+  // From the initial batch (or 10 per GPU) up to the largest validated, 40.
+  auto range = [&](int gpus) {
+    const BatchSizeRange r = model.batch_sizes(job_of("toy"), gpus).value();
+    return std::vector<int>{r.smallest, r.largest};
+  };
+  CHECK(range(1) == std::vector<int>{10, 40});
+  CHECK(range(2) == std::vector<int>{20, 40});
+  CHECK(range(4) == std::vector<int>{40, 40});
+  CHECK(model.batch_sizes(job_of("toy"), 5)->empty());  // 50 samples at the least
+}
+
+TEST_CASE("pollux-apps: the simulator follows the rate from epoch to epoch between rounds") {
+  // The job above alone, with 1000 s rounds: 400 s in epoch 0 and 200 s in
+  // epoch 1. Were its rate re-read only at rounds, it would take 1000 s.
+  TempDir dir;
+  write_toy_app(dir);
+  dir.write("jobs.csv", "name,time,application,num_replicas,batch_size\nj,0,toy,1,40\n");
+  const RunResults results = simulate(dir, R"([cluster]
+nodes = 1
+gpus_per_node = 2
+
+[workload]
+kind = "pollux-workload"
+path = "jobs.csv"
+model = { name = "pollux-apps", path = "." }
+
+[scheduler]
+round_seconds = 1000
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)");
+  CHECK(results.jobs[0].total_work == 250);
+  CHECK(jcts(results)[0] == doctest::Approx(600));
+}
+
 TEST_CASE("pollux-apps: a job spread over two nodes runs at the measured two-node step time") {
   // 2 nodes x 2 GPUs. first_fit puts job 0 on GPU 0 and job 1 on GPUs 1 and
   // 2, across both nodes. Job 1's 100 s were priced packed on one node (1.5
-  // s per step), and it runs at the two-node 3 s per step: 200 s.
+  // s per step, in epoch 0 throughout: gain 1, 66.7 units), and it runs at
+  // the two-node 3 s per step: 200 s.
   TempDir dir;
   write_toy_app(dir);
   dir.write("trace.csv", "arrival,gpus,duration,model\n0,1,100,toy\n0,2,100,toy\n");
@@ -345,9 +441,9 @@ model = { name = "pollux-apps", path = "." }
 allocation = { plugin = "fifo" }
 placement = { plugin = "first_fit" }
 )");
-  CHECK(jcts(results) == std::vector<double>{100, 200});
-  const double gain20 = 250 / (100 / 1.0 + 150 / (5.0 / 3));
-  CHECK(results.jobs[1].total_work == doctest::Approx(100 * gain20 / 1.5));
+  CHECK(jcts(results)[0] == doctest::Approx(100));
+  CHECK(jcts(results)[1] == doctest::Approx(200));
+  CHECK(results.jobs[1].total_work == doctest::Approx(100 / 1.5));
 }
 
 TEST_CASE("pollux-apps names the file at fault") {

@@ -446,6 +446,28 @@ TEST_CASE("spread draws only GPUs that fit: fractional shares, CPU limits, whole
   CHECK(nodes == std::set<NodeId>{2, 3});
 }
 
+// ================================================================ most_free
+
+TEST_CASE("most_free fills the emptiest nodes first, lowest-numbered on ties") {
+  Scene scene(3, 4);        // GPUs 0-3 on n0, 4-7 on n1, 8-11 on n2
+  scene.occupy({0, 1, 2});  // n0: 1 free
+  scene.occupy({4});        // n1: 3 free; n2: 4 free
+  Placer placer("most_free");
+
+  // One GPU goes to the emptiest node, n2, though n0 has exactly one.
+  PlacementChoice choice = scene.place(placer, scene.job(1));
+  CHECK(choice.gpus == std::vector<GpuId>{8});
+  CHECK(choice.reason.str() == "the emptiest nodes first: 1 node(s)");
+  scene.occupy({8});  // n1 and n2 now have 3 free each: the tie goes to n1
+  choice = scene.place(placer, scene.job(5));
+  CHECK(choice.gpus == std::vector<GpuId>{5, 6, 7, 9, 10});
+  CHECK(choice.reason.str() == "the emptiest nodes first: 2 node(s)");
+
+  choice = scene.place(placer, scene.job(8));
+  CHECK_FALSE(choice.placed());
+  CHECK(choice.reason.str() == "needs 8 GPUs, 7 usable in the cluster");
+}
+
 // ============================================ every new placement, shared GPUs
 
 TEST_CASE("every new placement plugin runs a fractional workload and keeps the invariants") {
@@ -460,7 +482,7 @@ TEST_CASE("every new placement plugin runs a fractional workload and keeps the i
              std::to_string(milli) + "," + models[i % 2] + "\n";
   }
   dir.write("trace.csv", trace);
-  for (const char* plugin : {"best_fit", "spread", "philly_locality", "tiresias_skew", "fgd"}) {
+  for (const char* plugin : {"best_fit", "spread", "philly_locality", "tiresias_skew", "fgd", "most_free"}) {
     CAPTURE(plugin);
     const RunResults results = run_observed(
         dir, experiment(3, 4, R"({ plugin = "accept_all" })", std::string("{ plugin = \"") + plugin + "\" }"),

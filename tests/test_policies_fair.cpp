@@ -128,6 +128,18 @@ TEST_CASE("optimus admits minimums shortest remaining time first when they do no
   CHECK(allocation_at(results, 1, 0) == "grant: rigid: its request of 1 GPUs; about 100 s left");
 }
 
+TEST_CASE("optimus, minimums_order = \"arrival\": minimums go to the earliest jobs") {
+  // The same jobs; jobs 0 and 1 run, job 2 waits for job 1's GPU at 100
+  // and ends at 300. Job 0 ends at 300.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,300\n0,1,100\n0,1,200\n");
+  const RunResults results =
+      simulate(dir, experiment(one_node(2), R"({ plugin = "optimus", minimums_order = "arrival" })"));
+  CHECK(jcts(results) == std::vector<double>{300, 100, 300});
+  CHECK(allocation_at(results, 2, 0) ==
+        "deny: needs at least 1 GPUs; the minimums of earlier arrivals fill the cluster's 2 GPUs");
+}
+
 // ------------------------------------------------------------------ themis
 
 namespace {

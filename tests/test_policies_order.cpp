@@ -300,6 +300,17 @@ TEST_CASE("tiresias: within a queue, a running job keeps its GPUs ahead of an ea
   CHECK(preemptions(results) == std::vector<int>{0, 0, 0, 0});
 }
 
+TEST_CASE("tiresias, running_first = false: an earlier waiting job preempts a later one of its queue") {
+  // The trace above, ranked by arrival alone as in Pollux's simulator.
+  // t=200  job 2 (arrived 10) ranks before job 3 (arrived 20): it preempts
+  //        job 3 (100 of its 300 s done) and runs 200-400.      JCT 390
+  // t=400  job 3 resumes with 200 s left: ends 600.              JCT 580
+  const RunResults results = run("0,2,3000\n0,1,150\n10,2,200\n20,1,300\n",
+                                 R"({ plugin = "tiresias", running_first = false })", 100);
+  CHECK(jcts(results) == std::vector<double>{3000, 150, 390, 580});
+  CHECK(preemptions(results) == std::vector<int>{0, 0, 0, 1});
+}
+
 TEST_CASE("tiresias: the promote knob brings a starved job back to the top queue") {
   // Threshold 400 GPU-s, 100-second rounds. Job 0: 4 GPUs, 500 s. Jobs 1-4:
   // 1 GPU, 1000 s each, arriving at 50.

@@ -95,6 +95,20 @@ TEST_CASE("preemption frees GPUs for a higher-priority job and charges the resta
   CHECK(results.jobs[0].gpu_seconds == doctest::Approx(4 * 200 + 4 * 130));
 }
 
+TEST_CASE("a start overhead delays every job's first run, not its restarts") {
+  // As above, with 20 s at each first start: job 0 runs 200 - 20 = 180 s
+  // (720 GPU-seconds) before job 1 preempts it at 200; job 1 ends at
+  // 200 + 20 + 100 = 320 (JCT 170); job 0 resumes in the round at 400, pays
+  // its 30 s restart, needs 480 / 4 = 120 s more: ends 550.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,4,300\n150,2,100\n");
+  const std::string newest = "{ plugin = \"newest_first\", path = \"" + test_plugin("newest_first").string() + "\" }";
+  const RunResults results = simulate(
+      dir, experiment(newest, R"({ plugin = "first_fit" })",
+                      "[simulation]\npreemption_overhead_seconds = 30\nstart_overhead_seconds = 20\n"));
+  CHECK(jcts(results) == std::vector<double>{550, 170});
+}
+
 TEST_CASE("no job is preempted when preempting would not let the waiting job run") {
   // Job 2 asks for more CPUs than any node has. Every round it ranks first
   // and the core tries releasing jobs 1 and 0, finds it still cannot fit,

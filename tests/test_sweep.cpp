@@ -127,6 +127,45 @@ las = { plugin = "las" }
   CHECK(report.out.find("\nn,las,1,") != std::string::npos);
 }
 
+TEST_CASE("a table of named variants is one axis, each variant setting several paths") {
+  const TomlDocument doc = TomlDocument::parse(R"([sweep]
+"workload.jobs_per_hour" = [2, 4]
+
+[sweep.policy.las]
+"scheduler.allocation" = { plugin = "las" }
+"scheduler.placement" = { plugin = "first_fit" }
+
+[sweep.policy.tiresias]
+"scheduler.allocation" = { plugin = "tiresias", queue_thresholds_gpu_seconds = [7200] }
+)",
+                                               "v.toml");
+  const auto points = expand_sweep(doc);
+  REQUIRE(points.size() == 4);
+  CHECK(points[0].axes == R"({"workload.jobs_per_hour":2,"policy":"las"})");
+  CHECK(points[0].overrides == std::vector<std::string>{"workload.jobs_per_hour=2",
+                                                        "scheduler.allocation={ plugin = 'las' }",
+                                                        "scheduler.placement={ plugin = 'first_fit' }"});
+  CHECK(points[1].axes == R"({"workload.jobs_per_hour":2,"policy":"tiresias"})");
+  CHECK(points[1].overrides ==
+        std::vector<std::string>{"workload.jobs_per_hour=2",
+                                 "scheduler.allocation={ plugin = 'tiresias', queue_thresholds_gpu_seconds = [ 7200 ] }"});
+  CHECK(points[3].axes == R"({"workload.jobs_per_hour":4,"policy":"tiresias"})");
+
+  try {
+    expand_sweep(TomlDocument::parse("[sweep.policy.a]\nscheduler.allocation = { plugin = \"las\" }\n"
+                                     "[sweep.policy.b]\n[sweep.empty]\n",
+                                     "v.toml"));
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 3);
+    CHECK(e.diagnostics()[0].str() ==
+          "v.toml:2:1: 'scheduler' in [sweep.policy.a] is not a quoted config path like \"scheduler.allocation\"");
+    CHECK(e.diagnostics()[1].str().starts_with("v.toml:3:1: variant 'b' of [sweep.policy] must be a table of "
+                                               "config paths and values"));
+    CHECK(e.diagnostics()[2].str() == "v.toml:4:1: [sweep.empty] names no variants");
+  }
+}
+
 TEST_CASE("malformed sweeps are located") {
   try {
     expand_sweep(TomlDocument::parse("[sweep]\nseeds = 3\njobs_per_hour = [1]\n", "s.toml"));
@@ -135,7 +174,8 @@ TEST_CASE("malformed sweeps are located") {
     REQUIRE(e.diagnostics().size() == 2);
     CHECK(e.diagnostics()[0].str() == "s.toml:2:9: 'seeds' in [sweep] must be a non-empty list of values");
     CHECK(e.diagnostics()[1].str() ==
-          "s.toml:3:17: 'jobs_per_hour' in [sweep] is not a config path like \"workload.jobs_per_hour\" (or 'seeds')");
+          "s.toml:3:17: 'jobs_per_hour' in [sweep] is not a config path like \"workload.jobs_per_hour\", 'seeds', "
+          "or a table of named variants");
   }
   try {
     expand_sweep(TomlDocument::parse("[sweep]\n\"workload.jobs\" = {}\n", "s.toml"));

@@ -10,12 +10,12 @@ using namespace tessel::test;
 namespace {
 
 const char* kTrace =
-    "arrival,gpus,duration,vc,tenant\n"
-    "0,1,100,a,alice\n"
-    "50,2,200,b,bob\n"
-    "120,4,300,a,bob\n"
-    "400,1,400,c,alice\n"
-    "900,8,500,a,carol\n";
+    "arrival,gpus,duration,vc,tenant,model\n"
+    "0,1,100,a,alice,ncf\n"
+    "50,2,200,b,bob,bert\n"
+    "120,4,300,a,bob,bert\n"
+    "400,1,400,c,alice,ncf\n"
+    "900,8,500,a,carol,imagenet\n";
 
 Workload build(const TempDir& dir, const std::string& extra) {
   dir.write("trace.csv", kTrace);
@@ -103,6 +103,14 @@ TEST_CASE("jobs can be made elastic around their request") {
   CHECK(ranges == std::vector<std::pair<int, int>>{{1, 4}, {2, 4}, {2, 4}, {1, 4}, {2, 8}});
   CHECK(w.jobs[0].elastic());
   CHECK(w.jobs[4].gpus == 8);
+}
+
+TEST_CASE("only the jobs of some models can be made elastic") {
+  TempDir dir;
+  const Workload w = build(dir, "elastic_min_gpus = 1\nelastic_max_gpus = 16\nelastic_models = [\"bert\", \"imagenet\"]");
+  std::vector<std::pair<int, int>> ranges;
+  for (const JobSpec& job : w.jobs) ranges.emplace_back(job.min_gpus, job.max_gpus);
+  CHECK(ranges == std::vector<std::pair<int, int>>{{1, 1}, {1, 16}, {1, 16}, {1, 1}, {1, 16}});
 }
 
 TEST_CASE("tracking marks a window of job ids") {

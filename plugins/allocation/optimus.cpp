@@ -9,7 +9,10 @@
 //     fit, jobs are admitted shortest estimated remaining time (at their
 //     minimum) first, ties by arrival, skipping those that no longer fit;
 //     the rest wait. The paper assumes they fit; the order is ours, and is
-//     also the order Blox's optimus sorts jobs in.
+//     also the order Blox's optimus sorts jobs in. With `minimums_order =
+//     "arrival"` they are admitted in arrival order instead, as the Optimus
+//     baseline of Pollux's simulator does (petuum/adaptdl osdi21-artifact,
+//     simulator/optimus.py: one replica each, in job order, while GPUs last).
 //  2. Each remaining GPU goes to the elastic job whose estimated remaining
 //     time drops most when it gets one more GPU:
 //        gain(n) = T(n) - T(n + 1),  T(n) = view.remaining_seconds(job, packed shape of n GPUs)
@@ -52,9 +55,16 @@ namespace {
 
 using tessel::allocation::deny;
 
+constexpr tessel::ArgSpec kArgs[] = {
+    {"minimums_order", tessel::ArgType::string, "\"remaining_time\"",
+     "when the minimums do not all fit, which jobs get theirs: shortest estimated remaining time first, or "
+     "by arrival (Pollux's simulator)",
+     "remaining_time|arrival"}};
+
 class Optimus final : public tessel::AllocationPolicy {
  public:
-  explicit Optimus(const tessel::PluginContext&) {}
+  explicit Optimus(const tessel::PluginContext& context)
+      : shortest_first_(context.args().string("minimums_order") == "remaining_time") {}
 
   // Remaining times shrink as jobs progress, so gains change between events.
   bool time_sensitive() const override { return true; }
@@ -72,8 +82,9 @@ class Optimus final : public tessel::AllocationPolicy {
     }
     long long free_milli = static_cast<long long>(cluster.total_gpus()) * 1000;
 
-    // 1. Minimums; shortest remaining time first only when they do not all fit.
-    if (minimums_milli > free_milli)
+    // 1. Minimums; shortest remaining time first only when they do not all
+    // fit (view.active() is in arrival order).
+    if (minimums_milli > free_milli && shortest_first_)
       std::sort(shares_.begin(), shares_.end(), [](const Share& a, const Share& b) {
         return a.seconds != b.seconds ? a.seconds < b.seconds : a.job->spec.id < b.job->spec.id;
       });
@@ -150,12 +161,16 @@ class Optimus final : public tessel::AllocationPolicy {
     return plan;
   }
 
-  static tessel::Grant grant(const Share& share, const tessel::ClusterState& cluster) {
+  tessel::Grant grant(const Share& share, const tessel::ClusterState& cluster) const {
     const tessel::JobSpec& spec = share.job->spec;
     if (!share.admitted)
-      return deny(*share.job, tessel::Reason("needs at least {} GPUs; the minimums of jobs with less remaining "
-                                             "time fill the cluster's {} GPUs",
-                                             share.gpus, cluster.total_gpus()));
+      return deny(*share.job, shortest_first_
+                                  ? tessel::Reason("needs at least {} GPUs; the minimums of jobs with less "
+                                                   "remaining time fill the cluster's {} GPUs",
+                                                   share.gpus, cluster.total_gpus())
+                                  : tessel::Reason("needs at least {} GPUs; the minimums of earlier arrivals "
+                                                   "fill the cluster's {} GPUs",
+                                                   share.gpus, cluster.total_gpus()));
     tessel::Resources resources = spec.request();
     resources.gpus = share.gpus;
     tessel::Reason reason;
@@ -174,10 +189,13 @@ class Optimus final : public tessel::AllocationPolicy {
     return {spec.id, resources, reason};
   }
 
+  bool shortest_first_;
   std::vector<Share> shares_;  // reused across rounds
 };
 
 }  // namespace
 
-TESSEL_PLUGIN(Optimus, allocation, "optimus", "1.0",
-              "Optimus (EuroSys'18): minimums first, then each spare GPU to the job whose remaining time drops most")
+TESSEL_PLUGIN_WITH_ARGS(Optimus, allocation, "optimus", "1.0",
+                        "Optimus (EuroSys'18): minimums first, then each spare GPU to the job whose remaining time "
+                        "drops most",
+                        kArgs)

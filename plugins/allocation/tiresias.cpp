@@ -19,6 +19,11 @@
 //     queue in the order jobs entered it and, after every pass, moves the
 //     waiting jobs behind the running ones ("sort based on the job start
 //     time"), so a job never preempts another job of its own queue.
+//   * With `running_first = false`, a queue is strictly in arrival order,
+//     running or not, so an earlier job preempts later ones of its queue as
+//     soon as it fits: the Tiresias baseline of Pollux's simulator
+//     (petuum/adaptdl osdi21-artifact, simulator/tiresias.py), whose queues
+//     keep the order jobs entered them.
 //   * Running jobs keep what they hold; waiting jobs ask for their request.
 //     A job that does not fit is skipped and later jobs may start, as in the
 //     simulator's pass over the queues.
@@ -41,23 +46,30 @@
 
 namespace {
 
-constexpr tessel::ArgSpec kArgs[] = {discretized::kThresholdsArg, discretized::kPromoteKnobArg};
+constexpr tessel::ArgSpec kArgs[] = {
+    discretized::kThresholdsArg, discretized::kPromoteKnobArg,
+    {"running_first", tessel::ArgType::boolean, "true",
+     "within a queue, running jobs before waiting ones (Tiresias's simulator); false: by arrival only, so "
+     "an earlier job preempts later ones of its queue (Pollux's simulator)"}};
 
 class Tiresias final : public tessel::AllocationPolicy {
  public:
-  explicit Tiresias(const tessel::PluginContext& context) : queues_(context) {}
+  explicit Tiresias(const tessel::PluginContext& context)
+      : queues_(context), running_first_(context.args().boolean("running_first")) {}
 
   // Jobs move between queues as they run and wait.
   bool time_sensitive() const override { return true; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     // One pass drops each job into its queue, running jobs in a bucket ahead
-    // of waiting ones; view.active() is in arrival order, and so is each bucket.
+    // of waiting ones unless all go by arrival; view.active() is in arrival
+    // order, and so is each bucket.
     buckets_.resize(2 * static_cast<std::size_t>(queues_.count()));
     for (auto& bucket : buckets_) bucket.clear();
     for (const tessel::JobState* job : view.active()) {
       const discretized::Standing standing = queues_.update(*job, view.now());
-      buckets_[2 * standing.queue + (job->running() ? 0 : 1)].push_back({job, queues_.reason(standing)});
+      const bool behind_running = running_first_ && !job->running();
+      buckets_[2 * standing.queue + (behind_running ? 1 : 0)].push_back({job, queues_.reason(standing)});
     }
     tessel::AllocationPlan plan;
     plan.ranked.reserve(view.active().size());
@@ -75,6 +87,7 @@ class Tiresias final : public tessel::AllocationPolicy {
   };
 
   discretized::Queues queues_;
+  bool running_first_;
   std::vector<std::vector<Ranked>> buckets_;  // reused across rounds
 };
 

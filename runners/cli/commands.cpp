@@ -157,7 +157,7 @@ int report(const ReportOptions& options) {
   if (options.by.empty())
     print_report(std::cout, reports, format, grouping);
   else
-    print_grouped_report(std::cout, group_by_axis(reports, options.by), options.by, format, grouping);
+    print_grouped_report(std::cout, group_by_axis(reports, options.by, options.over), options.by, format, grouping);
   return 0;
 }
 
@@ -181,7 +181,7 @@ int explain(const std::string& database, std::int64_t job, std::optional<std::in
 
 int plot(const PlotOptions& options) {
   ResultsStore store = open_existing(options.database);
-  PlotRequest request{options.kind, options.runs, options.metric, options.by, options.output};
+  PlotRequest request{options.kind, options.runs, options.metric, options.by, options.over, options.output};
   if (request.output.empty())
     request.output = std::filesystem::path(options.database).stem().string() + "-" + options.kind + ".svg";
   tessel::plot(store, request);

@@ -23,8 +23,9 @@ struct ReportOptions {
   std::string database;
   std::string format = "table";
   std::vector<std::int64_t> runs;
-  std::string by;     // a sweep axis to group by
-  std::string group;  // "vc": one row per VC of each run (or group); empty: whole runs
+  std::string by;                 // a sweep axis to group by
+  std::vector<std::string> over;  // with `by`: axes averaged over, like seeds
+  std::string group;              // "vc": one row per VC of each run (or group); empty: whole runs
 };
 
 struct PlotOptions {
@@ -33,6 +34,7 @@ struct PlotOptions {
   std::vector<std::int64_t> runs;
   std::string metric = "avg_jct_s";
   std::string by;
+  std::vector<std::string> over;
   std::string output;  // default: <database stem>-<kind>.svg
 };
 

@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
   report_cmd->add_option("--group", report.group, "split each run's jobs: vc, one row per virtual cluster")
       ->check(CLI::IsMember({"vc"}));
+  report_cmd->add_option("--over", report.over, "with --by: also average over this axis, as over seeds")
+      ->allow_extra_args(false);
 
   std::string compare_db;
   std::int64_t compare_a = 0, compare_b = 0;
@@ -84,6 +86,8 @@ int main(int argc, char** argv) {
   plot_cmd->add_option("--run", plot.runs, "only these run ids")->allow_extra_args(false);
   plot_cmd->add_option("--metric", plot.metric, "for --kind metric: a report column, e.g. avg_jct_s");
   plot_cmd->add_option("--by", plot.by, "for --kind metric: the sweep axis on x");
+  plot_cmd->add_option("--over", plot.over, "for --kind metric: also average over this axis, as over seeds")
+      ->allow_extra_args(false);
   plot_cmd->add_option("-o,--output", plot.output, "output file, .svg or .png (default: <db>-<kind>.svg)");
 
   // Real nodes. The scheduler address and the secret may come from the

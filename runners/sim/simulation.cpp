@@ -170,6 +170,18 @@ void Simulation::schedule_completion(JobId id, double now) {
     done = std::ceil(done / round - 1e-9) * round;
   }
   push(done, EventKind::completion, id, p.completion);
+  schedule_rate_change(id, now);
+}
+
+void Simulation::schedule_rate_change(JobId id, double now) {
+  JobProgress& p = progress_[id];
+  const JobState& job = scheduler_->job(id);
+  const ThroughputModel& model = scheduler_->model();
+  if (!model.rate_depends_on_progress()) return;
+  p.next_change = model.next_rate_change(job.spec, job.executed_work);
+  if (!(p.next_change < job.spec.total_work)) return;
+  push(std::max(now, p.paused_until) + (p.next_change - job.executed_work) / p.rate, EventKind::rate_change, id,
+       p.completion);
 }
 
 void Simulation::rerate(JobId id, double now) {
@@ -231,6 +243,19 @@ void Simulation::handle(const Event& event) {
       scheduler_->report_progress(id, scheduler_->job(id).spec.total_work, now);
       scheduler_->complete(id, now);
       break;
+    }
+    case EventKind::rate_change: {
+      // The job has reached the change point; its progress is snapped to it,
+      // so that rounding cannot leave it just short and the rate unchanged.
+      const JobId id = event.subject;
+      sync(id, now);
+      JobProgress& p = progress_[id];
+      const JobState& job = scheduler_->job(id);
+      if (job.executed_work < p.next_change) scheduler_->report_progress(id, p.next_change, now);
+      const std::uint32_t generation = p.completion;
+      rerate(id, now);
+      if (p.completion == generation) schedule_rate_change(id, now);  // same rate: only the next change
+      return;  // nothing for a round to decide
     }
     case EventKind::job_crash: {
       const JobId id = event.subject;
@@ -319,7 +344,8 @@ void Simulation::round(double now) {
     start(resize.job, now, resize.cost_seconds);
   }
   for (JobId id : outcome.started)
-    start(id, now, progress_[id].has_run ? scheduler_->settings().restart_seconds : 0);
+    start(id, now, progress_[id].has_run ? scheduler_->settings().restart_seconds
+                                         : config_.simulation.start_overhead_seconds);
   if (scheduler_->model().rate_depends_on_progress())
     for (JobState* job : scheduler_->active())
       if (job->running() && progress_[job->spec.id].run_started < now) rerate(job->spec.id, now);
@@ -340,7 +366,10 @@ void Simulation::round(double now) {
   const bool only_waiting = running == 0 && next_arrival_ == jobs_->size();
   idle_rounds_ = (!outcome.changed() && only_waiting) ? idle_rounds_ + 1 : 0;
   if (idle_rounds_ >= kStallRounds) return;
-  if (outcome.changed() || scheduler_->plugins().time_sensitive())
+  // Rounds in which nothing could change are skipped, unless running jobs
+  // change speed as they progress: their rates are re-read every round.
+  const bool rates_drift = running > 0 && scheduler_->model().rate_depends_on_progress();
+  if (outcome.changed() || rates_drift || scheduler_->plugins().time_sensitive())
     next_round_ = now + scheduler_->settings().round_seconds;
 }
 
@@ -374,9 +403,11 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
       const Event next = events_.back();
       events_.pop_back();
       const bool job_event = next.kind == EventKind::completion || next.kind == EventKind::job_crash;
-      if (next.kind == EventKind::completion && next.generation != progress_[next.subject].completion) continue;
+      const bool rate_event = next.kind == EventKind::completion || next.kind == EventKind::rate_change;
+      if (rate_event && next.generation != progress_[next.subject].completion) continue;
       if (next.kind == EventKind::job_crash && next.generation != progress_[next.subject].run) continue;
-      if (!job_event && next.kind != EventKind::cluster_change && next.generation != node_generation_[next.subject])
+      if (!job_event && !rate_event && next.kind != EventKind::cluster_change &&
+          next.generation != node_generation_[next.subject])
         continue;  // the node was removed or repaired by hand meanwhile
       accrue_capacity(now);
       handle(next);

@@ -59,7 +59,9 @@ class Simulation {
  private:
   // Same-time events are handled in this order: completions free GPUs,
   // failures and cluster changes take effect, then the round decides.
-  enum class EventKind : unsigned char { completion, job_crash, cluster_change, node_failure, node_repair };
+  // A rate change (the job's progress reached the model's next_rate_change)
+  // comes right after completions.
+  enum class EventKind : unsigned char { completion, rate_change, job_crash, cluster_change, node_failure, node_repair };
   struct Event {
     double time;
     EventKind kind;
@@ -79,7 +81,8 @@ class Simulation {
     double run_started = 0;     // checkpoints count from here
     double work_at_run_start = 0;
     std::uint32_t run = 0;         // a new run period invalidates its crash and completion events
-    std::uint32_t completion = 0;  // a new rate invalidates its completion event
+    std::uint32_t completion = 0;  // a new rate invalidates its completion and rate-change events
+    double next_change = 0;        // progress of the pending rate-change event
     bool has_run = false;
 
     void stop() {
@@ -92,9 +95,12 @@ class Simulation {
   void handle(const Event& event);
   void sync(JobId id, double now);
   void start(JobId id, double now, double pause_seconds);
+  // Schedules the job's completion at its current rate, and the point where
+  // the model says its rate changes next, if that comes first.
   void schedule_completion(JobId id, double now);
-  // The job's rate changed (its progress moved it to another epoch): the
-  // completion is rescheduled at the new rate.
+  void schedule_rate_change(JobId id, double now);
+  // Re-reads the job's rate (its progress may have moved it to another
+  // epoch); if it changed, its completion is rescheduled at the new rate.
   void rerate(JobId id, double now);
   void lose_progress_since_checkpoint(JobId id, double now);
   // A node fails (crash: progress since the last checkpoint is lost) or

@@ -7,6 +7,8 @@
 // Synergy do).
 #pragma once
 
+#include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +17,13 @@
 #include "tessel/job.hpp"
 
 namespace tessel {
+
+// The global batch sizes a job can train with on some number of GPUs.
+struct BatchSizeRange {
+  int smallest = 0;
+  int largest = 0;
+  bool empty() const { return smallest < 1 || largest < smallest; }
+};
 
 class ThroughputModel {
  public:
@@ -28,7 +37,7 @@ class ThroughputModel {
   // The rate once the job has done `progress` work units. Models whose jobs
   // speed up or slow down as they train (Pollux's statistical efficiency
   // changes by epoch) override both; the simulator then re-reads the rate of
-  // running jobs every round.
+  // running jobs every round, and where next_rate_change says.
   virtual double rate_at(const JobSpec& job, const Shape& shape, double progress) const {
     (void)progress;
     return rate(job, shape);
@@ -53,6 +62,26 @@ class ThroughputModel {
   virtual std::string check(const ClusterState& cluster) const {
     (void)cluster;
     return {};
+  }
+
+  // For models whose rate depends on the batch size (Shape::layout.batch_size,
+  // where 0 means the job's own): the global batch sizes `job` can train with
+  // on `gpus` GPUs; empty when it cannot use that many GPUs (each needs a
+  // micro-batch the model has data for); nullopt when the batch size does not
+  // matter. Policies that tune batch sizes (Pollux) search this range.
+  // Declared after the others, so that plugins built before it keep their
+  // vtable layout.
+  virtual std::optional<BatchSizeRange> batch_sizes(const JobSpec& job, int gpus) const {
+    (void)job, (void)gpus;
+    return std::nullopt;
+  }
+
+  // The progress beyond `progress` at which rate_at next changes, whatever
+  // the shape (Pollux: the end of the epoch under way); infinity when it
+  // never does or the model cannot tell. Declared last, like batch_sizes.
+  virtual double next_rate_change(const JobSpec& job, double progress) const {
+    (void)job, (void)progress;
+    return std::numeric_limits<double>::infinity();
   }
 
   // Seconds to finish `work` units on `shape`.

@@ -65,6 +65,7 @@ SimulationConfig read_simulation(TableReader reader) {
   config.completion_at_round_end = reader.choice("completion", {"exact", "round"}, "exact") == "round";
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
+  config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);
   reader.finish();
   return config;
 }

@@ -55,6 +55,7 @@ struct SchedulerConfig {
 struct SimulationConfig {
   bool completion_at_round_end = false;  // completion = "round"
   double preemption_overhead_seconds = 0;
+  double start_overhead_seconds = 0;  // at a job's first launch
 };
 
 // Random failures. Nothing fails unless configured.
@@ -102,6 +103,7 @@ struct ExperimentConfig {
 
 // Throws ConfigError listing every problem.
 ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document);
+// `overrides` come from --set, `sweep_overrides` from a point of the file's [sweep].
 ExperimentConfig load_experiment(const std::filesystem::path& path,
                                  const std::vector<std::string>& overrides = {},
                                  const std::vector<std::string>& sweep_overrides = {});

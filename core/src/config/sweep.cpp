@@ -27,11 +27,15 @@ nlohmann::ordered_json json_value(const toml::node& value) {
   return toml_text(value);  // arrays and tables: as written
 }
 
+// One value of an axis: the overrides it applies and its label in the axes JSON.
+struct AxisValue {
+  std::vector<std::string> overrides;
+  nlohmann::ordered_json label;
+};
+
 struct Axis {
-  std::string path;  // "workload.seed" for seeds
-  std::string name;  // in the axes JSON: the path, or "seed"
-  std::vector<const toml::node*> values;
-  std::vector<std::string> value_names;  // for a table of named values: the names that label them
+  std::string name;  // in the axes JSON: the path, "seed", or the variants' axis name
+  std::vector<AxisValue> values;
 };
 
 // The entries of a table in the order they are written (toml++ keeps keys
@@ -48,6 +52,32 @@ std::vector<std::pair<std::string, const toml::node*>> in_written_order(const To
   return entries;
 }
 
+bool is_config_path(const std::string& name) { return name.find('.') != std::string::npos; }
+
+// A table of named variants, each a table of config paths and values.
+void read_variants(const TomlDocument& document, const std::string& name, const toml::table& variants,
+                   Axis& axis, Diagnostics& diagnostics) {
+  for (const auto& [variant, settings_node] : in_written_order(document, variants)) {
+    const toml::table* settings = settings_node->as_table();
+    if (settings == nullptr || settings->empty()) {
+      diagnostics.error(document.where(*settings_node),
+                        "variant '" + variant + "' of [sweep." + name +
+                            "] must be a table of config paths and values, like \"scheduler.allocation\" = "
+                            "{ plugin = \"fifo\" }");
+      continue;
+    }
+    AxisValue choice{{}, variant};
+    for (const auto& [path, setting] : in_written_order(document, *settings)) {
+      if (!is_config_path(path))
+        diagnostics.error(document.where(*setting), "'" + path + "' in [sweep." + name + "." + variant +
+                                                        "] is not a quoted config path like "
+                                                        "\"scheduler.allocation\"");
+      choice.overrides.push_back(path + "=" + toml_text(*setting));
+    }
+    axis.values.push_back(std::move(choice));
+  }
+}
+
 }  // namespace
 
 std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
@@ -61,24 +91,30 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
   std::vector<Axis> axes;
   for (const auto& [name, node] : in_written_order(document, *sweep)) {
     const toml::node& value = *node;
-    const toml::array* list = value.as_array();
-    const toml::table* named = name == "seeds" ? nullptr : value.as_table();
-    if ((list == nullptr || list->empty()) && (named == nullptr || named->empty())) {
-      diagnostics.error(document.where(value), "'" + name + "' in [sweep] must be a non-empty list of values" +
-                                                   (name == "seeds" ? "" : " or a table of named values"));
+    const bool seeds = name == "seeds";
+    Axis axis{seeds ? "seed" : name, {}};
+    const toml::table* table = seeds ? nullptr : value.as_table();
+    if (table != nullptr && !is_config_path(name)) {
+      read_variants(document, name, *table, axis, diagnostics);
+      if (axis.values.empty()) diagnostics.error(document.where(value), "[sweep." + name + "] names no variants");
+      else axes.push_back(std::move(axis));
       continue;
     }
-    Axis axis{name == "seeds" ? "workload.seed" : name, name == "seeds" ? "seed" : name, {}, {}};
-    if (name != "seeds" && name.find('.') == std::string::npos)
+    const std::string path = seeds ? "workload.seed" : name;
+    if (!seeds && !is_config_path(name))
       diagnostics.error(document.where(value), "'" + name + "' in [sweep] is not a config path like "
-                                                            "\"workload.jobs_per_hour\" (or 'seeds')");
-    if (list != nullptr) {
-      for (const toml::node& element : *list) axis.values.push_back(&element);
+                                                            "\"workload.jobs_per_hour\", 'seeds', or a table "
+                                                            "of named variants");
+    if (const toml::array* list = value.as_array(); list != nullptr && !list->empty()) {
+      for (const toml::node& element : *list)
+        axis.values.push_back({{path + "=" + toml_text(element)}, json_value(element)});
+    } else if (table != nullptr && !table->empty()) {
+      for (const auto& [value_name, element] : in_written_order(document, *table))
+        axis.values.push_back({{path + "=" + toml_text(*element)}, value_name});
     } else {
-      for (const auto& [value_name, element] : in_written_order(document, *named)) {
-        axis.values.push_back(element);
-        axis.value_names.push_back(value_name);
-      }
+      diagnostics.error(document.where(value), "'" + name + "' in [sweep] must be a non-empty list of values" +
+                                                   (seeds ? "" : " or a table of named values"));
+      continue;
     }
     axes.push_back(std::move(axis));
   }
@@ -92,10 +128,9 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
     SweepPoint point;
     nlohmann::ordered_json labels = nlohmann::ordered_json::object();  // axes in sweep order
     for (std::size_t a = 0; a < axes.size(); ++a) {
-      const toml::node& value = *axes[a].values[index[a]];
-      point.overrides.push_back(axes[a].path + "=" + toml_text(value));
-      labels[axes[a].name] = axes[a].value_names.empty() ? json_value(value)
-                                                         : nlohmann::ordered_json(axes[a].value_names[index[a]]);
+      const AxisValue& value = axes[a].values[index[a]];
+      point.overrides.insert(point.overrides.end(), value.overrides.begin(), value.overrides.end());
+      labels[axes[a].name] = value.label;
     }
     point.axes = labels.dump();
     points.push_back(std::move(point));

@@ -2,16 +2,22 @@
 // --set) and each value a list; the runs are the cross product of the
 // lists, in the order the keys are written, the last key varying fastest.
 // `seeds = [1, 2, 3]` repeats every point with workload.seed set to each.
-// An axis may instead be a table of named values, in the order written: each
-// value is applied as a list's would be, and its name labels the runs. This
-// sweeps whole tables whose keys differ (a plugin with its own arguments)
-// under short labels; --resume then matches points by those names.
+// A table instead of a list names its values, in the order written; names
+// label the runs (and --resume matches points by them):
+//   - under a config path, each named value is that path's value: a whole
+//     table swept under a short label (a plugin with its own arguments);
+//   - under a plain name, each named variant sets several config paths at
+//     once (a policy that differs in allocation, placement and elasticity).
 //
 //   [sweep]
 //   "workload.jobs_per_hour" = [2, 4, 6]
 //   "scheduler.allocation.plugin" = ["fifo", "las"]
 //   "scheduler.placement" = { packed = { plugin = "consolidated" }, spread = { plugin = "spread" } }
 //   seeds = [1, 2]
+//
+//   [sweep.policy.tiresias]            # axis "policy", variant "tiresias"
+//   "scheduler.allocation" = { plugin = "tiresias" }
+//   "scheduler.placement" = { plugin = "consolidated" }
 #pragma once
 
 #include <string>

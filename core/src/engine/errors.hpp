@@ -15,7 +15,7 @@ class UserError : public std::runtime_error {
 };
 
 // One problem in a user's input, located like a compiler diagnostic:
-// `where` is "file:line:col", "file:line" or "--set key=value".
+// `where` is "file:line:col", "file:line", "--set key=value" or "file: [sweep] key=value".
 struct Diagnostic {
   std::string where;
   std::string message;

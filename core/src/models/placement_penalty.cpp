@@ -14,8 +14,9 @@
 // nodes, so it is never faster). An entry of `models`, keyed by the job's
 // profile (JobSpec::model), replaces these factors for that profile; what it
 // leaves out comes from the built-in entry for that profile if there is one,
-// else from the top level. `base` defaults to "linear"; profiles, default
-// work and the cluster check are the base's.
+// else from the top level. `base` defaults to "linear"; progress-dependent
+// rates (rate_at and its change points), batch-size ranges, profiles,
+// default work and the cluster check are the base's.
 //
 // Sources for the defaults:
 // - Which models suffer. Tiresias (Gu et al., NSDI'19, §2.2 on
@@ -78,12 +79,17 @@ class PlacementPenaltyModel final : public ThroughputModel {
   std::string_view name() const override { return "placement-penalty"; }
 
   double rate(const JobSpec& job, const Shape& shape) const override {
-    const double base_rate = base_->rate(job, shape);
-    if (shape.nodes <= 1) return base_rate;
-    const auto found = per_profile_.find(job.model);
-    const SpreadFactors& factors = found == per_profile_.end() ? defaults_ : found->second;
-    return base_rate *
-           (shape.racks > 1 ? std::min(factors.across_nodes, factors.across_racks) : factors.across_nodes);
+    return base_->rate(job, shape) * factor(job, shape);
+  }
+  double rate_at(const JobSpec& job, const Shape& shape, double progress) const override {
+    return base_->rate_at(job, shape, progress) * factor(job, shape);
+  }
+  bool rate_depends_on_progress() const override { return base_->rate_depends_on_progress(); }
+  double next_rate_change(const JobSpec& job, double progress) const override {
+    return base_->next_rate_change(job, progress);
+  }
+  std::optional<BatchSizeRange> batch_sizes(const JobSpec& job, int gpus) const override {
+    return base_->batch_sizes(job, gpus);
   }
 
   std::span<const std::string> profiles() const override { return base_->profiles(); }
@@ -94,6 +100,13 @@ class PlacementPenaltyModel final : public ThroughputModel {
   }
 
  private:
+  double factor(const JobSpec& job, const Shape& shape) const {
+    if (shape.nodes <= 1) return 1;
+    const auto found = per_profile_.find(job.model);
+    const SpreadFactors& factors = found == per_profile_.end() ? defaults_ : found->second;
+    return shape.racks > 1 ? std::min(factors.across_nodes, factors.across_racks) : factors.across_nodes;
+  }
+
   std::shared_ptr<const ThroughputModel> base_;
   SpreadFactors defaults_;
   std::unordered_map<std::string, SpreadFactors> per_profile_;

@@ -15,7 +15,8 @@
 //   other comes from a table over (nodes, replicas, local batch size):
 //   placements.csv averaged over placements of one size, plus
 //   scalability.csv; more nodes than measured (16) are priced as 16.
-// - Batch split of a fixed global batch B over R replicas: local =
+// - Batch size: the shape's layout's (an elasticity policy's choice), else
+//   the job's own. Split of a global batch B over R replicas: local =
 //   ceil(B / R); accum_steps = ceil(local / max_local_bsz) - 1, at least 1
 //   on a single GPU when B exceeds the initial batch size; atomic =
 //   ceil(local / (accum_steps + 1)), capped so that the batch stays within
@@ -23,6 +24,9 @@
 //   max(initial batch size, min_local_bsz x R), Pollux's choice before it
 //   has profiled a job. min/max_local_bsz are the extremes of
 //   placements.csv, except yolov3's max of 8, a Pollux setting.
+//   batch_sizes(R) is the range Pollux's GoodputFunction.optimize searches:
+//   [max(initial, min_local_bsz x R), largest validated], empty past
+//   Pollux's max_replicas = largest // min_local_bsz.
 // - One batch takes step + (step - sync) x accum_steps seconds.
 // - Epochs are progress intervals: epoch k ends at the smallest progress any
 //   validation curve reached by the end of its epoch k. A job completes at
@@ -34,13 +38,18 @@
 //   row k of the validation curves, linear in B between validated batch
 //   sizes (1 when var / s + sqr is 0). Efficiency = gain / s; goodput =
 //   throughput x efficiency.
+// - rate_at(progress) is gain_k(B) per batch time, k the epoch under way at
+//   `progress`: Job.step's goodput. rate() averages over the whole training,
+//   target / sum_k(length of epoch k / gain_k(B)) per batch time, so that
+//   target / rate() is exactly Pollux's time on a fixed allocation; it
+//   prices remaining times. A trace's duration becomes the work done in that
+//   time from progress 0, epoch by epoch.
+//
+//   next_rate_change() is the end of the epoch under way, where the
+//   simulator re-reads rate_at, as Job.step does.
 //
 // Simplifications:
-// - rate() has no progress argument, so it averages over the whole
-//   training: target / sum_k(length of epoch k / gain_k(B)) per batch time.
-//   A job that keeps its allocation finishes exactly when Pollux's
-//   simulator says; one that changes allocation mid-training is priced as
-//   if the epochs left had the average gain.
+// - Job.step rounds the time of each epoch end to a whole second; we do not.
 // - rate() sees a shape's node count, not its GPUs per node, so it takes
 //   the (nodes, replicas) table: exact when those determine the placement
 //   (one node, one GPU per node, full 4-GPU nodes), else the mean over the
@@ -55,9 +64,10 @@
 //   counts) are clamped to the nearest one, where Pollux's simulator fails;
 //   its policies never ask. Shapes with more GPUs than the largest
 //   validated batch size has samples still run one sample per GPU.
-// - Not modelled: the rounding of epoch ends to whole seconds, the 30 s
-//   restart after every reallocation (see [simulation]
-//   preemption_overhead_seconds), interference, GPU types. A fractional GPU
+// - Not modelled here: the 30 s restart after every reallocation (the
+//   `pollux` elasticity plugin's restart_seconds, [simulation]
+//   start_overhead_seconds and preemption_overhead_seconds), interference,
+//   GPU types. A fractional GPU
 //   share slows steps in proportion. Clusters with more GPUs on a node than
 //   any measured placement are refused, as Pollux assumes 4-GPU nodes.
 #include "models/pollux_apps.hpp"
@@ -309,6 +319,11 @@ int PolluxApplication::epoch_at(double progress) const {
                           (epoch_start_.begin() + 1));
 }
 
+double PolluxApplication::epoch_end_after(double progress) const {
+  const int epoch = epoch_at(progress);
+  return epoch < max_epochs() ? epoch_start(epoch + 1) : INFINITY;
+}
+
 StepTime PolluxApplication::step_time(std::span<const int> placement, double local_bsz) const {
   const std::vector<int> key = canonical_placement(placement);
   if (key.empty()) throw std::invalid_argument("step_time of a placement with no GPUs");
@@ -381,11 +396,25 @@ double PolluxApplication::mean_gain(double batch_size) const {
   return target_progress() / batches;
 }
 
-double PolluxApplication::progress_rate(int nodes, int replicas, int batch_size) const {
+BatchSizeRange PolluxApplication::batch_sizes(int replicas) const {
+  return {std::max(init_batch_size_, min_local_bsz_ * replicas), max_batch_size_};
+}
+
+PolluxApplication::BatchRun PolluxApplication::run_batch(int nodes, int replicas, int batch_size) const {
   const BatchSplit batch = split(batch_size, replicas);
   const StepTime time = step_time(nodes, replicas, batch.atomic_bsz);
-  const double global_batch = static_cast<double>(replicas) * batch.atomic_bsz * (batch.accum_steps + 1);
-  return mean_gain(global_batch) / seconds_per_batch(time, batch.accum_steps);
+  return {static_cast<double>(replicas) * batch.atomic_bsz * (batch.accum_steps + 1),
+          seconds_per_batch(time, batch.accum_steps)};
+}
+
+double PolluxApplication::progress_rate(int nodes, int replicas, int batch_size) const {
+  const BatchRun batch = run_batch(nodes, replicas, batch_size);
+  return mean_gain(batch.samples) / batch.seconds;
+}
+
+double PolluxApplication::progress_rate_at(int nodes, int replicas, int batch_size, double progress) const {
+  const BatchRun batch = run_batch(nodes, replicas, batch_size);
+  return gain(batch.samples, gradient_stats(batch.samples, progress)) / batch.seconds;
 }
 
 // ------------------------------------------------------------------ the model
@@ -413,12 +442,38 @@ const PolluxApplication* PolluxAppsModel::application(std::string_view name) con
   return &applications_[static_cast<std::size_t>(it - names_.begin())];
 }
 
-double PolluxAppsModel::rate(const JobSpec& job, const Shape& shape) const {
+const PolluxApplication& PolluxAppsModel::application_of(const JobSpec& job) const {
   const PolluxApplication* app = application(job.model);
   if (app == nullptr) throw std::invalid_argument("pollux-apps has no application '" + job.model + "'");
+  return *app;
+}
+
+namespace {
+int batch_size_of(const JobSpec& job, const Shape& shape) {
+  return shape.layout.batch_size > 0 ? shape.layout.batch_size : job.batch_size;
+}
+}  // namespace
+
+double PolluxAppsModel::rate(const JobSpec& job, const Shape& shape) const {
+  const PolluxApplication& app = application_of(job);
   if (shape.gpus < 1) return 0;
   const int nodes = std::clamp(shape.nodes, 1, shape.gpus);
-  return app->progress_rate(nodes, shape.gpus, job.batch_size) * (shape.gpu_milli / 1000.0);
+  return app.progress_rate(nodes, shape.gpus, batch_size_of(job, shape)) * (shape.gpu_milli / 1000.0);
+}
+
+double PolluxAppsModel::rate_at(const JobSpec& job, const Shape& shape, double progress) const {
+  const PolluxApplication& app = application_of(job);
+  if (shape.gpus < 1) return 0;
+  const int nodes = std::clamp(shape.nodes, 1, shape.gpus);
+  return app.progress_rate_at(nodes, shape.gpus, batch_size_of(job, shape), progress) * (shape.gpu_milli / 1000.0);
+}
+
+double PolluxAppsModel::next_rate_change(const JobSpec& job, double progress) const {
+  return application_of(job).epoch_end_after(progress);
+}
+
+std::optional<BatchSizeRange> PolluxAppsModel::batch_sizes(const JobSpec& job, int gpus) const {
+  return application_of(job).batch_sizes(gpus);
 }
 
 double PolluxAppsModel::default_work(const JobSpec& job) const {

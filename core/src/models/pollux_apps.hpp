@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +66,8 @@ class PolluxApplication {
   double target_progress() const { return epoch_start_.back(); }
   // The epoch under way at `progress`: how many epoch ends it has reached.
   int epoch_at(double progress) const;
+  // Where the epoch under way at `progress` ends; infinity past the last.
+  double epoch_end_after(double progress) const;
 
   // Step time of `placement` (GPUs on each node, in any order) at a local
   // batch size, measured or interpolated as Pollux's simulator does.
@@ -93,11 +96,20 @@ class PolluxApplication {
   // are worth at the initial batch size.
   double goodput(std::span<const int> placement, BatchSplit split, double progress) const;
 
+  // The global batch sizes Pollux lets a job try on `replicas` GPUs: from
+  // the initial batch size (or the smallest local batch on every replica,
+  // if that is more) to the largest validated one. Empty when even the
+  // smallest local batches exceed the largest batch (Pollux's max_replicas).
+  BatchSizeRange batch_sizes(int replicas) const;
+
   // Progress per second of a job with a fixed global batch size (0: Pollux's
   // initial choice) on `replicas` GPUs over `nodes` nodes, averaged over
   // its whole training so that target_progress() / rate is the time Pollux's
   // simulator takes to train it on that allocation.
   double progress_rate(int nodes, int replicas, int batch_size) const;
+  // The same during the epoch under way at `progress`: what Pollux's
+  // simulator (Job.step) makes a job progress at until that epoch ends.
+  double progress_rate_at(int nodes, int replicas, int batch_size, double progress) const;
 
  private:
   class StepTimeCurve {
@@ -127,6 +139,13 @@ class PolluxApplication {
   void read_step_times(const std::filesystem::path& directory);
   std::map<int, std::filesystem::path> read_validation(const std::filesystem::path& directory);
   void read_epochs(const std::filesystem::path& directory, const std::map<int, std::filesystem::path>& validation_files);
+  // A batch of `batch_size` (0: Pollux's initial choice) split over `replicas`
+  // GPUs on `nodes` nodes: the samples it really holds and its seconds.
+  struct BatchRun {
+    double samples = 0;
+    double seconds = 0;
+  };
+  BatchRun run_batch(int nodes, int replicas, int batch_size) const;
   GradientStats stats_in_epoch(double batch_size, int epoch) const;
   double gain(double batch_size, GradientStats stats) const;
   double mean_gain(double batch_size) const;
@@ -151,8 +170,14 @@ class PolluxAppsModel final : public ThroughputModel {
   explicit PolluxAppsModel(const std::filesystem::path& apps_directory);
 
   std::string_view name() const override { return "pollux-apps"; }
-  // Progress per second of `job.model` at `job.batch_size` on the shape.
+  // Progress per second of `job.model` on the shape, at the shape's batch
+  // size (its layout's, else the job's): over the whole training (rate) or
+  // during the epoch under way at `progress` (rate_at).
   double rate(const JobSpec& job, const Shape& shape) const override;
+  double rate_at(const JobSpec& job, const Shape& shape, double progress) const override;
+  bool rate_depends_on_progress() const override { return true; }
+  double next_rate_change(const JobSpec& job, double progress) const override;
+  std::optional<BatchSizeRange> batch_sizes(const JobSpec& job, int gpus) const override;
   std::span<const std::string> profiles() const override { return names_; }
   double default_work(const JobSpec& job) const override;
   std::string check(const ClusterState& cluster) const override;
@@ -161,6 +186,8 @@ class PolluxAppsModel final : public ThroughputModel {
   const PolluxApplication* application(std::string_view name) const;
 
  private:
+  const PolluxApplication& application_of(const JobSpec& job) const;
+
   std::vector<PolluxApplication> applications_;  // sorted by name
   std::vector<std::string> names_;
 };

@@ -135,7 +135,7 @@ void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scrat
     for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
     throw UserError("unknown metric '" + request.metric + "' (valid: " + valid + ")");
   }
-  const std::vector<AxisGroup> groups = group_by_axis(load_reports(store, request.runs), request.axis);
+  const std::vector<AxisGroup> groups = group_by_axis(load_reports(store, request.runs), request.axis, request.over);
   const bool numeric = std::all_of(groups.begin(), groups.end(), [](const AxisGroup& g) { return g.value.is_number(); });
   const bool is_time = request.metric.ends_with("_s");
   std::string ylabel = figure_title(request.metric);

@@ -18,6 +18,7 @@ struct PlotRequest {
   std::vector<std::int64_t> runs;  // empty: every complete run (occupancy: the last one)
   std::string metric = "avg_jct_s";  // for `metric`
   std::string axis;                  // for `metric`: the sweep axis on x
+  std::vector<std::string> over;     // for `metric`: axes averaged over, like seeds
   std::string output;                // .svg or .png
 };
 

@@ -241,7 +241,8 @@ void print_report(std::ostream& out, const std::vector<RunReport>& reports, Repo
   }
 }
 
-std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis) {
+std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis,
+                                     const std::vector<std::string>& over) {
   std::vector<AxisGroup> groups;
   std::vector<std::vector<RunSummary>> members;
   std::vector<std::string> known_axes;
@@ -255,6 +256,7 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
     const nlohmann::json value = nlohmann::json::parse(axes[axis].dump());
     axes.erase(axis);
     axes.erase("seed");
+    for (const std::string& replicate : over) axes.erase(replicate);
     const std::string series = r.run.label + (axes.empty() ? "" : " " + axes_text(axes.dump()));
     auto group = std::find_if(groups.begin(), groups.end(), [&](const AxisGroup& g) {
       return g.series == series && g.value == value && g.group == r.group;
@@ -266,11 +268,13 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
     }
     members[group - groups.begin()].push_back(r.summary);
   }
-  if (groups.empty()) {
-    std::string valid;
-    for (const auto& name : known_axes) valid += (valid.empty() ? "" : ", ") + name;
+  std::string valid;
+  for (const auto& name : known_axes) valid += (valid.empty() ? "" : ", ") + name;
+  if (groups.empty())
     throw UserError("no complete run has axis '" + axis + "' (axes: " + (valid.empty() ? "none" : valid) + ")");
-  }
+  for (const std::string& replicate : over)
+    if (std::find(known_axes.begin(), known_axes.end(), replicate) == known_axes.end())
+      throw UserError("no complete run has axis '" + replicate + "' to average over (axes: " + valid + ")");
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& runs = members[g];
     const double n = static_cast<double>(runs.size());

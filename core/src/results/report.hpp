@@ -39,20 +39,23 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
 void print_report(std::ostream& out, const std::vector<RunReport>& reports, ReportFormat format,
                   JobGrouping grouping = JobGrouping::none);
 
-// A sweep grouped by one axis: complete runs that differ only in `axis` and
-// in their seed form a series; each group is one value of the axis in one
-// series, with the figures averaged over its seeds.
-// Reports split by VC are averaged VC by VC.
+// A sweep grouped by one axis: complete runs that differ only in `axis`, in
+// their seed and in the `over` axes (replicates, such as the workload files
+// of a published evaluation) form a series; each group is one value of the
+// axis in one series, with the figures averaged over its runs. Reports split
+// by VC are averaged VC by VC.
 struct AxisGroup {
   std::string series;    // the label and the other axes
   nlohmann::json value;  // of `axis`
-  std::size_t runs = 0;  // averaged over (one per seed)
+  std::size_t runs = 0;  // averaged over (one per seed and `over` value)
   RunSummary mean;
   std::string group;     // RunReport::group
 };
 // Series in order of first appearance, values in order within a series,
-// then groups in name order. Throws UserError if no complete run has the axis.
-std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis);
+// then groups in name order. Throws UserError if no complete run has the
+// axis or one of `over`.
+std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, const std::string& axis,
+                                     const std::vector<std::string>& over = {});
 void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
                           ReportFormat format, JobGrouping grouping = JobGrouping::none);
 

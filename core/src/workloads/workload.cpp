@@ -1,6 +1,7 @@
 #include "workloads/workload.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/models.hpp"
 #include "tessel/rng.hpp"
@@ -53,6 +54,7 @@ TraceTransforms read_transforms(TableReader& reader) {
   t.duration_scale = reader.number("duration_scale", 1, 1e-6).value_or(1);
   t.elastic_min_gpus = static_cast<int>(reader.integer("elastic_min_gpus", 0, 0, 1 << 20).value_or(0));
   t.elastic_max_gpus = static_cast<int>(reader.integer("elastic_max_gpus", 0, 0, 1 << 20).value_or(0));
+  t.elastic_models = reader.strings("elastic_models", std::vector<std::string>{}).value_or(std::vector<std::string>{});
   return t;
 }
 
@@ -89,12 +91,35 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
       jobs[i].spec.arrival = now;
     }
   }
+  auto made_elastic = [&](const JobSpec& spec) {
+    return t.elastic_models.empty() ||
+           std::find(t.elastic_models.begin(), t.elastic_models.end(), spec.model) != t.elastic_models.end();
+  };
   for (TraceJob& job : jobs) {
     job.spec.arrival /= t.arrival_rate_scale;
     job.duration *= t.duration_scale;
     job.spec.total_work *= t.duration_scale;
+    if (!made_elastic(job.spec)) continue;
     if (t.elastic_min_gpus > 0) job.spec.min_gpus = std::min(t.elastic_min_gpus, job.spec.gpus);
     if (t.elastic_max_gpus > 0) job.spec.max_gpus = std::max(t.elastic_max_gpus, job.spec.gpus);
+  }
+}
+
+// The work `job` does in `seconds` on `shape` from the start of its
+// training. A rate that changes with progress at points the model names is
+// followed from one to the next, so the job takes exactly `seconds` there;
+// otherwise the training-long rate() prices it.
+double work_in(const ThroughputModel& model, const JobSpec& job, double seconds, const Shape& shape) {
+  if (!model.rate_depends_on_progress() || std::isinf(model.next_rate_change(job, 0)))
+    return seconds * model.rate(job, shape);
+  double work = 0;
+  while (true) {
+    const double rate = model.rate_at(job, shape, work);
+    const double change = model.next_rate_change(job, work);
+    const double until_change = (change - work) / rate;
+    if (!(until_change < seconds)) return work + seconds * rate;
+    work = change;
+    seconds -= until_change;
   }
 }
 
@@ -158,7 +183,7 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
       ++assigned;
     }
     if (spec.total_work <= 0 && entry.duration > 0)
-      spec.total_work = entry.duration * model.rate(spec, cluster.packed_shape(spec, spec.gpus, reference));
+      spec.total_work = work_in(model, spec, entry.duration, cluster.packed_shape(spec, spec.gpus, reference));
     if (spec.total_work <= 0) spec.total_work = model.default_work(spec);
     if (!(spec.total_work > 0))
       throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +

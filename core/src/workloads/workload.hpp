@@ -69,6 +69,9 @@ struct TraceTransforms {
   // max(elastic_max_gpus, gpus)] GPUs. 0: leave the trace's own range.
   int elastic_min_gpus = 0;
   int elastic_max_gpus = 0;
+  // Only jobs of these models (JobSpec::model, as the trace names them) are
+  // made elastic; empty: all of them.
+  std::vector<std::string> elastic_models;
 };
 
 struct WorkloadConfig {
