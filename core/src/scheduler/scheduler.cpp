@@ -25,6 +25,7 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   copy->books_ = books_;
   copy->running_ = running_;
   copy->round_ = round_;
+  copy->admitted_this_round_ = admitted_this_round_;
   for (JobState* job : all_) {
     if (job->done()) continue;
     JobState& own = copy->storage_.emplace_back(*job);
@@ -190,14 +191,20 @@ RoundOutcome Scheduler::run_round(double now) {
   for (JobState* job : active_)
     if (job->running()) accrue(*job, now);
   RoundOutcome outcome;
-  {
+  // A fork made during a round, after its admission, continues that round:
+  // its first round does not admit again.
+  if (admitted_this_round_) {
+    outcome.admission_deferred = !pending_.empty();
+  } else if (!pending_.empty()) {
     const SchedulerView v = view(now);
-    if (!pending_.empty()) admit(v, outcome);
+    admit(v, outcome);
   }
+  admitted_this_round_ = true;
   const SchedulerView v = view(now);
   const AllocationPlan plan = plugins_.allocation->allocate(v);
   place_plan(v, plan, outcome);
   apply_resizes(v, plugins_.elasticity->resize(v), outcome);
+  admitted_this_round_ = false;
   return outcome;
 }
 

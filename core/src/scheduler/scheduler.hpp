@@ -42,9 +42,12 @@ struct RoundOutcome {
   std::vector<ResizeOutcome> resized;
   std::size_t admitted = 0;
   std::size_t rejected = 0;
+  // A fork's first round left its pending jobs to the next round's admission.
+  bool admission_deferred = false;
 
   bool changed() const {
-    return !started.empty() || !preempted.empty() || !resized.empty() || admitted || rejected;
+    return !started.empty() || !preempted.empty() || !resized.empty() || admitted || rejected ||
+           admission_deferred;
   }
 };
 
@@ -185,6 +188,9 @@ class Scheduler {
   bool needs_compaction_ = false;
   std::size_t running_ = 0;
   std::uint64_t round_ = 0;
+  // Between this round's admission and its end: a fork made now (what-if
+  // simulation from a plugin's call) must not admit again in its first round.
+  bool admitted_this_round_ = false;
 };
 
 }  // namespace tessel
