@@ -210,3 +210,60 @@ TEST_CASE("on a tie the synthesizer keeps its current choice") {
   for (const DecisionRecord& d : results.decisions)
     if (d.code == "grant") CHECK_FALSE(d.reason.starts_with("accept_all + fifo"));
 }
+
+TEST_CASE("a forecast sees the run's failures: planned, random nodes and crashing jobs, with the run's draws") {
+  // Whatever fails, a forecast run to completion from round 1 is what the
+  // run then does: it continues the run's events and random draws.
+  TempDir dir;
+  dir.write("trace.csv",
+            "arrival,gpus,duration\n0,2,900\n0,1,600\n50,1,400\n120,2,700\n250,1,300\n400,2,500\n");
+  const std::string allocation = "{ plugin = \"forecast_probe\", path = \"" + test_plugin("forecast_probe").string() +
+                                 "\", admission = \"accept_all\", allocation = \"las\", at_round = 1 }";
+  const RunResults results = simulate(dir, R"([cluster]
+nodes = 2
+gpus_per_node = 2
+[[cluster.events]]
+at_seconds = 450
+fail = ["n1"]
+[workload]
+kind = "csv"
+path = "trace.csv"
+seed = 3
+[scheduler]
+round_seconds = 100
+allocation = )" + allocation + R"(
+placement = { plugin = "first_fit" }
+[simulation]
+preemption_overhead_seconds = 20
+[failures]
+node_mtbf_hours = 0.3
+node_repair_hours = 0.05
+checkpoint_interval_seconds = 100
+job_failure_probability = 0.5
+max_retries = 100
+[output]
+decisions = true
+)");
+  Probe p;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.reason.starts_with("forecast "))
+      std::sscanf(d.reason.c_str(), "forecast in_system=%lf queueing=%lf jobs=%zu finished=%zu end=%lf", &p.in_system,
+                  &p.queueing, &p.jobs, &p.finished, &p.end);
+  double in_system = 0, queueing = 0, end = 0;
+  std::size_t jobs = 0, crashed = 0;
+  for (const JobRecord& job : results.jobs) {
+    REQUIRE(job.status == "finished");
+    crashed += job.attempts > 1;
+    if (*job.finish <= 100) continue;  // done before the forecast
+    ++jobs;
+    in_system += *job.finish - job.arrival;
+    queueing += *job.first_start - job.arrival;
+    end = std::max(end, *job.finish);
+  }
+  CHECK(crashed > 0);
+  CHECK(p.jobs == jobs);
+  CHECK(p.finished == jobs);
+  CHECK(p.in_system == doctest::Approx(in_system / jobs).epsilon(1e-12));
+  CHECK(p.queueing == doctest::Approx(queueing / jobs).epsilon(1e-12));
+  CHECK(p.end == end);
+}
