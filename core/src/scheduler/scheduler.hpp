@@ -185,6 +185,11 @@ class Scheduler {
   // search linear in running jobs, and skip it when it cannot succeed.
   std::vector<JobState*> round_running_;
   int reclaimable_gpus_ = 0;
+  // round_running_ in preemption order (lowest priority first), sorted at
+  // the round's first preemption search; and that search's victims.
+  std::vector<JobState*> victim_order_;
+  std::uint64_t victim_order_round_ = 0;
+  std::vector<JobState*> victims_;
   bool needs_compaction_ = false;
   std::size_t running_ = 0;
   std::uint64_t round_ = 0;
