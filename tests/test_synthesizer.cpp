@@ -110,3 +110,160 @@ TEST_CASE("a candidate the lab cannot create is the user's error") {
   CHECK(worse.err.find("argument 'candidates' of allocation plugin 'synthesizer': 'fifo' is not \"admission + "
                        "allocation\"") != std::string::npos);
 }
+
+namespace {
+
+// One 4-GPU node, rounds of 100 s. Job 0 (2 GPUs) arrives at 0, jobs 1 and
+// 2 (1 GPU, 500 s) at 50, job 3 (1 GPU, 100 s) at 300. The run starts with
+// load_based admission at 0.5x, which admits at most 2 GPUs of demand: job 0
+// at t=0, and then holds jobs 1 and 2 while job 0 runs.
+const char* kProbeTrace = "arrival,gpus,duration\n0,2,1000\n50,1,500\n50,1,500\n300,1,100\n";
+
+struct Probe {
+  double in_system = -1, queueing = -1, end = -1;
+  std::size_t jobs = 0, finished = 0;
+};
+
+// At round 1 (t=100) the probe forecasts "accept_all + fifo" and adopts it.
+Probe probe(const TempDir& dir, const std::string& options, RunResults* out = nullptr) {
+  const std::string allocation = "{ plugin = \"forecast_probe\", path = \"" + test_plugin("forecast_probe").string() +
+                                 "\", admission = \"accept_all\", allocation = \"fifo\", at_round = 1" + options + " }";
+  const RunResults results = simulate(dir, experiment(allocation, R"({ plugin = "load_based", factor = 0.5 })"));
+  Probe p;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.reason.starts_with("forecast ")) {
+      REQUIRE(d.time == 100);
+      std::sscanf(d.reason.c_str(), "forecast in_system=%lf queueing=%lf jobs=%zu finished=%zu end=%lf", &p.in_system,
+                  &p.queueing, &p.jobs, &p.finished, &p.end);
+    }
+  if (out != nullptr) *out = results;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a forecast is what adopting its candidate does: admission switches from the next round") {
+  // t=100: load_based holds jobs 1 and 2 this round; the probe adopts
+  // accept_all + fifo, so they are admitted at t=200 and run 200..700. Job 3
+  // (t=300) waits for a GPU until 700 and ends at 800; job 0 ends at 1000.
+  // JCTs 1000, 650, 650, 500: mean 700. Queueing 0, 150, 150, 400: 175.
+  // (A forecast that admitted them again at t=100 would say 625.)
+  TempDir dir;
+  dir.write("trace.csv", kProbeTrace);
+  RunResults results;
+  const Probe p = probe(dir, ", horizon_seconds = 0", &results);
+  CHECK(finish_times(results) == std::vector<double>{1000, 700, 700, 800});
+  CHECK(p.jobs == 4);
+  CHECK(p.finished == 4);
+  CHECK(p.in_system == doctest::Approx(700).epsilon(1e-12));
+  CHECK(p.queueing == doctest::Approx(175).epsilon(1e-12));
+  CHECK(p.end == 1000);
+}
+
+TEST_CASE("a forecast without known arrivals simulates only the jobs already submitted") {
+  // As above without job 3: jobs 0, 1, 2 end at 1000, 700, 700. JCTs 1000,
+  // 650, 650: mean 766.67; queueing 0, 150, 150: 100. The forecast ends
+  // with its last job, at 1000.
+  TempDir dir;
+  dir.write("trace.csv", kProbeTrace);
+  const Probe p = probe(dir, ", horizon_seconds = 0, known_arrivals = false");
+  CHECK(p.jobs == 3);
+  CHECK(p.finished == 3);
+  CHECK(p.in_system == doctest::Approx(2300.0 / 3).epsilon(1e-12));
+  CHECK(p.queueing == doctest::Approx(100).epsilon(1e-12));
+  CHECK(p.end == 1000);
+}
+
+TEST_CASE("a forecast with a horizon counts unfinished jobs to its end") {
+  // Horizon 400 s from t=100: nobody finishes by 500. Time in system to 500:
+  // 500, 450, 450 and 200 (job 3 arrived at 300): mean 400. Queueing: 0, 150,
+  // 150, and job 3 never starts before 500: 200; mean 125.
+  TempDir dir;
+  dir.write("trace.csv", kProbeTrace);
+  const Probe p = probe(dir, ", horizon_seconds = 400");
+  CHECK(p.jobs == 4);
+  CHECK(p.finished == 0);
+  CHECK(p.in_system == doctest::Approx(400).epsilon(1e-12));
+  CHECK(p.queueing == doctest::Approx(125).epsilon(1e-12));
+  CHECK(p.end == 500);
+}
+
+TEST_CASE("on a tie the synthesizer keeps its current choice") {
+  // SRTF wins the first evaluation (the short jobs pass the long one). Once
+  // the short jobs are done, only job 0 is left and every candidate's
+  // forecast is the same: the synthesizer stays with SRTF instead of going
+  // back to FIFO, the first listed. The delegate's reasons name it.
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const RunResults results = simulate(dir, experiment(R"({ plugin = "synthesizer", every_rounds = 1, )"
+                                                      R"(horizon_seconds = 100000, )"
+                                                      R"(candidates = ["accept_all + fifo", "accept_all + srtf"] })"));
+  std::string last_grant;
+  double last_time = -1;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.job == 0 && d.code == "grant" && d.time >= last_time) {
+      last_grant = d.reason;
+      last_time = d.time;
+    }
+  CHECK(last_time > 1000);  // the grant changed after the short jobs were done (job 0 restarted)
+  CHECK(last_grant.starts_with("accept_all + srtf: "));
+  for (const DecisionRecord& d : results.decisions)
+    if (d.code == "grant") CHECK_FALSE(d.reason.starts_with("accept_all + fifo"));
+}
+
+TEST_CASE("a forecast sees the run's failures: planned, random nodes and crashing jobs, with the run's draws") {
+  // Whatever fails, a forecast run to completion from round 1 is what the
+  // run then does: it continues the run's events and random draws.
+  TempDir dir;
+  dir.write("trace.csv",
+            "arrival,gpus,duration\n0,2,900\n0,1,600\n50,1,400\n120,2,700\n250,1,300\n400,2,500\n");
+  const std::string allocation = "{ plugin = \"forecast_probe\", path = \"" + test_plugin("forecast_probe").string() +
+                                 "\", admission = \"accept_all\", allocation = \"las\", at_round = 1 }";
+  const RunResults results = simulate(dir, R"([cluster]
+nodes = 2
+gpus_per_node = 2
+[[cluster.events]]
+at_seconds = 450
+fail = ["n1"]
+[workload]
+kind = "csv"
+path = "trace.csv"
+seed = 3
+[scheduler]
+round_seconds = 100
+allocation = )" + allocation + R"(
+placement = { plugin = "first_fit" }
+[simulation]
+preemption_overhead_seconds = 20
+[failures]
+node_mtbf_hours = 0.3
+node_repair_hours = 0.05
+checkpoint_interval_seconds = 100
+job_failure_probability = 0.5
+max_retries = 100
+[output]
+decisions = true
+)");
+  Probe p;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.reason.starts_with("forecast "))
+      std::sscanf(d.reason.c_str(), "forecast in_system=%lf queueing=%lf jobs=%zu finished=%zu end=%lf", &p.in_system,
+                  &p.queueing, &p.jobs, &p.finished, &p.end);
+  double in_system = 0, queueing = 0, end = 0;
+  std::size_t jobs = 0, crashed = 0;
+  for (const JobRecord& job : results.jobs) {
+    REQUIRE(job.status == "finished");
+    crashed += job.attempts > 1;
+    if (*job.finish <= 100) continue;  // done before the forecast
+    ++jobs;
+    in_system += *job.finish - job.arrival;
+    queueing += *job.first_start - job.arrival;
+    end = std::max(end, *job.finish);
+  }
+  CHECK(crashed > 0);
+  CHECK(p.jobs == jobs);
+  CHECK(p.finished == jobs);
+  CHECK(p.in_system == doctest::Approx(in_system / jobs).epsilon(1e-12));
+  CHECK(p.queueing == doctest::Approx(queueing / jobs).epsilon(1e-12));
+  CHECK(p.end == end);
+}

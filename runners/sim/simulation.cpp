@@ -26,11 +26,13 @@ class Simulation::Lab final : public PolicyLab {
  public:
   explicit Lab(Simulation& simulation) : simulation_(simulation) {}
 
-  Forecast forecast(std::string_view admission, std::string_view allocation, double horizon_seconds) override {
+  Forecast forecast(std::string_view admission, std::string_view allocation,
+                    const ForecastOptions& options) override {
+    if (!(options.horizon_seconds >= 0)) throw std::invalid_argument("a forecast's horizon must be 0 or more seconds");
     SchedulerConfig composition = simulation_.config_.scheduler;
     composition.stages[0] = parse_stage(PluginKind::admission, admission);
     composition.stages[1] = parse_stage(PluginKind::allocation, allocation);
-    return simulation_.forecast(composition, horizon_seconds);
+    return simulation_.forecast(composition, options);
   }
 
   AllocationPolicy& allocation(std::string_view policy) override {
@@ -80,6 +82,7 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
   scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), config.workload.model,
                                            settings, &log_);
   progress_.resize(jobs_->size());
+  arrivals_end_ = jobs_->size();
   lab_ = std::make_unique<Lab>(*this);
   scheduler_->set_lab(lab_.get());
 }
@@ -87,22 +90,40 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
 Simulation::Simulation(const Simulation& origin, ComposedScheduler plugins)
     : config_(origin.config_), registry_(origin.registry_), jobs_(origin.jobs_), log_(false),
       scheduler_(origin.scheduler_->fork(std::move(plugins))), progress_(origin.progress_),
-      next_arrival_(origin.next_arrival_), events_(origin.events_), sequence_(origin.sequence_),
+      next_arrival_(origin.next_arrival_), arrivals_end_(origin.arrivals_end_), events_(origin.events_),
+      sequence_(origin.sequence_),
       node_generation_(origin.node_generation_), failure_rng_(origin.failure_rng_), next_round_(kNever),
       capacity_since_(origin.capacity_since_), end_time_(origin.end_time_) {}
 
 Simulation::~Simulation() = default;
 
-Forecast Simulation::forecast(const SchedulerConfig& composition, double horizon) {
+PolicyLab& Simulation::lab() {
+  if (!lab_) throw std::logic_error("a forked simulation offers no lab");
+  return *lab_;
+}
+
+std::unique_ptr<Simulation> Simulation::fork(const SchedulerConfig& composition) const {
+  // The private constructor: make_unique cannot reach it.
+  return std::unique_ptr<Simulation>(new Simulation(
+      *this, compose_scheduler(composition, *registry_, config_.workload.seed,
+                               config_.document->base_directory().string())));
+}
+
+Forecast Simulation::forecast(const SchedulerConfig& composition, const ForecastOptions& options) {
   const double now = last_round_;  // forecasts are asked for during a round
-  Simulation fork(*this, compose_scheduler(composition, *registry_, config_.workload.seed,
-                                           config_.document->base_directory().string()));
-  // The fork decides this round again, with its own policies.
-  fork.request_round(now);
-  const double end = now + horizon;
-  fork.advance(end, nullptr);
+  std::unique_ptr<Simulation> fork = this->fork(composition);
+  if (!options.known_arrivals) fork->arrivals_end_ = next_arrival_;
+  // The fork decides this round again, with its own policies (its admission
+  // from the next round on: this round's has happened).
+  fork->request_round(now);
+  const double horizon_end = options.horizon_seconds > 0 ? now + options.horizon_seconds : kNever;
+  fork->advance(horizon_end, nullptr);
+  // Run to completion (horizon 0): the forecast ends with its last job event;
+  // jobs that could never be placed count to there.
+  const double end = options.horizon_seconds > 0 ? horizon_end : std::max(now, fork->end_time_);
 
   Forecast forecast;
+  forecast.end = end;
   double in_system = 0, queueing = 0;
   auto count = [&](const JobState& job) {
     ++forecast.jobs;
@@ -112,9 +133,9 @@ Forecast Simulation::forecast(const SchedulerConfig& composition, double horizon
     queueing += (job.first_start ? *job.first_start : end) - job.spec.arrival;
   };
   for (const JobState* job : scheduler_->jobs())  // what was here when the fork began
-    if (!job->done()) count(fork.scheduler_->job(job->spec.id));
-  for (std::size_t id = next_arrival_; id < fork.next_arrival_; ++id)  // and what arrived since
-    count(fork.scheduler_->job(static_cast<JobId>(id)));
+    if (!job->done()) count(fork->scheduler_->job(job->spec.id));
+  for (std::size_t id = next_arrival_; id < fork->next_arrival_; ++id)  // and what arrived since
+    count(fork->scheduler_->job(static_cast<JobId>(id)));
   if (forecast.jobs > 0) {
     forecast.mean_time_in_system = in_system / static_cast<double>(forecast.jobs);
     forecast.mean_queueing_delay = queueing / static_cast<double>(forecast.jobs);
@@ -363,7 +384,7 @@ void Simulation::round(double now) {
   if (active == 0 && pending == 0) return;
   // Waiting jobs, nothing running, nothing left to arrive: only the cluster
   // can still change. Give up after kStallRounds rounds that change nothing.
-  const bool only_waiting = running == 0 && next_arrival_ == jobs_->size();
+  const bool only_waiting = running == 0 && next_arrival_ >= arrivals_end_;
   idle_rounds_ = (!outcome.changed() && only_waiting) ? idle_rounds_ + 1 : 0;
   if (idle_rounds_ >= kStallRounds) return;
   // Rounds in which nothing could change are skipped, unless running jobs
@@ -380,7 +401,7 @@ void Simulation::accrue_capacity(double now) {
 }
 
 bool Simulation::work_left() {
-  return next_arrival_ < jobs_->size() || scheduler_->running_count() > 0 || !scheduler_->active().empty() ||
+  return next_arrival_ < arrivals_end_ || scheduler_->running_count() > 0 || !scheduler_->active().empty() ||
          !scheduler_->pending().empty();
 }
 
@@ -390,7 +411,7 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     if (stop != nullptr && (handled_ & 1023) == 0 && stop->load(std::memory_order_relaxed))
       throw Interrupted();
     const double event = events_.empty() ? kNever : events_.front().time;
-    const double arrival = next_arrival_ < jobs.size() ? jobs[next_arrival_].arrival : kNever;
+    const double arrival = next_arrival_ < arrivals_end_ ? jobs[next_arrival_].arrival : kNever;
     const double now = std::min({event, arrival, next_round_});
     // Failures and repairs go on forever; the run ends with its jobs, or
     // when its remaining jobs can never be placed.

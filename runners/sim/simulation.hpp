@@ -52,6 +52,14 @@ class Simulation {
   using RoundObserver = std::function<void(double now, const Scheduler&, const RoundOutcome&)>;
   void observe_rounds(RoundObserver observer) { observer_ = std::move(observer); }
 
+  // The lab plugins reach through their view (tessel/lab.hpp); benchmarks
+  // and tests use it directly, between rounds or from a round observer.
+  PolicyLab& lab();
+  // A copy of this simulation's state, to be run by `composition` from the
+  // last round on (what-if). It shares the workload and the jobs that are
+  // done with this simulation, so it must not outlive it.
+  std::unique_ptr<Simulation> fork(const SchedulerConfig& composition) const;
+
   std::size_t job_count() const { return jobs_->size(); }
   // What the workload left out or changed, for the user.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -119,8 +127,8 @@ class Simulation {
   class Lab;
   // A copy of this simulation's state, run by `plugins` (what-if).
   Simulation(const Simulation& origin, ComposedScheduler plugins);
-  // What `composition` would do over the next `horizon` seconds from now.
-  Forecast forecast(const SchedulerConfig& composition, double horizon);
+  // What `composition` would do from now on.
+  Forecast forecast(const SchedulerConfig& composition, const ForecastOptions& options);
 
   const ExperimentConfig& config_;
   PluginRegistry* registry_;
@@ -130,6 +138,7 @@ class Simulation {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<JobProgress> progress_;
   std::size_t next_arrival_ = 0;  // into jobs_
+  std::size_t arrivals_end_ = 0;  // jobs_ from here on never arrive (a forecast without foresight)
   std::vector<Event> events_;  // min-heap
   std::uint64_t sequence_ = 0;
   std::vector<std::uint32_t> node_generation_;  // invalidates a removed node's failures

@@ -28,7 +28,7 @@ namespace tessel {
 
 // Bump whenever a public header changes in a way that breaks plugins built
 // against the previous one.
-inline constexpr std::uint32_t kAbiVersion = 2;
+inline constexpr std::uint32_t kAbiVersion = 3;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);

@@ -30,7 +30,16 @@ class Reason {
     return reason;
   }
 
-  bool empty() const { return format_ == nullptr && (!text_ || text_->empty()); }
+  // This reason, read as "<who>: <reason>", for a policy that passes on
+  // another's decisions (the synthesizer names the candidate that decided).
+  // Shared and lazy like the rest: no text is built until str().
+  Reason attributed_to(std::shared_ptr<const std::string> who) const {
+    Reason reason = *this;
+    reason.who_ = std::move(who);
+    return reason;
+  }
+
+  bool empty() const { return format_ == nullptr && (!text_ || text_->empty()) && !who_; }
   std::string str() const;
 
  private:
@@ -38,6 +47,7 @@ class Reason {
   std::array<double, 4> args_{};
   unsigned char arg_count_ = 0;
   std::shared_ptr<const std::string> text_;  // shared, so that reasons stay small and cheap to copy
+  std::shared_ptr<const std::string> who_;   // attributed_to
 };
 
 }  // namespace tessel

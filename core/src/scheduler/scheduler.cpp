@@ -25,6 +25,7 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   copy->books_ = books_;
   copy->running_ = running_;
   copy->round_ = round_;
+  copy->admitted_this_round_ = admitted_this_round_;
   for (JobState* job : all_) {
     if (job->done()) continue;
     JobState& own = copy->storage_.emplace_back(*job);
@@ -240,14 +241,20 @@ RoundOutcome Scheduler::run_round(double now) {
   for (JobState* job : active_)
     if (job->running()) accrue(*job, now);
   RoundOutcome outcome;
-  {
+  // A fork made during a round, after its admission, continues that round:
+  // its first round does not admit again.
+  if (admitted_this_round_) {
+    outcome.admission_deferred = !pending_.empty();
+  } else if (!pending_.empty()) {
     const SchedulerView v = view(now);
-    if (!pending_.empty()) admit(v, outcome);
+    admit(v, outcome);
   }
+  admitted_this_round_ = true;
   const SchedulerView v = view(now);
   const AllocationPlan plan = plugins_.allocation->allocate(v);
   place_plan(v, plan, outcome);
   apply_resizes(v, plugins_.elasticity->resize(v), outcome);
+  admitted_this_round_ = false;
   return outcome;
 }
 
@@ -341,28 +348,35 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
 
   // Lower-ranked running jobs that nobody has placed or kept this round, the
   // lowest priority first: unranked ones, then by rank, later arrivals first.
-  const std::size_t my_rank = books_[job.spec.id].rank;
-  std::vector<JobState*> candidates;
-  int reclaimable = cluster_.free_gpus();
-  for (JobState* other : round_running_) {
-    if (!other->running() || other == &job) continue;
+  // Ranks are fixed for the round, so the running jobs are sorted in that
+  // order once, at the round's first search; each search walks them up to
+  // its own rank.
+  auto rank_of = [&](const JobState* other) {
     const Book& book = books_[other->spec.id];
-    if (book.protected_in == round_) continue;
-    const std::size_t rank = book.ranked_in == round_ ? book.rank : kUnranked;
-    if (rank != kUnranked && rank <= my_rank) continue;
+    return book.ranked_in == round_ ? book.rank : kUnranked;
+  };
+  if (victim_order_round_ != round_) {
+    victim_order_ = round_running_;
+    std::sort(victim_order_.begin(), victim_order_.end(), [&](const JobState* a, const JobState* b) {
+      const std::size_t ra = rank_of(a), rb = rank_of(b);
+      if (ra != rb) return ra > rb;
+      return a->spec.id > b->spec.id;
+    });
+    victim_order_round_ = round_;
+  }
+  const std::size_t my_rank = books_[job.spec.id].rank;
+  std::vector<JobState*>& candidates = victims_;
+  candidates.clear();
+  int reclaimable = cluster_.free_gpus();
+  for (JobState* other : victim_order_) {
+    const std::size_t rank = rank_of(other);
+    if (rank != kUnranked && rank <= my_rank) break;  // and so are all after it
+    if (!other->running() || other == &job || books_[other->spec.id].protected_in == round_) continue;
     candidates.push_back(other);
     reclaimable += other->allocation.gpu_count();
   }
   // Whole-GPU jobs that cannot fit even in everything reclaimable are not tried.
   if (candidates.empty() || (whole && reclaimable < want.gpus)) return choice;
-  std::sort(candidates.begin(), candidates.end(), [&](const JobState* a, const JobState* b) {
-    const Book& x = books_[a->spec.id];
-    const Book& y = books_[b->spec.id];
-    const std::size_t ra = x.ranked_in == round_ ? x.rank : kUnranked;
-    const std::size_t rb = y.ranked_in == round_ ? y.rank : kUnranked;
-    if (ra != rb) return ra > rb;
-    return a->spec.id > b->spec.id;
-  });
 
   std::size_t released = 0;
   PlacementChoice trial;

@@ -42,9 +42,12 @@ struct RoundOutcome {
   std::vector<ResizeOutcome> resized;
   std::size_t admitted = 0;
   std::size_t rejected = 0;
+  // A fork's first round left its pending jobs to the next round's admission.
+  bool admission_deferred = false;
 
   bool changed() const {
-    return !started.empty() || !preempted.empty() || !resized.empty() || admitted || rejected;
+    return !started.empty() || !preempted.empty() || !resized.empty() || admitted || rejected ||
+           admission_deferred;
   }
 };
 
@@ -198,10 +201,18 @@ class Scheduler {
   // search linear in running jobs, and skip it when it cannot succeed.
   std::vector<JobState*> round_running_;
   int reclaimable_gpus_ = 0;
+  // round_running_ in preemption order (lowest priority first), sorted at
+  // the round's first preemption search; and that search's victims.
+  std::vector<JobState*> victim_order_;
+  std::uint64_t victim_order_round_ = 0;
+  std::vector<JobState*> victims_;
   bool needs_compaction_ = false;
   bool growing_cluster_ = false;
   std::size_t running_ = 0;
   std::uint64_t round_ = 0;
+  // Between this round's admission and its end: a fork made now (what-if
+  // simulation from a plugin's call) must not admit again in its first round.
+  bool admitted_this_round_ = false;
 };
 
 }  // namespace tessel

@@ -62,18 +62,22 @@ void append_number(std::string& out, double value) {
 }  // namespace
 
 std::string Reason::str() const {
-  if (format_ == nullptr) return text_ ? *text_ : std::string();
   std::string out;
-  unsigned next = 0;
-  for (const char* p = format_; *p != '\0'; ++p) {
-    if (p[0] == '{' && p[1] == '}' && next < arg_count_) {
-      append_number(out, args_[next++]);
-      ++p;
-    } else {
-      out += *p;
+  if (format_ == nullptr) {
+    if (text_) out = *text_;
+  } else {
+    unsigned next = 0;
+    for (const char* p = format_; *p != '\0'; ++p) {
+      if (p[0] == '{' && p[1] == '}' && next < arg_count_) {
+        append_number(out, args_[next++]);
+        ++p;
+      } else {
+        out += *p;
+      }
     }
   }
-  return out;
+  if (!who_) return out;
+  return out.empty() ? *who_ : *who_ + ": " + out;
 }
 
 }  // namespace tessel
