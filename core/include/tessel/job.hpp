@@ -77,7 +77,7 @@ struct Allocation {
   int gpu_milli = 1000;  // share held on each of `gpus`
   double cpus = 0;       // total, spread over nodes in proportion to GPUs
   double mem_gb = 0;
-  JobLayout layout;
+  JobLayout layout{};
 
   bool empty() const { return gpus.empty(); }
   int gpu_count() const { return static_cast<int>(gpus.size()); }
