@@ -37,6 +37,17 @@ const Experiment kExperiments[] = {
      {"workload.max_jobs=20"},
      {"tiresias/60_job.csv", "tiresias/n32g4.csv", "tiresias/yarn-gput1000.csv"}},
     {"philly-replay/philly-replay.toml", {"workload.max_jobs=2000"}, {"pollux/philly.csv"}},
+    // 30 jobs at time 0, one seed: FIFO, FIFO fastest-type and Gavel; then FIFO as Gavel's code ran it.
+    {"gavel-makespan/gavel-makespan.toml",
+     {R"(sweep."workload.jobs"=[30])", "sweep.seeds=[1]"},
+     {"gavel/simulation_throughputs.json"}},
+    {"gavel-makespan/fifo-as-run.toml",
+     {R"(sweep."workload.jobs"=[30])", "sweep.seeds=[1]"},
+     {"gavel/simulation_throughputs.json"}},
+    // 300 jobs at 8 jobs/h, the middle 100 tracked: both GPU mixes, four policies.
+    {"synergy/synergy.toml",
+     {"workload.jobs=300", "workload.track=[100,200]", R"(sweep."workload.jobs_per_hour"=[8])", "sweep.seeds=[1]"},
+     {"synergy/model_sensitivity.csv"}},
 };
 
 std::int64_t count(const fs::path& db, const std::string& sql) {

@@ -268,6 +268,165 @@ decisions = true
   CHECK(time_shares(reason_of(results, 1, 0, PluginKind::allocation)).at("v100") == 1);
 }
 
+// ------------------------------------------------- GPU types in grants
+
+namespace {
+
+// One V100 and one K80, each a node of one GPU (V100 listed first: type 0).
+std::string v100_and_k80(const std::string& rest) {
+  return R"([[cluster.groups]]
+count = 1
+gpus_per_node = 1
+gpu_type = "v100"
+[[cluster.groups]]
+count = 1
+gpus_per_node = 1
+gpu_type = "k80"
+)" + rest;
+}
+
+}  // namespace
+
+TEST_CASE("a running job granted another GPU type moves there") {
+  // type_hopper grants type (round mod 2): the V100 in rounds at 0, 600, ...,
+  // the K80 in rounds at 300, 900, ... Alpha's 9,000 steps: 1,800 on the
+  // V100 (6/s) and 300 on the K80 (1/s) per pair of rounds, so 8,400 by
+  // 2,400; the last 600 take 100 s on the V100: done at 2,500. (Kept on
+  // the V100 it would be done at 1,500.)
+  TempDir dir;
+  dir.write("throughputs.json", kGavelTable);
+  dir.write("trace.csv", "arrival,gpus,duration,model\n0,1,1500,Alpha\n");
+  const std::string hopper = "{ plugin = \"type_hopper\", path = \"" + test_plugin("type_hopper").string() + "\" }";
+  const RunResults results = simulate(dir, v100_and_k80(R"(
+[workload]
+kind = "csv"
+path = "trace.csv"
+model = { name = "gavel-table", path = "throughputs.json" }
+reference_gpu_type = "v100"
+
+[scheduler]
+round_seconds = 300
+allocation = )" + hopper + R"(
+placement = { plugin = "first_fit" }
+)"));
+  CHECK(jcts(results)[0] == doctest::Approx(2500));
+  CHECK(results.jobs[0].gpu_seconds == doctest::Approx(2500));
+}
+
+namespace {
+
+// Alpha runs 6 steps/s on a V100 and 1 on a K80; Rec (like Gavel's
+// Recommendation jobs) 1 on a V100 and 2 on a K80.
+const char* kTypePreferences = R"json({
+  "v100": {"('Alpha', 1)": {"null": 6.0}, "('Rec', 1)": {"null": 1.0}},
+  "k80":  {"('Alpha', 1)": {"null": 1.0}, "('Rec', 1)": {"null": 2.0}}
+})json";
+
+RunResults fifo_typed(const TempDir& dir, const std::string& fifo, const std::string& trace,
+                      const std::string& cluster, int seed = 1) {
+  dir.write("throughputs.json", kTypePreferences);
+  dir.write("trace.csv", trace);
+  return simulate(dir, cluster + R"(
+[workload]
+kind = "csv"
+path = "trace.csv"
+model = { name = "gavel-table", path = "throughputs.json" }
+reference_gpu_type = "v100"
+seed = )" + std::to_string(seed) + R"(
+
+[scheduler]
+allocation = )" + fifo + R"(
+placement = { plugin = "first_fit" }
+
+[output]
+decisions = true
+)");
+}
+
+// The K80 listed first, so that first_fit alone prefers it.
+std::string k80_and_v100() {
+  return R"([[cluster.groups]]
+count = 1
+gpus_per_node = 1
+gpu_type = "k80"
+[[cluster.groups]]
+count = 1
+gpus_per_node = 1
+gpu_type = "v100"
+)";
+}
+
+}  // namespace
+
+TEST_CASE("fifo gpu_type = fastest: each job on the type with room where it runs fastest, in arrival order") {
+  // Durations are on a V100: job 0 Alpha 3,600 steps, job 1 Rec 600 steps,
+  // job 2 Alpha 3,600 steps, all at 0.
+  const std::string trace = "arrival,gpus,duration,model\n0,1,600,Alpha\n0,1,600,Rec\n0,1,600,Alpha\n";
+  TempDir dir;
+  // fastest: job 0 on the V100 (6 vs 1): 600 s; job 1 on the K80 (2 vs 1):
+  // 300 s; job 2 finds no type with room and waits; at 300 only the K80 is
+  // free: 3,600 s there, done at 3,900.
+  const RunResults fastest = fifo_typed(dir, R"({ plugin = "fifo", gpu_type = "fastest" })", trace, k80_and_v100());
+  CHECK(jcts(fastest) == std::vector<double>{600, 300, 3900});
+  CHECK(reason_of(fastest, 1, 0, PluginKind::allocation) ==
+        "served in arrival order on k80, the fastest GPU type with room for it");
+  CHECK(reason_of(fastest, 2, 0, PluginKind::allocation) ==
+        "needs 1 GPUs of one type; the most free on one type is 0");
+  // any: first_fit puts job 0 on the K80 (3,600 s) and job 1 on the V100
+  // (600 s); job 2 takes the V100 at 600 and runs 600 s there.
+  const RunResults any = fifo_typed(dir, R"({ plugin = "fifo" })", trace, k80_and_v100());
+  CHECK(jcts(any) == std::vector<double>{3600, 600, 1200});
+}
+
+TEST_CASE("fifo gpu_type = random: a type drawn among those with room, never mixed, the queue held at a job none has room for") {
+  // Two GPUs of each type, and the linear model: every job runs its
+  // duration wherever it runs. Job 0 (1 GPU) draws a type; job 1 (2 GPUs)
+  // then fits only on the other; job 2 (2 GPUs) fits on none and holds job
+  // 3 (1 GPU) back although a GPU is free. At 300 jobs 0 and 1 end; job 2
+  // draws a type, job 3 takes the other.
+  const std::string trace = "arrival,gpus,duration\n0,1,300\n0,2,300\n0,2,300\n0,1,300\n";
+  std::map<std::string, int> job0_on;
+  for (int seed = 1; seed <= 12; ++seed) {
+    CAPTURE(seed);
+    TempDir dir;
+    dir.write("trace.csv", trace);
+    const RunResults results = simulate(dir, R"([[cluster.groups]]
+count = 1
+gpus_per_node = 2
+gpu_type = "v100"
+[[cluster.groups]]
+count = 1
+gpus_per_node = 2
+gpu_type = "k80"
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+seed = )" + std::to_string(seed) + R"(
+
+[scheduler]
+allocation = { plugin = "fifo", gpu_type = "random" }
+placement = { plugin = "first_fit" }
+
+[output]
+decisions = true
+)");
+    const std::string job0 = reason_of(results, 0, 0, PluginKind::allocation);
+    const std::string job1 = reason_of(results, 1, 0, PluginKind::allocation);
+    const std::string type0 = job0.find(" on v100,") != std::string::npos ? "v100" : "k80";
+    ++job0_on[type0];
+    CHECK(job0.ends_with(", drawn at random among the GPU types with room for it"));
+    CHECK(job1.find(type0 == "v100" ? " on k80," : " on v100,") != std::string::npos);
+    CHECK(reason_of(results, 2, 0, PluginKind::allocation) == "needs 2 GPUs of one type; the most free on one type is 1");
+    CHECK(reason_of(results, 3, 0, PluginKind::allocation) == "queued behind job 2, for which no GPU type has room");
+    CHECK(results.jobs[2].first_start.value_or(-1) == 300);
+    CHECK(results.jobs[3].first_start.value_or(-1) == 300);
+  }
+  // Both types come up over the seeds (each with probability 1/2 a seed).
+  CHECK(job0_on["v100"] > 0);
+  CHECK(job0_on["k80"] > 0);
+}
+
 // ------------------------------------------------------------------ synergy
 
 namespace {

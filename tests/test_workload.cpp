@@ -129,3 +129,86 @@ TEST_CASE("transform mistakes are located") {
   CHECK_THROWS_WITH_AS(build(dir, "reference_gpu_type = \"a100\""),
                        "[workload] reference_gpu_type 'a100' is not a GPU type of the cluster", UserError);
 }
+
+// ------------------------------------------------- random profiles
+
+namespace {
+
+// Solo was measured on one GPU only (like Gavel's A3C); Duo on 1 and 2.
+const char* kProfileTable = R"json({
+  "v100": {"('Solo', 1)": {"null": 2.0}, "('Duo', 1)": {"null": 4.0}, "('Duo', 2)": {"null": 6.0}}
+})json";
+
+// 4,000 synthetic jobs at time 0, half of them on 2 GPUs, given random
+// profiles of the table above.
+Workload synthetic_profiles(const TempDir& dir, const std::string& extra) {
+  dir.write("throughputs.json", kProfileTable);
+  const std::string toml = R"([cluster]
+nodes = 2
+gpus_per_node = 8
+[workload]
+kind = "synthetic"
+jobs = 4000
+jobs_per_hour = 0
+gpu_counts = [1, 2]
+gpu_weights = [1, 1]
+model = { name = "gavel-table", path = "throughputs.json" }
+)" + extra + R"(
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)";
+  const ExperimentConfig config = load_experiment(dir.write("w.toml", toml));
+  return build_workload(config.workload, ClusterState(config.cluster.nodes));
+}
+
+// Jobs of `gpus` GPUs with profile `model`.
+std::size_t count(const Workload& w, int gpus, const std::string& model) {
+  std::size_t n = 0;
+  for (const JobSpec& job : w.jobs) n += job.gpus == gpus && job.model == model;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a multi-GPU job is given only profiles measured on several GPUs, as Gavel's generator does") {
+  TempDir dir;
+  const Workload w = synthetic_profiles(dir, "");
+  const std::size_t one = count(w, 1, "Solo") + count(w, 1, "Duo");
+  const std::size_t two = count(w, 2, "Duo");
+  CHECK(one + two == 4000);
+  CHECK(count(w, 2, "Solo") == 0);
+  // One-GPU jobs draw both profiles, equally likely: 1,000 expected of each
+  // among about 2,000 (binomial sd 22).
+  CHECK(count(w, 1, "Solo") == doctest::Approx(one / 2.0).epsilon(0.1));
+  CHECK(w.notes.back() == "gave 4,000 jobs a random profile of 'gavel-table'");
+}
+
+TEST_CASE("profile_weights draws profiles in proportion to their weights") {
+  TempDir dir;
+  // Solo 3 : Duo 1 for one-GPU jobs; two-GPU jobs can only be Duo.
+  const Workload w = synthetic_profiles(dir, "profile_weights = { Solo = 3, Duo = 1 }");
+  const std::size_t one = count(w, 1, "Solo") + count(w, 1, "Duo");
+  CHECK(count(w, 1, "Solo") == doctest::Approx(0.75 * one).epsilon(0.05));
+  CHECK(count(w, 2, "Solo") == 0);
+  CHECK(w.notes.back() == "gave 4,000 jobs a random profile of 'gavel-table', drawn by profile_weights");
+
+  // A weight of 0 is never drawn; with no profile left for 2-GPU jobs they
+  // get one that does not suit them, and a note says so.
+  const Workload only_solo = synthetic_profiles(dir, "profile_weights = { Solo = 1, Duo = 0 }");
+  CHECK(count(only_solo, 1, "Duo") + count(only_solo, 2, "Duo") == 0);
+  const std::size_t two = count(only_solo, 2, "Solo");
+  CHECK(two > 0);
+  CHECK(only_solo.notes.back() == count_text(two) + " of them have a GPU count no profile suits; they got any profile");
+}
+
+TEST_CASE("profile_weights mistakes are located") {
+  TempDir dir;
+  const std::string file = (dir.path() / "w.toml").string();
+  CHECK_THROWS_WITH_AS(synthetic_profiles(dir, "profile_weights = { Trio = 1 }"),
+                       (file + ":11:28: throughput model 'gavel-table' has no profile 'Trio' (valid: Duo, Solo)").c_str(),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(synthetic_profiles(dir, "profile_weights = { Solo = 0 }"),
+                       (file + ":11:19: 'profile_weights' in [workload] needs at least one positive weight").c_str(),
+                       ConfigError);
+}

@@ -84,6 +84,17 @@ class ThroughputModel {
     return std::numeric_limits<double>::infinity();
   }
 
+  // Whether `profile` is one this model's data describes for a job of
+  // `gpus` GPUs. A job without a profile is given one at random among those
+  // that suit its GPU count (Gavel's generator gives multi-GPU jobs only job
+  // types it measured on several GPUs). Models that price every profile at
+  // any count keep the default. Appended last, so the vtable entries above
+  // keep their place.
+  virtual bool profile_suits(std::string_view profile, int gpus) const {
+    (void)profile, (void)gpus;
+    return true;
+  }
+
   // Seconds to finish `work` units on `shape`.
   double seconds_for(const JobSpec& job, double work, const Shape& shape) const {
     return work / rate(job, shape);

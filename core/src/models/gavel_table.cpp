@@ -44,6 +44,11 @@
 //   for single-GPU jobs; its unconsolidated tables repeat the consolidated
 //   pairs, so only the consolidated ones are kept.
 // - GPU type names match case-insensitively ("V100" is `v100`).
+// - Random job types. Gavel's generator (scheduler/utils.py, generate_job)
+//   draws the scale factor first and then a job type among the distributed
+//   ones (job_table.py) when it is above 1. profile_suits says the same: a
+//   job type measured on more than one GPU suits any GPU count, the others
+//   (A3C, CycleGAN, Recommendation) single-GPU jobs only.
 #include "models/gavel_table.hpp"
 
 #include <algorithm>
@@ -198,6 +203,11 @@ GavelTableModel::GavelTableModel(const std::string& path, bool use_unconsolidate
       }
     }
   }
+  distributed_.assign(job_types_.size(), false);
+  for (std::size_t type = 0; type < gpu_types_.size(); ++type)
+    for (std::size_t job_type = 0; job_type < job_types_.size(); ++job_type)
+      for (const Measurement& m : curve(type, false, job_type))
+        if (m.gpus > 1) distributed_[job_type] = true;
 } catch (const UserError& e) {
   throw UserError("cannot read Gavel throughputs '" + path + "': " + e.what());
 }
@@ -236,6 +246,12 @@ double GavelTableModel::rate(const JobSpec& job, const Shape& shape) const {
   for (const Measurement& m : measured)
     if (m.gpus <= shape.gpus) from = &m;
   return from->steps_per_second * shape.gpus / from->gpus * (shape.gpu_milli / 1000.0);
+}
+
+bool GavelTableModel::profile_suits(std::string_view profile, int gpus) const {
+  if (gpus <= 1) return true;
+  const auto found = job_type_indices_.find(std::string(profile));
+  return found != job_type_indices_.end() && distributed_[found->second];
 }
 
 std::string GavelTableModel::check(const ClusterState& cluster) const {

@@ -31,6 +31,9 @@ class GavelTableModel final : public ThroughputModel {
   // Gavel's job types, such as "ResNet-50 (batch size 64)", sorted.
   std::span<const std::string> profiles() const override { return job_types_; }
   std::string check(const ClusterState& cluster) const override;
+  // A job type measured on one GPU only (A3C, CycleGAN, Recommendation)
+  // suits single-GPU jobs only; Gavel calls the others distributed.
+  bool profile_suits(std::string_view profile, int gpus) const override;
 
   // Steps/s of `job` and of `partner` while both run on the same
   // `shape.gpus` GPUs of `shape.gpu_type` (Gavel's space sharing), exactly
@@ -56,6 +59,7 @@ class GavelTableModel final : public ThroughputModel {
   std::vector<std::string> gpu_types_;  // lower case
   std::vector<std::string> job_types_;
   std::unordered_map<std::string, std::size_t> job_type_indices_;
+  std::vector<bool> distributed_;  // by job type: measured on more than one GPU, on some GPU type
   // By curve_index; a spread curve is the consolidated one with the
   // unconsolidated measurements substituted.
   std::vector<ScalingCurve> curves_;

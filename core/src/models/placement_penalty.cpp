@@ -93,6 +93,9 @@ class PlacementPenaltyModel final : public ThroughputModel {
   }
 
   std::span<const std::string> profiles() const override { return base_->profiles(); }
+  bool profile_suits(std::string_view profile, int gpus) const override {
+    return base_->profile_suits(profile, gpus);
+  }
   double default_work(const JobSpec& job) const override { return base_->default_work(job); }
   std::string check(const ClusterState& cluster) const override {
     const std::string problem = base_->check(cluster);

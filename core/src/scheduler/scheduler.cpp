@@ -437,8 +437,11 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
 bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want, const JobLayout& layout,
                        bool may_preempt, const Reason& reason, RoundOutcome& outcome) {
   const Allocation from = job.allocation;
-  if (want.gpus == from.gpu_count() && want.cpus == from.cpus && want.mem_gb == from.mem_gb) {
+  const bool same_type = want.gpu_type == kAnyGpuType || from.gpus.empty() ||
+                         cluster_.node(cluster_.gpu(from.gpus.front()).node).type == want.gpu_type;
+  if (want.gpus == from.gpu_count() && want.cpus == from.cpus && want.mem_gb == from.mem_gb && same_type) {
     // Only the layout changes: the job keeps its GPUs and restarts in place.
+    // A grant of another GPU type moves the job (below).
     Allocation to = from;
     to.layout = layout;
     job.allocation = to;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "models/models.hpp"
 #include "tessel/rng.hpp"
@@ -123,6 +124,69 @@ double work_in(const ThroughputModel& model, const JobSpec& job, double seconds,
   }
 }
 
+// [workload] profile_weights = { alexnet = 4, gnmt = 23.3 }: each a profile of
+// the model, with a weight >= 0; at least one positive.
+std::vector<std::pair<std::string, double>> read_profile_weights(TableReader& reader, const toml::table& table,
+                                                                 const ThroughputModel* model) {
+  std::vector<std::pair<std::string, double>> weights;
+  TableReader entries = reader.nested(&table, reader.table_name() + ".profile_weights");
+  const std::span<const std::string> profiles = model ? model->profiles() : std::span<const std::string>();
+  if (model && profiles.empty()) {
+    reader.error("profile_weights", "throughput model '" + std::string(model->name()) +
+                                        "' has no profiles to weight; 'profile_weights' needs a model that has");
+    return weights;
+  }
+  double total = 0;
+  for (auto&& [key, value] : table) {
+    const std::string profile(key.str());
+    const auto weight = entries.number(profile, std::nullopt, 0);
+    if (!weight) continue;  // reported
+    if (model && std::find(profiles.begin(), profiles.end(), profile) == profiles.end()) {
+      std::string valid;
+      for (const std::string& p : profiles) valid += (valid.empty() ? "" : ", ") + p;
+      entries.error(profile, "throughput model '" + std::string(model->name()) + "' has no profile '" + profile +
+                                 "' (valid: " + valid + ")");
+      continue;
+    }
+    weights.emplace_back(profile, *weight);
+    total += *weight;
+  }
+  if (weights.size() == table.size() && !(total > 0))
+    reader.error("profile_weights", "'profile_weights' in [workload] needs at least one positive weight");
+  return weights;
+}
+
+// The profiles a job of some GPU count may be given at random, with weights.
+struct ProfileDraw {
+  std::vector<const std::string*> names;
+  std::vector<double> weights;  // empty: all equally likely
+  bool unsuited = false;        // no profile suits the count; drawn among all weighted ones
+};
+
+ProfileDraw profile_draw(const ThroughputModel& model, const WorkloadConfig& config, int gpus) {
+  ProfileDraw draw;
+  auto collect = [&](bool suited_only) {
+    draw.names.clear();
+    draw.weights.clear();
+    if (config.profile_weights.empty()) {
+      for (const std::string& profile : model.profiles())
+        if (!suited_only || model.profile_suits(profile, gpus)) draw.names.push_back(&profile);
+      return;
+    }
+    for (const auto& [profile, weight] : config.profile_weights)
+      if (weight > 0 && (!suited_only || model.profile_suits(profile, gpus))) {
+        draw.names.push_back(&profile);
+        draw.weights.push_back(weight);
+      }
+  };
+  collect(true);
+  if (draw.names.empty()) {
+    draw.unsuited = true;
+    collect(false);
+  }
+  return draw;
+}
+
 }  // namespace
 
 WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& document) {
@@ -142,6 +206,8 @@ WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& doc
   }
   config.model = read_throughput_model(reader, document);
   config.reference_gpu_type = reader.string("reference_gpu_type", "").value_or("");
+  if (const toml::table* weights = reader.table("profile_weights"))
+    config.profile_weights = read_profile_weights(reader, *weights, config.model.get());
   config.transforms = read_transforms(reader);
   for (const auto& kind : workload_kinds())
     if (kind.name == config.kind) config.source = kind.parse(reader, document);
@@ -167,7 +233,8 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
     throw UserError("throughput model '" + std::string(model.name()) + "': " + problem);
   const std::span<const std::string> profiles = model.profiles();
   Rng profile_rng(derive_seed(config.seed, 0x70726f66));  // "prof"
-  std::size_t assigned = 0;
+  std::size_t assigned = 0, unsuited = 0;
+  std::map<int, ProfileDraw> draws;  // by GPU count
 
   workload.jobs.reserve(trace.jobs.size());
   for (TraceJob& entry : trace.jobs) {
@@ -179,8 +246,14 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
         throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
                         " has model '" + spec.model + "', which throughput model '" + std::string(model.name()) +
                         "' has no data for");
-      spec.model = profiles[profile_rng.below(profiles.size())];
+      auto found = draws.find(spec.gpus);
+      if (found == draws.end()) found = draws.emplace(spec.gpus, profile_draw(model, config, spec.gpus)).first;
+      const ProfileDraw& draw = found->second;
+      const std::size_t pick =
+          draw.weights.empty() ? profile_rng.below(draw.names.size()) : profile_rng.weighted(draw.weights);
+      spec.model = *draw.names[pick];
       ++assigned;
+      unsuited += draw.unsuited;
     }
     if (spec.total_work <= 0 && entry.duration > 0)
       spec.total_work = work_in(model, spec, entry.duration, cluster.packed_shape(spec, spec.gpus, reference));
@@ -192,7 +265,11 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
   }
   if (assigned > 0)
     workload.notes.push_back("gave " + count_text(assigned) + " jobs a random profile of '" +
-                             std::string(model.name()) + "'");
+                             std::string(model.name()) + "'" +
+                             (config.profile_weights.empty() ? "" : ", drawn by profile_weights"));
+  if (unsuited > 0)
+    workload.notes.push_back(count_text(unsuited) + " of them have a GPU count no profile suits; they got "
+                             "any profile");
   return workload;
 }
 

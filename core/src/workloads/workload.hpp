@@ -82,6 +82,9 @@ struct WorkloadConfig {
   std::shared_ptr<const WorkloadSource> source;
   std::shared_ptr<const ThroughputModel> model;
   std::string reference_gpu_type;  // durations were measured on this type (default: the cluster's first)
+  // Relative weights of the model's profiles when a job without one is given
+  // one at random; profiles not listed are never drawn. Empty: all equally.
+  std::vector<std::pair<std::string, double>> profile_weights;
   TraceTransforms transforms;
 };
 
@@ -94,9 +97,11 @@ struct Workload {
 };
 
 // Reads the source, applies the transforms, gives jobs without a profile
-// one the throughput model knows (at random, seeded), and prices each
-// duration on the reference shape: its request packed onto the reference
-// GPU type. Throws UserError (TraceError for malformed traces).
+// one the throughput model knows (at random, seeded: among the profiles
+// that suit the job's GPU count, ThroughputModel::profile_suits, weighted by
+// `profile_weights`), and prices each duration on the reference shape: its
+// request packed onto the reference GPU type. Throws UserError (TraceError
+// for malformed traces).
 Workload build_workload(const WorkloadConfig& config, const ClusterState& cluster);
 
 // A count for notes, with thousands separators: "82,247".
