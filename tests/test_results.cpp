@@ -102,7 +102,7 @@ TEST_CASE("summary figures match values computed by hand") {
       job(100, 300, 500, 200), job(50, 60, 1000, 940, false),  // untracked: no JCT, but makespan and usage
       job(10, std::nullopt, std::nullopt, 0),                    // tracked, never ran
   };
-  const RunSummary s = summarize(jobs, 4 * 1000.0);
+  const RunSummary s = summarize(jobs, 4 * 1000.0, 4);
   CHECK(s.jobs == 5);
   CHECK(s.finished == 4);
   CHECK(s.unfinished == 1);
@@ -113,6 +113,31 @@ TEST_CASE("summary figures match values computed by hand") {
   CHECK(s.avg_queueing_delay == doctest::Approx((0 + 50 + 0 + 200) / 4.0));
   CHECK(s.makespan == 1000);
   CHECK(s.gpu_utilization == doctest::Approx(1690 / 4000.0));
+  CHECK(s.gpu_allocation == 0);  // every job is done or waiting
+}
+
+TEST_CASE("GPU allocation: the GPU shares held when the run ended, over the cluster's GPUs") {
+  // 8 GPUs. Still running: 2 whole GPUs, 1 GPU at 460 milli, 1 at 250 (an
+  // untracked job counts: the figure is the cluster's). Done or waiting jobs
+  // hold nothing. (2000 + 460 + 250) / 8000 = 0.33875.
+  std::vector<JobRecord> jobs = {job(0, 0, 100, 100), job(0, 0, std::nullopt, 0), job(0, 0, std::nullopt, 0),
+                                 job(0, 0, std::nullopt, 0, false), job(0, std::nullopt, std::nullopt, 0)};
+  jobs[1].held_gpus = 2;
+  jobs[2].held_gpus = 1;
+  jobs[2].gpu_milli = 460;
+  jobs[3].held_gpus = 1;
+  jobs[3].gpu_milli = 250;
+  jobs[4].gpu_milli = 500;  // never started: holds nothing
+  jobs[1].status = jobs[2].status = jobs[3].status = "running";
+  CHECK(summarize(jobs, 0, 8).gpu_allocation == doctest::Approx(0.33875));
+  CHECK(summarize(jobs, 0, 0).gpu_allocation == 0);  // no GPUs: no figure
+  // By VC, each VC's share of the same cluster: a holds 2 GPUs, b 0.71.
+  jobs[1].vc = "a";
+  jobs[2].vc = jobs[3].vc = "b";
+  const std::vector<GroupSummary> groups = summarize_by_vc(jobs, 0, 8);
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[1].summary.gpu_allocation == doctest::Approx(0.25));
+  CHECK(groups[2].summary.gpu_allocation == doctest::Approx(0.71 / 8));
 }
 
 TEST_CASE("summaries by VC apply the run's figures to each VC's jobs, against the whole cluster") {
@@ -123,7 +148,7 @@ TEST_CASE("summaries by VC apply the run's figures to each VC's jobs, against th
   };
   jobs[0].vc = jobs[1].vc = "b";
   jobs[2].vc = "a";
-  const std::vector<GroupSummary> groups = summarize_by_vc(jobs, 1000.0);
+  const std::vector<GroupSummary> groups = summarize_by_vc(jobs, 1000.0, 4);
   REQUIRE(groups.size() == 3);
   CHECK(groups[0].group == "");  // VCs in name order, no VC first
   CHECK(groups[1].group == "a");
@@ -140,14 +165,14 @@ TEST_CASE("summaries by VC apply the run's figures to each VC's jobs, against th
 
   // One VC: the same figures as the whole run, from the same function.
   for (JobRecord& record : jobs) record.vc = "only";
-  const std::vector<GroupSummary> one = summarize_by_vc(jobs, 1000.0);
+  const std::vector<GroupSummary> one = summarize_by_vc(jobs, 1000.0, 4);
   REQUIRE(one.size() == 1);
-  const RunSummary whole = summarize(jobs, 1000.0);
+  const RunSummary whole = summarize(jobs, 1000.0, 4);
   CHECK(one[0].summary.avg_jct == whole.avg_jct);
   CHECK(one[0].summary.p99_jct == whole.p99_jct);
   CHECK(one[0].summary.makespan == whole.makespan);
   CHECK(one[0].summary.gpu_utilization == whole.gpu_utilization);
-  CHECK(summarize_by_vc({}, 1000.0).empty());
+  CHECK(summarize_by_vc({}, 1000.0, 4).empty());
 }
 
 TEST_CASE("a run stores one row per job, samples, metrics, and is marked complete") {
@@ -158,7 +183,7 @@ TEST_CASE("a run stores one row per job, samples, metrics, and is marked complet
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1") == 250);
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") == 250);
   CHECK(count(db, "SELECT count(*) FROM samples") > 10);
-  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1") == 10);
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1") == 11);
   CHECK(count(db, "SELECT count(*) FROM decisions") == 0);  // off by default
   CHECK(query_text(db, "SELECT status FROM runs") == "complete");
   CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
@@ -226,13 +251,17 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
   REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   const fs::path db = dir.path() / "r.db";
   {
-    // Make it look like schema 1: no resizes table.
+    // Make it look like schema 1: no resizes table, no gpu_milli and
+    // held_gpus in jobs.
     sql::Database raw(db.string(), false);
-    raw.exec("DROP TABLE resizes; PRAGMA user_version = 1");
+    raw.exec("DROP TABLE resizes; ALTER TABLE jobs DROP COLUMN gpu_milli; ALTER TABLE jobs DROP COLUMN held_gpus; "
+             "PRAGMA user_version = 1");
   }
   CHECK(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
   CHECK(count(db, "SELECT count(*) FROM resizes") == 0);
+  // The old run's jobs get the defaults: whole GPUs, nothing held at the end.
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND gpu_milli = 1000 AND held_gpus = 0") == 250);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
 }
 

@@ -34,7 +34,8 @@
 // are its lowest-numbered free ones. Ties go to the lowest node id, then the
 // lowest GPU. A job no single node can take is spread over the fewest nodes
 // (roomiest first, the rest on the tightest fit): FGD places pods on one node
-// and has no rule for this case.
+// and has no rule for this case; with `span_nodes = false` it waits instead,
+// as a pod does.
 //
 // Simplifications: the simulator scores a node by sigmoid(-increase / 1000)
 // scaled to an integer 0..100 and lets the Kubernetes scheduler pick at
@@ -63,6 +64,8 @@ using tessel::gpu_choice::NodeRoom;
 const tessel::ArgSpec kArgs[] = {
     {"popularity_percent", tessel::ArgType::number, "95",
      "the target workload: the most frequent task shapes that make up this percentage of all jobs"},
+    {"span_nodes", tessel::ArgType::boolean, "true",
+     "spread a job no single node can take over the fewest nodes (false: it waits, as a Kubernetes pod does)"},
 };
 
 // A task shape of the target workload, and its probability there.
@@ -149,7 +152,8 @@ class TargetWorkload {
 
 class Fgd final : public tessel::PlacementPolicy {
  public:
-  explicit Fgd(const tessel::PluginContext& context) : target_(context.args().number("popularity_percent")) {
+  explicit Fgd(const tessel::PluginContext& context)
+      : target_(context.args().number("popularity_percent")), span_nodes_(context.args().boolean("span_nodes")) {
     const double popularity = context.args().number("popularity_percent");
     if (!(popularity > 0 && popularity <= 100))
       throw tessel::ArgumentError("popularity_percent", "must be in (0, 100]");
@@ -190,6 +194,10 @@ class Fgd final : public tessel::PlacementPolicy {
       if (want.gpus == 1) where += ", GPU " + std::to_string(first_index(cluster, choice));
       choice.reason = tessel::Reason::text("fgd: " + where + ": expected fragmentation changes by " + increase +
                                            " milli-GPUs, the least of any choice");
+      return choice;
+    }
+    if (!span_nodes_) {
+      choice.reason = tessel::Reason("no node can take all {} GPUs, and the job may not span nodes", want.gpus);
       return choice;
     }
     const int nodes = tessel::gpu_choice::spread_over_fewest_nodes(cluster, want, rooms_, choice.gpus);
@@ -321,6 +329,7 @@ class Fgd final : public tessel::PlacementPolicy {
   }
 
   TargetWorkload target_;
+  bool span_nodes_;
   std::vector<NodeMemo> memos_;                                  // by node
   std::map<std::tuple<int, int, double>, std::size_t> slots_;    // job shape -> slot
   std::vector<std::vector<NodeAnswer>> answers_;                 // [slot][node]

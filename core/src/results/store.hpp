@@ -9,6 +9,8 @@
 //   decisions stage, plugin, code and reason per job (when enabled)
 //   metrics   the run's summary figures by name
 //   resizes   every change of a running job's size or layout, with its cost (schema 2)
+//   (schema 3: jobs.gpu_milli, the share of each GPU, and jobs.held_gpus, the
+//   GPUs a job held when the run ended, for the GPU allocation figure)
 //
 // A run row is written with status 'running' as soon as the run starts. All
 // its other rows, and status 'complete', are written in one transaction at
@@ -29,7 +31,7 @@
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct RunInfo {
   std::string label;
@@ -63,7 +65,7 @@ struct RunResults {
   std::vector<Sample> samples;
   std::vector<ResizeRecord> resizes;
   std::vector<DecisionRecord> decisions;
-  int cluster_gpus = 0;
+  int cluster_gpus = 0;  // installed when the run ended, up or down
   double capacity_gpu_seconds = 0;
   double end_time = 0;
   std::uint64_t events = 0;

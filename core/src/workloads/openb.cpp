@@ -15,6 +15,16 @@
 //   deletion_time   seconds                                -> end of the run
 //   scheduled_time  seconds; empty if never scheduled      -> start of the run
 //
+// Two readings, by the key `times`:
+// - "replay" (default): the pods at their trace times, as below.
+// - "ignore": the reading of the ATC'23 experiments. data/pod_csv_to_yaml.py
+//   leaves the times out of the pods it writes, so each row is a request
+//   that arrives and never leaves: every pod arrives at time 0, in file
+//   order, with an infinite duration (it holds what it gets until the run
+//   ends), and pods that never ran are kept, as the experiments keep every
+//   row. Ordering and resampling are left to the [workload] transforms
+//   (`shuffle`, `gpu_demand_ratio`); the times need not even be valid.
+//
 // Choices, from how the simulator uses these files:
 // - Its event replay (pkg/simulator/simulator.go) creates each pod at its
 //   creation time and deletes it at its deletion time, placing it at once.
@@ -37,6 +47,8 @@
 //   the constraint is dropped, with a note counting the pods that had one.
 // - Times must not run backwards: scheduled_time >= creation_time and
 //   deletion_time >= scheduled_time (or creation_time, if never scheduled).
+#include <limits>
+
 #include "workloads/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
@@ -46,7 +58,7 @@ namespace {
 
 class OpenbWorkload final : public WorkloadSource {
  public:
-  explicit OpenbWorkload(std::string path) : path_(std::move(path)) {}
+  OpenbWorkload(std::string path, bool replay_times) : path_(std::move(path)), replay_times_(replay_times) {}
 
   Trace read(std::uint64_t) const override {
     CsvTable table(path_,
@@ -63,8 +75,11 @@ class OpenbWorkload final : public WorkloadSource {
       spec.mem_gb = static_cast<double>(table.integer("memory_mib", 0)) / 1024;
       spec.gpus = spec.min_gpus = spec.max_gpus = static_cast<int>(table.integer("num_gpu", 0, 1 << 20));
       spec.gpu_milli = gpu_share(table, spec.gpus);
-      spec.arrival = table.number("creation_time", 0);
-      const std::optional<double> ran = run_time(table, spec.arrival);
+      std::optional<double> ran = std::numeric_limits<double>::infinity();
+      if (replay_times_) {
+        spec.arrival = table.number("creation_time", 0);
+        ran = run_time(table, spec.arrival);
+      }
       if (spec.gpus == 0) {
         ++cpu_only;
         continue;
@@ -108,12 +123,15 @@ class OpenbWorkload final : public WorkloadSource {
   }
 
   std::string path_;
+  bool replay_times_;
 };
 
 }  // namespace
 
 std::unique_ptr<WorkloadSource> parse_openb_workload(TableReader& reader, const TomlDocument&) {
-  return std::make_unique<OpenbWorkload>(reader.input_path("path", std::nullopt).value_or(""));
+  std::string path = reader.input_path("path", std::nullopt).value_or("");
+  const bool replay_times = reader.choice("times", {"replay", "ignore"}, "replay").value_or("replay") == "replay";
+  return std::make_unique<OpenbWorkload>(std::move(path), replay_times);
 }
 
 }  // namespace tessel

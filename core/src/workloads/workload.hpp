@@ -62,6 +62,10 @@ struct TraceTransforms {
   std::vector<std::string> vcs;                     // keep only these virtual clusters (empty: all)
   std::vector<std::string> tenants;                 // keep only these users (empty: all)
   std::optional<std::int64_t> max_jobs;             // then keep the first N by arrival
+  bool shuffle = false;                             // permute the jobs over the arrival times (seeded)
+  // Resample until the jobs ask for this multiple of the cluster's GPUs (FGD's
+  // workload tuning): random jobs appended, or dropped when there are more.
+  std::optional<double> gpu_demand_ratio;
   std::optional<double> poisson_jobs_per_hour;      // re-draw arrivals; sizes, durations and order stay
   double arrival_rate_scale = 1;                    // load factor: arrival times divided by it
   double duration_scale = 1;                        // durations multiplied by it
@@ -90,7 +94,8 @@ struct Workload {
   std::vector<std::string> notes;
 };
 
-// Reads the source, applies the transforms, gives jobs without a profile
+// Reads the source, applies the transforms (gpu_demand_ratio against the
+// cluster's installed GPUs), gives jobs without a profile
 // one the throughput model knows (at random, seeded), and prices each
 // duration on the reference shape: its request packed onto the reference
 // GPU type. Throws UserError (TraceError for malformed traces).
