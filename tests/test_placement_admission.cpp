@@ -1,5 +1,6 @@
 // The placement plugins best_fit, spread, philly_locality, tiresias_skew,
-// fgd, gpu_packing, gpu_clustering and dot_product, and the admission plugins load_based, vc_quota and max_queue, each on
+// fgd, gpu_packing, gpu_clustering and dot_product, and the admission
+// plugins load_based, vc_quota and max_queue, each on
 // a hand-built case whose decision and reason are worked out in the test.
 //
 // Placement plugins are asked directly, on a cluster set up by hand (what the
@@ -183,7 +184,7 @@ TEST_CASE("best_fit scores what a node keeps free, CPU and GPU weighted, as FGD'
   // With cpu_weight = 0 only GPUs count: n0 1000/4000 -> 75, n1 2000/4000 -> 50.
   Scene scene(2, 4);
   scene.occupy({0, 1});
-  scene.cluster.assign(2001, Allocation{{4}, 1000, 24, 0});
+  scene.cluster.assign(2001, Allocation{{4}, 1000, 24, 0, {}});
   const JobState& job = scene.job(1, 1000, "", 0, 8);
   Placer placer("best_fit");
   PlacementChoice choice = scene.place(placer, job);
@@ -260,8 +261,8 @@ TEST_CASE("gpu_clustering puts a job with jobs of its kind, fuller nodes first")
   Scene scene(3, 4);
   const JobState& shared = scene.job(1, 500);
   const JobState& pair = scene.job(2);
-  scene.cluster.assign(shared.spec.id, Allocation{{0}, 500, 0, 0});
-  scene.cluster.assign(pair.spec.id, Allocation{{4, 5}, 1000, 0, 0});
+  scene.cluster.assign(shared.spec.id, Allocation{{0}, 500, 0, 0, {}});
+  scene.cluster.assign(pair.spec.id, Allocation{{4, 5}, 1000, 0, 0, {}});
   Placer placer("gpu_clustering");
   // Shared, 300 milli: n0 only its kind 75 + 25*500/4000 (3) = 78; n1 other
   // kinds 0 + 12 = 12; n2 empty 25 + 0. n0, on GPU 0 (the tightest).
@@ -316,7 +317,7 @@ TEST_CASE("fgd picks the node whose expected fragmentation grows least, computed
   Scene scene(2, 2);
   set_up(scene);
   const JobState& job = scene.job(1, 300);
-  Placer fgd("fgd");
+  Placer fgd("fgd", toml::table{{"scores", "exact"}});
   PlacementChoice choice = scene.place(fgd, job);
   CHECK(choice.gpus == std::vector<GpuId>{2});
   CHECK(choice.reason.str() ==
@@ -325,11 +326,71 @@ TEST_CASE("fgd picks the node whose expected fragmentation grows least, computed
   // With popularity_percent = 75 the target keeps only the most frequent
   // shape, 1 x 1000 (3 of 4 jobs): n0's 400 GPU gives [100, 1000], F 400 -> 100,
   // and n1 gives [400, 700], F 1400 -> 1100: both -300, and the tie goes to n0.
-  Placer popular_only("fgd", toml::table{{"popularity_percent", 75}});
+  Placer popular_only("fgd", toml::table{{"popularity_percent", 75}, {"scores", "exact"}});
   choice = scene.place(popular_only, job);
   CHECK(choice.gpus == std::vector<GpuId>{0});
   CHECK(choice.reason.str() ==
         "fgd: node n0, GPU 0: expected fragmentation changes by -300.0 milli-GPUs, the least of any choice");
+}
+
+TEST_CASE("fgd scores as the simulator: 100 * sigmoid(-increase / 1000), ties in the run's node order") {
+  // The scene of the first fgd case: increases n1 -225 (either GPU) and, on
+  // n0, -200 (the 400 GPU). Scores int(100 / (1 + e^(increase / 1000))):
+  // n1 55 (0.556), n0 54 (0.550). n1 wins, as with exact scores.
+  Scene scene(2, 2);
+  scene.occupy({0}, 600);
+  scene.occupy({2}, 300);
+  scene.occupy({3}, 300);
+  for (int i = 0; i < 3; ++i) scene.job(1);
+  const JobState& job = scene.job(1, 300);
+  Placer fgd("fgd");
+  PlacementChoice choice = scene.place(fgd, job);
+  CHECK(choice.gpus == std::vector<GpuId>{2});
+  CHECK(choice.reason.str() ==
+        "fgd: node n1, GPU 0: expected fragmentation changes by -225.0 milli-GPUs (score 55 of 100), the highest");
+  // Two idle nodes of one GPU each take a 1-GPU job alike: the seed's node
+  // order decides, the same node for every such job of the run.
+  Scene idle(2, 1);
+  for (int i = 0; i < 3; ++i) idle.job(1);
+  const std::set<NodeId> firsts = nodes_over_seeds(idle, "fgd", idle.job(1));
+  CHECK(firsts == std::set<NodeId>{0, 1});
+  Placer seeded("fgd", {}, 7);
+  const NodeId node = idle.cluster.gpu(idle.place(seeded, idle.job(1)).gpus[0]).node;
+  for (double now : {0.0, 100.0, 5000.0})
+    CHECK(idle.cluster.gpu(idle.place(seeded, idle.job(1), now).gpus[0]).node == node);
+}
+
+TEST_CASE("fgd counts all free milli as fragment to CPU-only tasks, and puts CPU-only jobs where CPUs cost least") {
+  // Nodes of 1 GPU: n0 with 16 CPUs, n1 with 12. Jobs known: two CPU-only of
+  // 8 CPUs (share 0), two of 1 whole GPU and 8 CPUs, and the CPU-only job of
+  // 8 CPUs placed: p = 3/5 (CPU-only), 2/5 (whole GPU).
+  //   F = 3/5 * free milli (always, for the CPU-only task) + 2/5 * (free milli
+  //   unless a whole GPU and 8 CPUs fit)
+  //   n0: before 600 + 0; after, 8 CPUs left: 600 + 0     increase 0   -> score 50
+  //   n1: before 600 + 0; after, 4 CPUs left: 600 + 400   increase +400 -> score 40
+  Scene scene(2, 1);
+  scene.cluster = ClusterState(std::vector<NodeSpec>{{"n0", "v100", 1, 16, 256, 0}, {"n1", "v100", 1, 12, 256, 0}});
+  for (int i = 0; i < 2; ++i) scene.job(1, 0, "", 0, 8);
+  for (int i = 0; i < 2; ++i) scene.job(1, 1000, "", 0, 8);
+  Placer fgd("fgd");
+  const PlacementChoice choice = scene.place(fgd, scene.job(1, 0, "", 0, 8));
+  CHECK(choice.gpus == std::vector<GpuId>{0});
+  CHECK(choice.reason.str() ==
+        "fgd: node n0, GPU 0: expected fragmentation changes by +0.0 milli-GPUs (score 50 of 100), the highest");
+}
+
+TEST_CASE("gpu_packing and gpu_clustering score a CPU-only job 0 everywhere: the run's first node that fits") {
+  Scene scene(3, 2);
+  scene.occupy({0}, 500);
+  for (std::uint64_t seed : {1, 2, 3}) {
+    Placer packing("gpu_packing", {}, seed), clustering("gpu_clustering", {}, seed);
+    const JobState& job = scene.job(1, 0, "", 0, 4);
+    const PlacementChoice packed = scene.place(packing, job);
+    CHECK(packed.reason.str().find("scores 0 of 100") != std::string::npos);
+    CAPTURE(packed.reason.str());
+    CHECK(packed.reason.str().ends_with("first of 3 equal in the run's node order"));
+    CHECK(scene.place(clustering, job).gpus == packed.gpus);
+  }
 }
 
 TEST_CASE("fgd counts a node that lacks the CPUs for a target task as wholly fragmented for it") {
@@ -341,7 +402,7 @@ TEST_CASE("fgd counts a node that lacks the CPUs for a target task as wholly fra
   Scene scene(2, 2);
   scene.cluster = ClusterState(std::vector<NodeSpec>{{"n0", "v100", 2, 16, 256, 0}, {"n1", "v100", 2, 8, 256, 0}});
   for (int i = 0; i < 3; ++i) scene.job(1, 1000, "", 0, 8);
-  Placer fgd("fgd");
+  Placer fgd("fgd", toml::table{{"scores", "exact"}});
   CHECK(scene.place(fgd, scene.job(1)).gpus == std::vector<GpuId>{0});
   // Now n0 has 8 CPUs and n1 16, and the job takes 4 CPUs. Jobs known: three
   // of 8 CPUs, one of none, this one of 4: p = 3/5, 1/5, 1/5.
@@ -372,7 +433,7 @@ TEST_CASE("fgd answers from its memory of nodes exactly as a fresh instance woul
     CAPTURE(i);
     const JobState& job = *jobs[i];
     const PlacementChoice answer = scene.place(kept, job);
-    Placer fresh("fgd");
+    Placer fresh("fgd");  // the same seed: the same node order
     const PlacementChoice expected = scene.place(fresh, job);
     CHECK(answer.gpus == expected.gpus);
     CHECK(answer.reason.str() == expected.reason.str());

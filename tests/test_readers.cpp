@@ -452,6 +452,22 @@ TEST_CASE("openb with times = \"ignore\": every pod arrives at 0 and never leave
   CHECK(trace.notes == std::vector<std::string>{"skipped 1 CPU-only pods"});
   CHECK_THROWS_WITH_AS(configure(dir, kind_and_path("openb", "pods.csv") + "times = \"forget\"\n"),
                        doctest::Contains("times"), ConfigError);
+
+  // cpu_only = "keep": the CPU-only pod is a job of 1 GPU at a share of 0,
+  // which the linear model runs at one unit of work a second.
+  const std::string keep = kind_and_path("openb", "pods.csv") + "times = \"replay\"\ncpu_only = \"keep\"\n";
+  const Trace kept = configure(dir, keep).workload.source->read(1);
+  REQUIRE(kept.jobs.size() == 2);  // pod 1 and the CPU-only pod 3; 4 and 5 never ran
+  const JobSpec& cpu_only = kept.jobs[1].spec;
+  CHECK(cpu_only.name == "openb-pod-0003");
+  CHECK(cpu_only.gpus == 1);
+  CHECK(cpu_only.gpu_milli == 0);
+  CHECK(cpu_only.cpus == 2);
+  CHECK(kept.notes == std::vector<std::string>{"skipped 2 GPU pods that never ran"});
+  const ExperimentConfig config = configure(dir, keep);
+  const Workload workload = build_workload(config.workload, ClusterState(config.cluster.nodes));
+  CHECK(workload.jobs[0].name == "openb-pod-0003");
+  CHECK(workload.jobs[0].total_work == 100);  // 300 - 200 seconds
 }
 
 TEST_CASE("openb: the real pod list") {

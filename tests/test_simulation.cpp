@@ -132,6 +132,35 @@ placement = { plugin = "first_fit" }
   const RunResults blocked = run("false");
   CHECK(summarize(blocked.jobs, blocked.capacity_gpu_seconds, blocked.cluster_gpus).gpu_allocation ==
         doctest::Approx(0.5));
+
+  // A CPU-only pod kept (cpu_only = "keep") takes 30 of the node's 32 CPUs
+  // and no GPU share: then a 500-milli pod of 4 CPUs finds too few CPUs, one
+  // of 2 CPUs fits. GPU allocation 500 / 4000.
+  dir.write("pods.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+            "scheduled_time\n"
+            "c0,30000,1024,0,0,,LS,Running,10,20,10\n"
+            "g1,4000,1024,1,500,,LS,Running,10,20,10\n"
+            "g2,2000,1024,1,500,,LS,Running,10,20,10\n");
+  const RunResults cpus = simulate(dir, R"([cluster]
+nodes = 1
+gpus_per_node = 4
+cpus_per_node = 32
+[workload]
+kind = "openb"
+path = "pods.csv"
+times = "ignore"
+cpu_only = "keep"
+[scheduler]
+round_seconds = 1
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "first_fit" }
+)");
+  std::vector<std::string> statuses;
+  for (const JobRecord& job : cpus.jobs) statuses.push_back(job.status);
+  CHECK(statuses == std::vector<std::string>{"running", "queued", "running"});
+  CHECK(summarize(cpus.jobs, cpus.capacity_gpu_seconds, cpus.cluster_gpus).gpu_allocation ==
+        doctest::Approx(0.125));
 }
 
 TEST_CASE("preemption frees GPUs for a higher-priority job and charges the restart") {

@@ -182,7 +182,8 @@ TEST_CASE("transform mistakes are located") {
                        (dir.path() / "w.toml").string().append(":7:10: 'window' in [workload] must be [start, end) seconds with start < end").c_str(),
                        ConfigError);
   CHECK_THROWS_WITH_AS(build(dir, "gpu_demand_ratio = 0"),
-                       (dir.path() / "w.toml").string().append(":7:20: 'gpu_demand_ratio' in [workload] must be > 0").c_str(),
+                       (dir.path() / "w.toml").string().append(":7:20: 'gpu_demand_ratio' in [workload] must be > 0")
+                           .c_str(),
                        ConfigError);
   CHECK_THROWS_WITH_AS(build(dir, "reference_gpu_type = \"a100\""),
                        "[workload] reference_gpu_type 'a100' is not a GPU type of the cluster", UserError);

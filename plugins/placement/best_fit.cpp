@@ -14,8 +14,8 @@
 //          + (1 - w) * (free GPU milli - job's GPU milli) / largest node's GPU milli
 //   where the free GPU milli is the node's, all GPUs together, and w is
 //   `cpu_weight` (0.5 in the simulator; 0 counts GPUs only). The score is
-//   the integer part of 100 * (1 - left); the highest wins, equal scores are
-//   drawn at random (kube_score.hpp).
+//   the integer part of 100 * (1 - left); the highest wins, equal scores go
+//   to the node first in the run's random node order (kube_score.hpp).
 // - On the node, the tightest GPUs: a fractional job takes the GPU with the
 //   least free milli that fits, a whole-GPU job the lowest-numbered free GPUs.
 // - No node can take the whole job: with `span_nodes` (default), spread it
@@ -54,11 +54,11 @@ class BestFit final : public tessel::PlacementPolicy {
 
   bool time_sensitive() const override { return false; }
 
-  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
+  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState&,
                                 const tessel::Resources& want) override {
     const tessel::ClusterState& cluster = view.cluster();
     const tessel::kube_score::LargestNode largest(cluster);
-    return tessel::kube_score::place_by_score(view, job, want, seed_, span_nodes_, rooms_, "best fit",
+    return tessel::kube_score::place_by_score(view, want, seed_, span_nodes_, rooms_, "best fit",
                                               "what it keeps free",
                                               [&](tessel::NodeId node) { return score(cluster, largest, node, want); });
   }
@@ -85,5 +85,5 @@ class BestFit final : public tessel::PlacementPolicy {
 
 TESSEL_PLUGIN_WITH_ARGS(BestFit, placement, "best_fit", "2.0",
                         "FGD's BestFit: the node that keeps the least CPU and GPU free after the job (integer "
-                        "scores, ties at random); the tightest GPUs on it",
+                        "scores, ties in the run's node order); the tightest GPUs on it",
                         kArgs)

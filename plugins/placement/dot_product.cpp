@@ -15,7 +15,8 @@
 // request [CPUs, GPUs x milli]. Their dot product d, halved, is subtracted
 // from 1; the score is the integer part of 100 * (1 - d / 2). The highest
 // wins (the least aligned: packing the node the job fills most), equal
-// scores are drawn at random (kube_score.hpp). On the node, the tightest GPUs
+// scores go to the node first in the run's random node order
+// (kube_score.hpp). On the node, the tightest GPUs
 // (a fractional job the GPU with the least free milli that fits, a whole-GPU
 // job the lowest-numbered idle GPUs). `span_nodes` decides what happens to a
 // job no node can take whole.
@@ -43,12 +44,12 @@ class DotProduct final : public tessel::PlacementPolicy {
 
   bool time_sensitive() const override { return false; }
 
-  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
+  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState&,
                                 const tessel::Resources& want) override {
     const tessel::ClusterState& cluster = view.cluster();
     const tessel::kube_score::LargestNode largest(cluster);
     return tessel::kube_score::place_by_score(
-        view, job, want, seed_, span_nodes_, rooms_, "dot product", "1 - half the dot product of free and asked",
+        view, want, seed_, span_nodes_, rooms_, "dot product", "1 - half the dot product of free and asked",
         [&](tessel::NodeId node) { return score(cluster, largest, node, want); });
   }
 
@@ -72,5 +73,5 @@ class DotProduct final : public tessel::PlacementPolicy {
 
 TESSEL_PLUGIN_WITH_ARGS(DotProduct, placement, "dot_product", "1.0",
                         "FGD's DotProd (Tetris): the node whose free CPU and GPU align least with the request "
-                        "(integer scores, ties at random); the tightest GPUs on it",
+                        "(integer scores, ties in the run's node order); the tightest GPUs on it",
                         kArgs)

@@ -18,14 +18,16 @@
 //   only jobs of other kinds                  0 + q
 // with q = 25 * (G - free milli of the node) / G rounded down, G the GPU
 // milli of the largest node (8,000 in the simulator). The highest wins,
-// equal scores are drawn at random (kube_score.hpp). On the node, the
+// equal scores go to the node first in the run's random node order (kube_score.hpp). On the node, the
 // tightest GPUs (a fractional job the GPU with the least free milli that
 // fits, a whole-GPU job the lowest-numbered idle GPUs). `span_nodes` decides
 // what happens to a job no node can take whole.
 //
-// Simplifications: none in the rule. The simulator gives CPU-only pods the
-// lowest score everywhere and does not count them as a kind; tessel jobs
-// always have a GPU.
+// A job of share 0 (a CPU-only pod) has no kind: it scores 0 everywhere, as
+// in the simulator (the first node that fits in the run's node order), and does not
+// count among a node's kinds.
+//
+// Simplifications: none in the rule.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -40,8 +42,9 @@ const tessel::ArgSpec kArgs[] = {
     {"span_nodes", tessel::ArgType::boolean, "true", tessel::kube_score::kSpanNodesHelp},
 };
 
-// 0 for a fractional job, else its GPU count.
-int kind_of(int gpus, int gpu_milli) { return gpu_milli < 1000 ? 0 : gpus; }
+// 0 for a fractional job, else its GPU count; kNoKind for a job of share 0.
+constexpr int kNoKind = -1;
+int kind_of(int gpus, int gpu_milli) { return gpu_milli == 0 ? kNoKind : gpu_milli < 1000 ? 0 : gpus; }
 
 class GpuClustering final : public tessel::PlacementPolicy {
  public:
@@ -50,25 +53,26 @@ class GpuClustering final : public tessel::PlacementPolicy {
 
   bool time_sensitive() const override { return false; }
 
-  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
+  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState&,
                                 const tessel::Resources& want) override {
     const tessel::ClusterState& cluster = view.cluster();
     const tessel::kube_score::LargestNode largest(cluster);
     const int kind = kind_of(want.gpus, want.gpu_milli);
     return tessel::kube_score::place_by_score(
-        view, job, want, seed_, span_nodes_, rooms_, "gpu clustering", "jobs of its kind there, and how full",
+        view, want, seed_, span_nodes_, rooms_, "gpu clustering", "jobs of its kind there, and how full",
         [&](tessel::NodeId node) { return score(view, largest, node, kind); });
   }
 
  private:
   std::int64_t score(const tessel::SchedulerView& view, const tessel::kube_score::LargestNode& largest,
                      tessel::NodeId id, int kind) {
+    if (kind == kNoKind) return 0;
     kinds_.clear();
     for (const tessel::Gpu& gpu : view.cluster().gpus_of(id))
       for (tessel::JobId tenant : gpu.jobs) {
         const tessel::JobSpec& spec = view.job(tenant).spec;
         const int other = kind_of(spec.gpus, spec.gpu_milli);
-        if (std::find(kinds_.begin(), kinds_.end(), other) == kinds_.end()) kinds_.push_back(other);
+        if (other != kNoKind && std::find(kinds_.begin(), kinds_.end(), other) == kinds_.end()) kinds_.push_back(other);
       }
     const auto capacity = static_cast<std::int64_t>(largest.gpu_milli);
     const std::int64_t fullness =
@@ -88,5 +92,5 @@ class GpuClustering final : public tessel::PlacementPolicy {
 
 TESSEL_PLUGIN_WITH_ARGS(GpuClustering, placement, "gpu_clustering", "1.0",
                         "FGD's GpuClustering: nodes holding only jobs of the job's kind (shared, or k whole GPUs) "
-                        "first, fuller nodes first within a band (integer scores, ties at random)",
+                        "first, fuller nodes first within a band (integer scores, ties in the run's node order)",
                         kArgs)

@@ -9,8 +9,8 @@
 // generate_run_scripts.py configures it).
 //
 // The rule as implemented. Each node that can take the whole job gets an
-// integer score; the highest wins, equal scores are drawn at random
-// (kube_score.hpp):
+// integer score; the highest wins, equal scores go to the node first in
+// the run's random node order (kube_score.hpp):
 // - every GPU of the node idle: 33 - its GPUs (at least its GPUs: the
 //   simulator's cap), so smaller idle nodes first;
 // - otherwise, take the job's GPUs among those with room, least free milli
@@ -22,8 +22,10 @@
 // free milli that fits, a whole-GPU job the lowest-numbered idle GPUs).
 // `span_nodes` decides what happens to a job no node can take whole.
 //
-// Simplifications: none in the rule. The simulator gives CPU-only pods the
-// lowest score everywhere; tessel jobs always have a GPU.
+// A job of share 0 (a CPU-only pod) scores 0 everywhere, as in the
+// simulator, so it goes to the first node that fits in the run's node order.
+//
+// Simplifications: none in the rule.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -45,16 +47,17 @@ class GpuPacking final : public tessel::PlacementPolicy {
 
   bool time_sensitive() const override { return false; }
 
-  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
+  tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState&,
                                 const tessel::Resources& want) override {
     const tessel::ClusterState& cluster = view.cluster();
-    return tessel::kube_score::place_by_score(view, job, want, seed_, span_nodes_, rooms_, "gpu packing",
+    return tessel::kube_score::place_by_score(view, want, seed_, span_nodes_, rooms_, "gpu packing",
                                               "shared GPUs, then used nodes, then idle nodes",
                                               [&](tessel::NodeId node) { return score(cluster, node, want); });
   }
 
  private:
   std::int64_t score(const tessel::ClusterState& cluster, tessel::NodeId id, const tessel::Resources& want) {
+    if (want.gpu_milli == 0) return 0;
     const auto gpus = cluster.gpus_of(id);
     const auto idle = static_cast<std::int64_t>(std::count_if(gpus.begin(), gpus.end(),
                                                               [](const tessel::Gpu& gpu) { return gpu.free(); }));
@@ -86,5 +89,5 @@ class GpuPacking final : public tessel::PlacementPolicy {
 
 TESSEL_PLUGIN_WITH_ARGS(GpuPacking, placement, "gpu_packing", "1.0",
                         "FGD's GpuPacking: shared GPUs first, then GPUs of used nodes, idle nodes last (integer "
-                        "scores, ties at random)",
+                        "scores, ties in the run's node order)",
                         kArgs)

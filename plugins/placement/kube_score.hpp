@@ -1,20 +1,25 @@
 // Node choice as the Kubernetes scheduler makes it, for the placement plugins
 // that follow a score plugin of FGD's simulator (hkust-adsl/kubernetes-
 // scheduler-simulator, pkg/simulator/plugin/*_score.go): each node that can
-// take the whole job gets an integer score in 0..100, the highest wins, and
-// equal scores are broken uniformly at random (selectHost in
-// kube-scheduler's generic_scheduler.go: reservoir sampling over the nodes
-// in order). The integer scores are part of the rule: they make nodes whose
-// fits differ by less than a score step equal, and the draw among them
-// spreads jobs where a deterministic tie-break would pack them.
+// take the whole job gets an integer score in 0..100 and the highest wins.
+// Equal scores go to the node that comes first in a random order of the
+// nodes, the same order for every job of a run: the simulator's Kubernetes
+// (github.com/mental2008/kubernetes v1.20.5-minor, vendored) changes
+// selectHost in generic_scheduler.go to take "the smallest lexicographical
+// order if the score remains the same", and the simulator names its nodes
+// after a random permutation ("%04d-" + name, rand.Perm in
+// syncClusterResourceList, pkg/simulator/simulator.go). The integer scores
+// and this order are part of the rule: nodes whose fits differ by less than
+// a score step are equal, and equal nodes fill one after another, as in
+// first fit, rather than spreading. (Stock Kubernetes draws among them at
+// random; that spreads CPU-only pods over every node and costs GpuPacking
+// and GpuClustering about 3 points of GPU allocation on the openb trace.)
 //
-// The draw is seeded with the plugin's seed, the job's id and the time, never
-// from a generator that advances between calls, so the same question gets
-// the same answer (the placement contract, stages.hpp).
+// The order is a hash of the plugin's seed and the node id, so it needs no
+// state and the same question gets the same answer (stages.hpp).
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,20 +30,25 @@
 
 namespace tessel::kube_score {
 
-// The highest integer score among the nodes offered, ties drawn at random.
+// The highest integer score among the nodes offered; among equal scores, the
+// node that comes first in a random order of the nodes drawn once per run.
 class HighestScore {
  public:
-  HighestScore(std::uint64_t plugin_seed, const JobState& job, double now)
-      : rng_(derive_seed(derive_seed(plugin_seed, job.spec.id), std::bit_cast<std::uint64_t>(now))) {}
+  explicit HighestScore(std::uint64_t plugin_seed) : seed_(plugin_seed) {}
 
   void offer(NodeId node, std::int64_t score) {
+    const std::uint64_t rank = derive_seed(seed_, node);  // the node's place in the run's random order
     if (tied_ == 0 || score > best_) {
       best_ = score;
       node_ = node;
+      rank_ = rank;
       tied_ = 1;
     } else if (score == best_) {
       ++tied_;
-      if (rng_.below(tied_) == 0) node_ = node;
+      if (rank < rank_) {
+        node_ = node;
+        rank_ = rank;
+      }
     }
   }
 
@@ -48,9 +58,10 @@ class HighestScore {
   std::uint64_t tied() const { return tied_; }  // nodes that had the best score
 
  private:
-  Rng rng_;
+  std::uint64_t seed_;
   std::int64_t best_ = 0;
   NodeId node_ = 0;
+  std::uint64_t rank_ = 0;
   std::uint64_t tied_ = 0;
 };
 
@@ -69,11 +80,12 @@ struct LargestNode {
   }
 };
 
-// "best fit: node n3 scores 87 of 100 (what it keeps free), drawn among 4 equal".
+// "best fit: node n3 scores 87 of 100 (what it keeps free), the highest,
+// first of 4 equal in the run's node order".
 inline Reason reason(const char* rule, const ClusterState& cluster, const HighestScore& best, const char* scored) {
   std::string text = std::string(rule) + ": node " + cluster.node(best.node()).spec.name + " scores " +
                      std::to_string(best.score()) + " of 100 (" + scored + "), the highest";
-  if (best.tied() > 1) text += ", drawn among " + std::to_string(best.tied()) + " equal";
+  if (best.tied() > 1) text += ", first of " + std::to_string(best.tied()) + " equal in the run's node order";
   return Reason::text(std::move(text));
 }
 
@@ -85,14 +97,14 @@ inline int free_milli(const ClusterState& cluster, NodeId id) {
 }
 
 // The whole placement of a score plugin: the nodes that can take the whole
-// job, each scored by `score(node)`, the highest (ties at random), and the
-// tightest GPUs there (gpu_choice::take_tightest: the simulator's best-fit GPU
+// job, each scored by `score(node)`, the highest (ties in the run's node
+// order), and the tightest GPUs there (gpu_choice::take_tightest: the simulator's best-fit GPU
 // choice, allocateGpuIdBasedOnBestFit, which all its baselines but Random and
 // FGD use). A job no node can take whole is spread over the fewest nodes with
 // `span_nodes`, and waits without, as a Kubernetes pod does.
 template <class Score>
-PlacementChoice place_by_score(const SchedulerView& view, const JobState& job, const Resources& want,
-                               std::uint64_t seed, bool span_nodes, std::vector<gpu_choice::NodeRoom>& rooms,
+PlacementChoice place_by_score(const SchedulerView& view, const Resources& want, std::uint64_t seed, bool span_nodes,
+                               std::vector<gpu_choice::NodeRoom>& rooms,
                                const char* rule, const char* scored, Score&& score) {
   const ClusterState& cluster = view.cluster();
   PlacementChoice choice;
@@ -103,7 +115,7 @@ PlacementChoice place_by_score(const SchedulerView& view, const JobState& job, c
                                           : Reason("needs {} GPUs, {} usable in the cluster", want.gpus, total);
     return choice;
   }
-  HighestScore best(seed, job, view.now());
+  HighestScore best(seed);
   for (const gpu_choice::NodeRoom& room : rooms)
     if (room.gpus >= want.gpus) best.offer(room.node, score(room.node));
   if (best.found()) {

@@ -63,7 +63,8 @@ std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, doubl
   for (const JobRecord& job : jobs) by_vc[job.vc].push_back(job);
   std::vector<GroupSummary> groups;
   groups.reserve(by_vc.size());
-  for (const auto& [vc, members] : by_vc) groups.push_back({vc, summarize(members, capacity_gpu_seconds, cluster_gpus)});
+  for (const auto& [vc, members] : by_vc)
+    groups.push_back({vc, summarize(members, capacity_gpu_seconds, cluster_gpus)});
   return groups;
 }
 

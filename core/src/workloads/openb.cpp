@@ -38,8 +38,13 @@
 // - Pods with no scheduled_time never ran (pod_phase Pending; deleted while
 //   waiting) and pods deleted the moment they were scheduled have no run
 //   time to price: both are skipped, with a note counting them.
-// - tessel jobs need at least one GPU: CPU-only pods (num_gpu = 0) are
-//   skipped, with a note counting them.
+// - CPU-only pods (num_gpu = 0): skipped, with a note counting them, unless
+//   `cpu_only = "keep"`: then each is a job of one GPU at a share of 0 milli.
+//   It holds CPUs and memory on a node and none of its GPU's time; the GPU
+//   only ties it to the node, as the pod is bound to one. They matter where
+//   CPUs run short: in the ATC'23 runs they take about a fifth of the
+//   cluster's CPUs. (Under the linear model such a job does one unit of work
+//   a second.)
 // - gpu_milli is a share of one GPU and, as data/README.md says, applies to
 //   single-GPU pods: it must be 1..1000 there, and 1000 (whole GPUs) on
 //   pods of more GPUs, as in every file the simulator ships.
@@ -58,7 +63,8 @@ namespace {
 
 class OpenbWorkload final : public WorkloadSource {
  public:
-  OpenbWorkload(std::string path, bool replay_times) : path_(std::move(path)), replay_times_(replay_times) {}
+  OpenbWorkload(std::string path, bool replay_times, bool keep_cpu_only)
+      : path_(std::move(path)), replay_times_(replay_times), keep_cpu_only_(keep_cpu_only) {}
 
   Trace read(std::uint64_t) const override {
     CsvTable table(path_,
@@ -81,8 +87,12 @@ class OpenbWorkload final : public WorkloadSource {
         ran = run_time(table, spec.arrival);
       }
       if (spec.gpus == 0) {
-        ++cpu_only;
-        continue;
+        if (!keep_cpu_only_) {
+          ++cpu_only;
+          continue;
+        }
+        spec.gpus = spec.min_gpus = spec.max_gpus = 1;
+        spec.gpu_milli = 0;
       }
       if (!ran) {
         ++never_ran;
@@ -111,7 +121,7 @@ class OpenbWorkload final : public WorkloadSource {
   }
 
   // The share of each GPU the pod holds: its own on a single GPU, whole GPUs
-  // otherwise. CPU-only pods are skipped, so any value in range will do.
+  // otherwise. CPU-only pods get theirs where they are read (any value in range here).
   static int gpu_share(const CsvTable& table, int gpus) {
     if (gpus == 1) return static_cast<int>(table.integer("gpu_milli", 1, 1000));
     const auto milli = table.integer("gpu_milli", 0, 1000);
@@ -124,6 +134,7 @@ class OpenbWorkload final : public WorkloadSource {
 
   std::string path_;
   bool replay_times_;
+  bool keep_cpu_only_;
 };
 
 }  // namespace
@@ -131,7 +142,8 @@ class OpenbWorkload final : public WorkloadSource {
 std::unique_ptr<WorkloadSource> parse_openb_workload(TableReader& reader, const TomlDocument&) {
   std::string path = reader.input_path("path", std::nullopt).value_or("");
   const bool replay_times = reader.choice("times", {"replay", "ignore"}, "replay").value_or("replay") == "replay";
-  return std::make_unique<OpenbWorkload>(std::move(path), replay_times);
+  const bool keep_cpu_only = reader.choice("cpu_only", {"skip", "keep"}, "skip").value_or("skip") == "keep";
+  return std::make_unique<OpenbWorkload>(std::move(path), replay_times, keep_cpu_only);
 }
 
 }  // namespace tessel
