@@ -205,6 +205,47 @@ TEST_CASE("a run stores one row per job, samples, metrics, and is marked complet
   CHECK(count(db, "SELECT count(*) FROM jobs") == 500);
 }
 
+TEST_CASE("GPU allocation goes through the database: the report computes it from the jobs rows") {
+  // One node of 4 GPUs; openb pods that never leave (the FGD protocol):
+  // 2 whole GPUs, then 4 (passed over), 600, 500 and 300 milli, then a whole
+  // GPU (passed over): (2000 + 600 + 500 + 300) / 4000 = 0.85.
+  TempDir dir;
+  dir.write("pods.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+            "scheduled_time\n"
+            "p0,1000,1024,2,1000,,LS,Running,10,20,10\n"
+            "p1,1000,1024,4,1000,,LS,Running,10,20,10\n"
+            "p2,1000,1024,1,600,,LS,Running,10,20,10\n"
+            "p3,1000,1024,1,500,,LS,Running,10,20,10\n"
+            "p4,1000,1024,1,300,,LS,Running,10,20,10\n"
+            "p5,1000,1024,1,1000,,LS,Running,10,20,10\n");
+  dir.write("e.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "openb"
+path = "pods.csv"
+times = "ignore"
+[scheduler]
+round_seconds = 1
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "first_fit" }
+[output]
+database = "r.db"
+)");
+  REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  const fs::path db = dir.path() / "r.db";
+  CHECK(count(db, "SELECT sum(held_gpus) FROM jobs") == 5);
+  CHECK(count(db, "SELECT gpu_milli FROM jobs WHERE job_id = 2") == 600);
+  CHECK(query_text(db, "SELECT value FROM metrics WHERE name = 'gpu_allocation'") == "0.85");
+  const auto report = run_tessel({"report", "r.db", "--format", "csv"}, dir.path());
+  REQUIRE(report.code == 0);
+  CHECK(report.out.find(",0.850000,0\n") != std::string::npos);  // gpu_allocation, then preemptions
+  const auto table = run_tessel({"report", "r.db"}, dir.path());
+  CHECK(table.out.find("GPU alloc") != std::string::npos);
+  CHECK(table.out.find("85.0 %") != std::string::npos);
+}
+
 TEST_CASE("a run killed mid-way is visibly not complete and leaves no rows") {
   TempDir dir;
   std::string big = kExperiment;
