@@ -455,15 +455,22 @@ TEST_CASE("openb with times = \"ignore\": every pod arrives at 0 and never leave
 
   // cpu_only = "keep": the CPU-only pod is a job of 1 GPU at a share of 0,
   // which the linear model runs at one unit of work a second.
+  dir.write("pods.csv", std::string(kPodHeader) +
+                            "openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061\n"
+                            "openb-pod-0003,2000,4096,0,0,,BE,Running,200,300,200\n"     // CPU-only
+                            "openb-pod-0004,4000,15258,1,220,,BE,Pending,300,420,\n"     // never scheduled
+                            "openb-pod-0005,4000,15258,2,1000,,BE,Failed,400,500,500\n"  // ran 0 s
+                            "openb-pod-0006,4000,15258,0,0,,BE,Pending,400,500,\n");      // CPU-only, never ran
   const std::string keep = kind_and_path("openb", "pods.csv") + "times = \"replay\"\ncpu_only = \"keep\"\n";
   const Trace kept = configure(dir, keep).workload.source->read(1);
-  REQUIRE(kept.jobs.size() == 2);  // pod 1 and the CPU-only pod 3; 4 and 5 never ran
+  REQUIRE(kept.jobs.size() == 2);  // pod 1 and the CPU-only pod 3; 4, 5 and 6 never ran
   const JobSpec& cpu_only = kept.jobs[1].spec;
   CHECK(cpu_only.name == "openb-pod-0003");
   CHECK(cpu_only.gpus == 1);
   CHECK(cpu_only.gpu_milli == 0);
   CHECK(cpu_only.cpus == 2);
-  CHECK(kept.notes == std::vector<std::string>{"skipped 2 GPU pods that never ran"});
+  CHECK(kept.notes ==
+        std::vector<std::string>{"skipped 2 GPU pods that never ran", "skipped 1 CPU-only pods that never ran"});
   const ExperimentConfig config = configure(dir, keep);
   const Workload workload = build_workload(config.workload, ClusterState(config.cluster.nodes));
   CHECK(workload.jobs[0].name == "openb-pod-0003");

@@ -72,7 +72,7 @@ class OpenbWorkload final : public WorkloadSource {
                     "creation_time", "deletion_time", "scheduled_time"},
                    {});
     Trace trace;
-    std::size_t cpu_only = 0, never_ran = 0, gpu_type_constrained = 0;
+    std::size_t cpu_only = 0, never_ran = 0, cpu_only_never_ran = 0, gpu_type_constrained = 0;
     while (table.next()) {
       TraceJob job;
       JobSpec& spec = job.spec;
@@ -86,17 +86,18 @@ class OpenbWorkload final : public WorkloadSource {
         spec.arrival = table.number("creation_time", 0);
         ran = run_time(table, spec.arrival);
       }
-      if (spec.gpus == 0) {
-        if (!keep_cpu_only_) {
-          ++cpu_only;
-          continue;
-        }
-        spec.gpus = spec.min_gpus = spec.max_gpus = 1;
-        spec.gpu_milli = 0;
+      const bool cpu_only_pod = spec.gpus == 0;
+      if (cpu_only_pod && !keep_cpu_only_) {
+        ++cpu_only;
+        continue;
       }
       if (!ran) {
-        ++never_ran;
+        ++(cpu_only_pod ? cpu_only_never_ran : never_ran);
         continue;
+      }
+      if (cpu_only_pod) {
+        spec.gpus = spec.min_gpus = spec.max_gpus = 1;
+        spec.gpu_milli = 0;
       }
       job.duration = *ran;
       if (!table.text("gpu_spec").empty()) ++gpu_type_constrained;
@@ -104,6 +105,8 @@ class OpenbWorkload final : public WorkloadSource {
     }
     if (cpu_only > 0) trace.notes.push_back("skipped " + count_text(cpu_only) + " CPU-only pods");
     if (never_ran > 0) trace.notes.push_back("skipped " + count_text(never_ran) + " GPU pods that never ran");
+    if (cpu_only_never_ran > 0)
+      trace.notes.push_back("skipped " + count_text(cpu_only_never_ran) + " CPU-only pods that never ran");
     if (gpu_type_constrained > 0)
       trace.notes.push_back("ignored the GPU-type constraint (gpu_spec) of " + count_text(gpu_type_constrained) +
                             " pods");
