@@ -36,22 +36,22 @@
 // the same free milli as one already tried gives the same increase and is
 // skipped) and takes the least increase, the lowest GPU among equals; other
 // jobs take the node's tightest GPUs, which for whole GPUs are its
-// lowest-numbered free ones. A job no single node can take is spread over the fewest nodes
-// (roomiest first, the rest on the tightest fit): FGD places pods on one node
-// and has no rule for this case; with `span_nodes = false` it waits instead,
-// as a pod does.
+// lowest-numbered free ones. A job no single node can take is spread over
+// the fewest nodes (roomiest first, the rest on the tightest fit): FGD
+// places pods on one node and has no rule for this case; with
+// `span_nodes = false` it waits instead, as a pod does.
 //
 // CPU-only tasks (jobs of share 0, openb's CPU-only pods kept with
 // `cpu_only = "keep"`) count in the target as the simulator counts them:
 // all of a node's free milli is fragment to them, whether their CPUs fit or
 // not (XL and XR in frag.go). That adds the same amount to every choice for
-// a job, so they change no choice but shift the popularity cut. A CPU-only
-// job itself goes where its CPUs cost the GPU tasks least.
+// a job, so they change no ordering of the choices but shift the popularity
+// cut. A CPU-only job itself goes where its CPUs cost the GPU tasks least.
 //
-// The integer scores matter: with CPU-only pods in the workload (openb,
-// experiments/fgd), the exact rule's lowest-id ties put the CPU-only pods,
-// which leave fragmentation unchanged on many nodes, on the same few node
-// types, and its GPU allocation falls from 95.5% to 91%.
+// The rule for equal choices matters: CPU-only jobs leave the expected
+// fragmentation unchanged on many nodes, so ties abound. On the openb runs
+// of experiments/fgd, the exact rule with lowest-id ties allocates 90.7% of
+// the GPUs, the integer scores in the run's node order 95.5%.
 //
 // Simplifications: the simulator picks, on the chosen node, the first GPU
 // with the node's best integer score; here the GPU with the least exact
