@@ -391,7 +391,7 @@ class Fgd final : public tessel::PlacementPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Fgd, placement, "fgd", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Fgd, placement, "fgd", "2.0",
                         "Fragmentation Gradient Descent (ATC'23): the node and GPU whose expected fragmentation "
                         "grows least, for the workload's task shapes",
                         kArgs)
