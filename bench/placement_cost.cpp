@@ -93,7 +93,8 @@ int main() {
   std::printf("%zu nodes, %zu known jobs; mean microseconds per place() call\n", openb_like_nodes().size(),
               known_jobs);
   std::printf("%-16s %12s %12s %12s %14s\n", "plugin", "filling", "at 50% full", "at 90% full", "50%, arrivals");
-  for (const char* name : {"first_fit", "consolidated", "best_fit", "spread", "philly_locality", "tiresias_skew", "fgd"}) {
+  for (const char* name : {"first_fit", "consolidated", "best_fit", "spread", "philly_locality", "tiresias_skew", "fgd",
+                           "gpu_packing", "gpu_clustering", "dot_product"}) {
     const PluginEntry& entry = registry.find(PluginKind::placement, name);
     StageConfig stage;
     stage.kind = PluginKind::placement;

@@ -58,6 +58,34 @@ placement = { plugin = "first_fit" }
 
 }  // namespace
 
+TEST_CASE("a share of 0 holds CPUs and memory on a node and none of its GPU") {
+  // One node of 2 GPUs, 32 CPUs, 256 GB. A CPU-only job (openb's, kept with
+  // cpu_only = "keep") on GPU 0 at 0 milli: the GPU stays free for whole jobs.
+  ClusterState cluster(std::vector<NodeSpec>{{"n0", "v100", 2, 32, 256, 0}});
+  const Allocation cpu_only{{0}, 0, 30, 100, {}};
+  REQUIRE(cluster.can_assign(cpu_only));
+  cluster.assign(7, cpu_only);
+  CHECK(cluster.free_gpus() == 2);
+  CHECK(cluster.node(0).free_gpus == 2);
+  CHECK(cluster.gpu(0).free());
+  CHECK(cluster.node(0).free_cpus == 2);
+  CHECK(cluster.node(0).free_mem_gb == 156);
+  // A whole GPU fits beside it, if the CPUs do.
+  CHECK(cluster.fits_on(0, Resources{1, 1000, 2, 0}) == 1);
+  CHECK(cluster.fits_on(0, Resources{1, 1000, 4, 0}) == 0);
+  cluster.assign(8, Allocation{{0}, 1000, 2, 0, {}});
+  CHECK(cluster.node(0).free_gpus == 1);
+  CHECK(cluster.gpu(0).jobs == std::vector<JobId>{7, 8});
+  cluster.release(7, cpu_only);
+  CHECK(cluster.node(0).free_gpus == 1);  // job 8 still holds GPU 0
+  CHECK(cluster.node(0).free_cpus == 30);
+  cluster.release(8, Allocation{{0}, 1000, 2, 0, {}});
+  CHECK(cluster.free_gpus() == 2);
+  std::string why;
+  CHECK_FALSE(cluster.can_assign(Allocation{{0}, -1, 0, 0, {}}, &why));
+  CHECK(why == "GPU share -1 is outside 0..1000");
+}
+
 TEST_CASE("groups build a heterogeneous cluster, each group in racks of its own") {
   const auto config = read(R"([[cluster.groups]]
 count = 3

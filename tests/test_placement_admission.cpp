@@ -1,5 +1,6 @@
-// The placement plugins best_fit, spread, philly_locality, tiresias_skew and
-// fgd, and the admission plugins load_based, vc_quota and max_queue, each on
+// The placement plugins best_fit, spread, philly_locality, tiresias_skew,
+// fgd, gpu_packing, gpu_clustering and dot_product, and the admission
+// plugins load_based, vc_quota and max_queue, each on
 // a hand-built case whose decision and reason are worked out in the test.
 //
 // Placement plugins are asked directly, on a cluster set up by hand (what the
@@ -161,56 +162,134 @@ double admitted_demand(const Scheduler& scheduler, const std::string& vc = "*") 
 
 // ================================================================ best_fit
 
-TEST_CASE("best_fit takes the node left with the fewest free GPUs, else the fewest nodes") {
-  Scene scene(3, 4);  // GPUs 0-3 on n0, 4-7 on n1, 8-11 on n2
-  scene.occupy({0, 1, 2});  // n0: 1 free
-  scene.occupy({4});        // n1: 3 free; n2: 4 free
-  Placer placer("best_fit");
-
-  // Two GPUs fit on n1 (1 left) and n2 (2 left): n1, its lowest free GPUs.
-  PlacementChoice choice = scene.place(placer, scene.job(2));
-  CHECK(choice.gpus == std::vector<GpuId>{5, 6});
-  CHECK(choice.reason.str() == "best fit: node n1 keeps 1 GPU free");
-  // One GPU fills n0 exactly.
-  choice = scene.place(placer, scene.job(1));
-  CHECK(choice.gpus == std::vector<GpuId>{3});
-  CHECK(choice.reason.str() == "best fit: node n0 keeps 0 GPUs free");
-
-  // Five GPUs fit on no node: n2 whole (the roomiest), then 1 more on the
-  // tightest node that has one, n0 (1 free) rather than n1 (3 free).
-  choice = scene.place(placer, scene.job(5));
-  CHECK(choice.gpus == std::vector<GpuId>{8, 9, 10, 11, 3});
-  CHECK(choice.reason.str() == "no node can take all 5 GPUs: spread over 2 nodes, the fewest possible");
-
-  choice = scene.place(placer, scene.job(9));
-  CHECK_FALSE(choice.placed());
-  CHECK(choice.reason.str() == "needs 9 GPUs, 8 usable in the cluster");
+// The node each of `seeds` sends `job` to.
+std::set<NodeId> nodes_over_seeds(Scene& scene, const std::string& plugin, const JobState& job,
+                                  toml::table arguments = {}) {
+  std::set<NodeId> nodes;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    Placer placer(plugin, arguments, seed);
+    const PlacementChoice choice = scene.place(placer, job);
+    REQUIRE(choice.placed());
+    nodes.insert(scene.cluster.gpu(choice.gpus[0]).node);
+  }
+  return nodes;
 }
 
-TEST_CASE("best_fit puts a fractional job on the GPU with the least free milli that fits") {
-  Scene scene(2, 2);          // GPUs 0, 1 on n0; 2, 3 on n1
-  scene.occupy({0}, 600);     // n0 GPU 0: 400 free
-  scene.occupy({1}, 300);     // n0 GPU 1: 700 free
-  scene.occupy({2}, 500);     // n1 GPU 0: 500 free; n1 GPU 1: 1000 free
+TEST_CASE("best_fit scores what a node keeps free, CPU and GPU weighted, as FGD's simulator does") {
+  // Nodes of 4 GPUs and 32 CPUs (the largest node: 32 CPUs, 4,000 milli).
+  // n0: GPUs 0, 1 busy, 32 CPUs free. n1: GPU 4 busy with 24 CPUs, 8 free.
+  // A job of 1 GPU and 8 CPUs; score = int(100 * (1 - left)):
+  //   n0: left = 0.5 * 24/32 + 0.5 * 1000/4000 = 0.5    -> 50
+  //   n1: left = 0.5 *  0/32 + 0.5 * 2000/4000 = 0.25   -> 75   best
+  // With cpu_weight = 0 only GPUs count: n0 1000/4000 -> 75, n1 2000/4000 -> 50.
+  Scene scene(2, 4);
+  scene.occupy({0, 1});
+  scene.cluster.assign(2001, Allocation{{4}, 1000, 24, 0, {}});
+  const JobState& job = scene.job(1, 1000, "", 0, 8);
   Placer placer("best_fit");
-
-  // 450 milli fits on 500 (50 left), 700 (250 left) and 1000 (550 left).
-  PlacementChoice choice = scene.place(placer, scene.job(1, 450));
+  PlacementChoice choice = scene.place(placer, job);
+  CHECK(choice.gpus == std::vector<GpuId>{5});
+  CHECK(choice.reason.str() == "best fit: node n1 scores 75 of 100 (what it keeps free), the highest");
+  Placer gpus_only("best_fit", toml::table{{"cpu_weight", 0.0}});
+  choice = scene.place(gpus_only, job);
   CHECK(choice.gpus == std::vector<GpuId>{2});
-  CHECK(choice.reason.str() == "best fit: GPU 0 of node n1 keeps 50 milli free");
-  // 350 milli fits best on the 400 free of n0's GPU 0.
-  choice = scene.place(placer, scene.job(1, 350));
+  CHECK(choice.reason.str() == "best fit: node n0 scores 75 of 100 (what it keeps free), the highest");
+}
+
+TEST_CASE("best_fit puts a fractional job on the tightest GPU of the best node; equal scores are drawn") {
+  Scene scene(3, 2);           // GPUs 0, 1 on n0; 2, 3 on n1; 4, 5 on n2; 32 CPUs each
+  scene.occupy({0}, 600);      // n0: 400 + 1000 free
+  scene.occupy({2}, 500);      // n1: 500 + 1000 free
+  scene.occupy({4, 5}, 600);   // n2: 400 + 400 free
+  // 300 milli, no CPUs; left = 0.5 * 32/32 + 0.5 * (free - 300) / 2000:
+  //   n0 0.775 -> 22, n1 0.8 -> 19 or 20, n2 0.625 -> 37 (best; its GPUs are equal: the lower)
+  Placer placer("best_fit");
+  PlacementChoice choice = scene.place(placer, scene.job(1, 300));
+  CHECK(choice.gpus == std::vector<GpuId>{4});
+  // 450 milli fits only on n0 and n1: 0.7375 -> 26 and 0.7625 -> 23. On n0,
+  // the tightest GPU that fits: not GPU 0 (400 free), so GPU 1.
+  choice = scene.place(placer, scene.job(1, 450));
+  CHECK(choice.gpus == std::vector<GpuId>{1});
+  // Two idle nodes score the same: the seeds draw both.
+  Scene idle(2, 4);
+  CHECK(nodes_over_seeds(idle, "best_fit", idle.job(1)) == std::set<NodeId>{0, 1});
+}
+
+TEST_CASE("a job no node can take whole spreads with span_nodes, and waits without") {
+  Scene scene(3, 4);  // GPUs 0-3 on n0, 4-7 on n1, 8-11 on n2
+  scene.occupy({0, 1, 2});
+  scene.occupy({4});
+  const JobState& job = scene.job(5);
+  for (const char* plugin : {"best_fit", "gpu_packing", "gpu_clustering", "dot_product", "fgd", "spread"}) {
+    CAPTURE(plugin);
+    toml::table arguments;
+    if (std::string(plugin) == "spread") arguments.insert("unit", "node");
+    Placer spanning(plugin, arguments);
+    const PlacementChoice spread = scene.place(spanning, job);
+    CHECK(spread.gpus.size() == 5);
+    arguments.insert("span_nodes", false);
+    Placer one_node(plugin, arguments);
+    const PlacementChoice waits = scene.place(one_node, job);
+    CHECK_FALSE(waits.placed());
+    CHECK(waits.reason.str() == "no node can take all 5 GPUs, and the job may not span nodes");
+  }
+  Placer best_fit("best_fit");
+  CHECK(scene.place(best_fit, scene.job(9)).reason.str() == "needs 9 GPUs, 8 usable in the cluster");
+}
+
+// ============================================= gpu_packing, gpu_clustering, dot_product
+
+TEST_CASE("gpu_packing fills shared GPUs, then used nodes, then idle nodes, by the simulator's scores") {
+  Scene scene(3, 4);          // n0: GPUs 0-3, n1: 4-7, n2: 8-11
+  scene.occupy({0}, 600);     // n0: GPU 0 has 400 free
+  scene.occupy({4});          // n1: 3 idle GPUs; n2 idle
+  // 300 milli: n0 uses its shared GPU 0: 100 - (400 * 100 / 1000) / 10 = 96;
+  // n1 must open an idle GPU: 50 - 1 = 49; n2 is idle: max(33 - 4, 4) = 29.
+  Placer placer("gpu_packing");
+  PlacementChoice choice = scene.place(placer, scene.job(1, 300));
   CHECK(choice.gpus == std::vector<GpuId>{0});
-  CHECK(choice.reason.str() == "best fit: GPU 0 of node n0 keeps 50 milli free");
-  // 800 milli fits only on the free GPU.
-  choice = scene.place(placer, scene.job(1, 800));
-  CHECK(choice.gpus == std::vector<GpuId>{3});
-  CHECK(choice.reason.str() == "best fit: GPU 1 of node n1 keeps 200 milli free");
-  // Two GPUs of 600 milli: each node has one GPU with 600 free (n0's 700,
-  // n1's 1000), so no node can take both, and the job spreads over the two.
-  choice = scene.place(placer, scene.job(2, 600));
-  CHECK(choice.gpus == std::vector<GpuId>{1, 3});
-  CHECK(choice.reason.str() == "no node can take all 2 GPUs: spread over 2 nodes, the fewest possible");
+  CHECK(choice.reason.str() ==
+        "gpu packing: node n0 scores 96 of 100 (shared GPUs, then used nodes, then idle nodes), the highest");
+  // 2 whole GPUs: n0 and n1 both open 2 idle GPUs (48), n2 is idle (29): the
+  // seeds draw n0 and n1, never n2.
+  CHECK(nodes_over_seeds(scene, "gpu_packing", scene.job(2)) == std::set<NodeId>{0, 1});
+}
+
+TEST_CASE("gpu_clustering puts a job with jobs of its kind, fuller nodes first") {
+  // n0 holds a shared job (500 milli of GPU 0), n1 a job of 2 whole GPUs
+  // (GPUs 4, 5), n2 nothing. Largest node: 4,000 milli; q = 25 * used / 4000.
+  Scene scene(3, 4);
+  const JobState& shared = scene.job(1, 500);
+  const JobState& pair = scene.job(2);
+  scene.cluster.assign(shared.spec.id, Allocation{{0}, 500, 0, 0, {}});
+  scene.cluster.assign(pair.spec.id, Allocation{{4, 5}, 1000, 0, 0, {}});
+  Placer placer("gpu_clustering");
+  // Shared, 300 milli: n0 only its kind 75 + 25*500/4000 (3) = 78; n1 other
+  // kinds 0 + 12 = 12; n2 empty 25 + 0. n0, on GPU 0 (the tightest).
+  PlacementChoice choice = scene.place(placer, scene.job(1, 300));
+  CHECK(choice.gpus == std::vector<GpuId>{0});
+  CHECK(choice.reason.str() ==
+        "gpu clustering: node n0 scores 78 of 100 (jobs of its kind there, and how full), the highest");
+  // 2 whole GPUs: n1 (its kind only) 75 + 12 = 87; n0 3; n2 25.
+  choice = scene.place(placer, scene.job(2));
+  CHECK(choice.gpus == std::vector<GpuId>{6, 7});
+  // 1 whole GPU, a kind nobody has: n2, the empty node (25), over n0 (3) and n1 (12).
+  choice = scene.place(placer, scene.job(1));
+  CHECK(choice.gpus == std::vector<GpuId>{8});
+}
+
+TEST_CASE("dot_product takes the node whose free CPU and GPU align least with the request") {
+  // n0: GPUs 0, 1 busy (2,000 milli free), 32 CPUs; n1 idle. Largest node
+  // 32 CPUs, 4,000 milli. A job of 1 GPU and 8 CPUs, request [8/32, 1000/4000]:
+  //   n0: [1, 0.5] . [0.25, 0.25] = 0.375 -> int(100 * (1 - 0.1875)) = 81
+  //   n1: [1, 1]   . [0.25, 0.25] = 0.5   -> 75
+  Scene scene(2, 4);
+  scene.occupy({0, 1});
+  Placer placer("dot_product");
+  PlacementChoice choice = scene.place(placer, scene.job(1, 1000, "", 0, 8));
+  CHECK(choice.gpus == std::vector<GpuId>{2});
+  CHECK(choice.reason.str() ==
+        "dot product: node n0 scores 81 of 100 (1 - half the dot product of free and asked), the highest");
 }
 
 // ===================================================================== fgd
@@ -227,7 +306,8 @@ TEST_CASE("fgd picks the node whose expected fragmentation grows least, computed
   //   n0, on the 1000 GPU -> [400, 700]: 0 + 3/4 * 1100 (no whole GPU) = 825   increase +525
   //   n1 before [700, 700]: 0 + 3/4 * 1400 = 1050
   //   n1, on either GPU -> [400, 700]: 0 + 3/4 * 1100 = 825              increase -225
-  // FGD takes n1 (-225), where best fit would take n0's 400 (100 milli left).
+  // FGD takes n1 (-225), where packing by the GPU's free milli would take
+  // n0's 400 (100 milli left).
   auto set_up = [](Scene& scene) {
     scene.occupy({0}, 600);
     scene.occupy({2}, 300);
@@ -237,23 +317,80 @@ TEST_CASE("fgd picks the node whose expected fragmentation grows least, computed
   Scene scene(2, 2);
   set_up(scene);
   const JobState& job = scene.job(1, 300);
-  Placer fgd("fgd");
+  Placer fgd("fgd", toml::table{{"scores", "exact"}});
   PlacementChoice choice = scene.place(fgd, job);
   CHECK(choice.gpus == std::vector<GpuId>{2});
   CHECK(choice.reason.str() ==
         "fgd: node n1, GPU 0: expected fragmentation changes by -225.0 milli-GPUs, the least of any choice");
 
-  Placer best_fit("best_fit");
-  CHECK(scene.place(best_fit, job).gpus == std::vector<GpuId>{0});
-
   // With popularity_percent = 75 the target keeps only the most frequent
   // shape, 1 x 1000 (3 of 4 jobs): n0's 400 GPU gives [100, 1000], F 400 -> 100,
   // and n1 gives [400, 700], F 1400 -> 1100: both -300, and the tie goes to n0.
-  Placer popular_only("fgd", toml::table{{"popularity_percent", 75}});
+  Placer popular_only("fgd", toml::table{{"popularity_percent", 75}, {"scores", "exact"}});
   choice = scene.place(popular_only, job);
   CHECK(choice.gpus == std::vector<GpuId>{0});
   CHECK(choice.reason.str() ==
         "fgd: node n0, GPU 0: expected fragmentation changes by -300.0 milli-GPUs, the least of any choice");
+}
+
+TEST_CASE("fgd scores as the simulator: 100 * sigmoid(-increase / 1000), ties in the run's node order") {
+  // The scene of the first fgd case: increases n1 -225 (either GPU) and, on
+  // n0, -200 (the 400 GPU). Scores int(100 / (1 + e^(increase / 1000))):
+  // n1 55 (0.556), n0 54 (0.550). n1 wins, as with exact scores.
+  Scene scene(2, 2);
+  scene.occupy({0}, 600);
+  scene.occupy({2}, 300);
+  scene.occupy({3}, 300);
+  for (int i = 0; i < 3; ++i) scene.job(1);
+  const JobState& job = scene.job(1, 300);
+  Placer fgd("fgd");
+  PlacementChoice choice = scene.place(fgd, job);
+  CHECK(choice.gpus == std::vector<GpuId>{2});
+  CHECK(choice.reason.str() ==
+        "fgd: node n1, GPU 0: expected fragmentation changes by -225.0 milli-GPUs (score 55 of 100), the highest");
+  // Two idle nodes of one GPU each take a 1-GPU job alike: the seed's node
+  // order decides, the same node for every such job of the run.
+  Scene idle(2, 1);
+  for (int i = 0; i < 3; ++i) idle.job(1);
+  const std::set<NodeId> firsts = nodes_over_seeds(idle, "fgd", idle.job(1));
+  CHECK(firsts == std::set<NodeId>{0, 1});
+  Placer seeded("fgd", {}, 7);
+  const NodeId node = idle.cluster.gpu(idle.place(seeded, idle.job(1)).gpus[0]).node;
+  for (double now : {0.0, 100.0, 5000.0})
+    CHECK(idle.cluster.gpu(idle.place(seeded, idle.job(1), now).gpus[0]).node == node);
+}
+
+TEST_CASE("fgd counts all free milli as fragment to CPU-only tasks, and puts CPU-only jobs where CPUs cost least") {
+  // Nodes of 1 GPU: n0 with 16 CPUs, n1 with 12. Jobs known: two CPU-only of
+  // 8 CPUs (share 0), two of 1 whole GPU and 8 CPUs, and the CPU-only job of
+  // 8 CPUs placed: p = 3/5 (CPU-only), 2/5 (whole GPU).
+  //   F = 3/5 * free milli (always, for the CPU-only task) + 2/5 * (free milli
+  //   unless a whole GPU and 8 CPUs fit)
+  //   n0: before 600 + 0; after, 8 CPUs left: 600 + 0     increase 0   -> score 50
+  //   n1: before 600 + 0; after, 4 CPUs left: 600 + 400   increase +400 -> score 40
+  Scene scene(2, 1);
+  scene.cluster = ClusterState(std::vector<NodeSpec>{{"n0", "v100", 1, 16, 256, 0}, {"n1", "v100", 1, 12, 256, 0}});
+  for (int i = 0; i < 2; ++i) scene.job(1, 0, "", 0, 8);
+  for (int i = 0; i < 2; ++i) scene.job(1, 1000, "", 0, 8);
+  Placer fgd("fgd");
+  const PlacementChoice choice = scene.place(fgd, scene.job(1, 0, "", 0, 8));
+  CHECK(choice.gpus == std::vector<GpuId>{0});
+  CHECK(choice.reason.str() ==
+        "fgd: node n0, GPU 0: expected fragmentation changes by +0.0 milli-GPUs (score 50 of 100), the highest");
+}
+
+TEST_CASE("gpu_packing and gpu_clustering score a CPU-only job 0 everywhere: the run's first node that fits") {
+  Scene scene(3, 2);
+  scene.occupy({0}, 500);
+  for (std::uint64_t seed : {1, 2, 3}) {
+    Placer packing("gpu_packing", {}, seed), clustering("gpu_clustering", {}, seed);
+    const JobState& job = scene.job(1, 0, "", 0, 4);
+    const PlacementChoice packed = scene.place(packing, job);
+    CHECK(packed.reason.str().find("scores 0 of 100") != std::string::npos);
+    CAPTURE(packed.reason.str());
+    CHECK(packed.reason.str().ends_with("first of 3 equal in the run's node order"));
+    CHECK(scene.place(clustering, job).gpus == packed.gpus);
+  }
 }
 
 TEST_CASE("fgd counts a node that lacks the CPUs for a target task as wholly fragmented for it") {
@@ -265,7 +402,7 @@ TEST_CASE("fgd counts a node that lacks the CPUs for a target task as wholly fra
   Scene scene(2, 2);
   scene.cluster = ClusterState(std::vector<NodeSpec>{{"n0", "v100", 2, 16, 256, 0}, {"n1", "v100", 2, 8, 256, 0}});
   for (int i = 0; i < 3; ++i) scene.job(1, 1000, "", 0, 8);
-  Placer fgd("fgd");
+  Placer fgd("fgd", toml::table{{"scores", "exact"}});
   CHECK(scene.place(fgd, scene.job(1)).gpus == std::vector<GpuId>{0});
   // Now n0 has 8 CPUs and n1 16, and the job takes 4 CPUs. Jobs known: three
   // of 8 CPUs, one of none, this one of 4: p = 3/5, 1/5, 1/5.
@@ -296,7 +433,7 @@ TEST_CASE("fgd answers from its memory of nodes exactly as a fresh instance woul
     CAPTURE(i);
     const JobState& job = *jobs[i];
     const PlacementChoice answer = scene.place(kept, job);
-    Placer fresh("fgd");
+    Placer fresh("fgd");  // the same seed: the same node order
     const PlacementChoice expected = scene.place(fresh, job);
     CHECK(answer.gpus == expected.gpus);
     CHECK(answer.reason.str() == expected.reason.str());
@@ -482,7 +619,8 @@ TEST_CASE("every new placement plugin runs a fractional workload and keeps the i
              std::to_string(milli) + "," + models[i % 2] + "\n";
   }
   dir.write("trace.csv", trace);
-  for (const char* plugin : {"best_fit", "spread", "philly_locality", "tiresias_skew", "fgd", "most_free"}) {
+  for (const char* plugin : {"best_fit", "spread", "philly_locality", "tiresias_skew", "fgd", "most_free",
+                             "gpu_packing", "gpu_clustering", "dot_product"}) {
     CAPTURE(plugin);
     const RunResults results = run_observed(
         dir, experiment(3, 4, R"({ plugin = "accept_all" })", std::string("{ plugin = \"") + plugin + "\" }"),

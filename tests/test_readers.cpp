@@ -430,6 +430,53 @@ TEST_CASE("openb: fractional GPUs, CPU and memory, run time from scheduling to d
   CHECK(workload.jobs[1].total_work == doctest::Approx((12902960 - 427061) * 0.46));
 }
 
+TEST_CASE("openb with times = \"ignore\": every pod arrives at 0 and never leaves, as in the ATC'23 runs") {
+  TempDir dir;
+  dir.write("pods.csv", std::string(kPodHeader) +
+                            "openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061\n"
+                            "openb-pod-0003,2000,4096,0,0,,BE,Running,200,300,200\n"     // CPU-only
+                            "openb-pod-0004,4000,15258,1,220,,BE,Pending,300,420,\n"     // never scheduled: kept
+                            "openb-pod-0005,4000,15258,2,1000,,BE,Failed,400,500,500\n");  // ran 0 s: kept
+  const Trace trace = configure(dir, kind_and_path("openb", "pods.csv") + "times = \"ignore\"\n")
+                          .workload.source->read(1);
+  REQUIRE(trace.jobs.size() == 3);
+  std::vector<std::string> names;
+  for (const TraceJob& job : trace.jobs) {
+    names.push_back(job.spec.name);
+    CHECK(job.spec.arrival == 0);
+    CHECK(std::isinf(job.duration));
+  }
+  CHECK(names == std::vector<std::string>{"openb-pod-0001", "openb-pod-0004", "openb-pod-0005"});
+  CHECK(trace.jobs[1].spec.gpu_milli == 220);
+  CHECK(trace.jobs[2].spec.gpus == 2);
+  CHECK(trace.notes == std::vector<std::string>{"skipped 1 CPU-only pods"});
+  CHECK_THROWS_WITH_AS(configure(dir, kind_and_path("openb", "pods.csv") + "times = \"forget\"\n"),
+                       doctest::Contains("times"), ConfigError);
+
+  // cpu_only = "keep": the CPU-only pod is a job of 1 GPU at a share of 0,
+  // which the linear model runs at one unit of work a second.
+  dir.write("pods.csv", std::string(kPodHeader) +
+                            "openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061\n"
+                            "openb-pod-0003,2000,4096,0,0,,BE,Running,200,300,200\n"     // CPU-only
+                            "openb-pod-0004,4000,15258,1,220,,BE,Pending,300,420,\n"     // never scheduled
+                            "openb-pod-0005,4000,15258,2,1000,,BE,Failed,400,500,500\n"  // ran 0 s
+                            "openb-pod-0006,4000,15258,0,0,,BE,Pending,400,500,\n");      // CPU-only, never ran
+  const std::string keep = kind_and_path("openb", "pods.csv") + "times = \"replay\"\ncpu_only = \"keep\"\n";
+  const Trace kept = configure(dir, keep).workload.source->read(1);
+  REQUIRE(kept.jobs.size() == 2);  // pod 1 and the CPU-only pod 3; 4, 5 and 6 never ran
+  const JobSpec& cpu_only = kept.jobs[1].spec;
+  CHECK(cpu_only.name == "openb-pod-0003");
+  CHECK(cpu_only.gpus == 1);
+  CHECK(cpu_only.gpu_milli == 0);
+  CHECK(cpu_only.cpus == 2);
+  CHECK(kept.notes ==
+        std::vector<std::string>{"skipped 2 GPU pods that never ran", "skipped 1 CPU-only pods that never ran"});
+  const ExperimentConfig config = configure(dir, keep);
+  const Workload workload = build_workload(config.workload, ClusterState(config.cluster.nodes));
+  CHECK(workload.jobs[0].name == "openb-pod-0003");
+  CHECK(workload.jobs[0].total_work == 100);  // 300 - 200 seconds
+}
+
 TEST_CASE("openb: the real pod list") {
   const auto path = shared_data("alibaba-openb/openb_pod_list_default.csv");
   if (!path) {
@@ -449,6 +496,15 @@ TEST_CASE("openb: the real pod list") {
   CHECK(trace.jobs.back().spec.name == "openb-pod-8151");
   CHECK(trace.jobs.back().spec.arrival == 12'901'761);
   CHECK(trace.jobs.back().duration == 30);
+
+  // Read as the ATC'23 experiments read it: every GPU pod, 7,064 of 8,152,
+  // asking for 6,086.8 GPUs (98% of the openb cluster's 6,212).
+  const Trace all = configure(dir, kind_and_path("openb", path->string()) + "times = \"ignore\"\n")
+                        .workload.source->read(1);
+  CHECK(all.jobs.size() == 7'064);
+  double milli = 0;
+  for (const TraceJob& job : all.jobs) milli += job.spec.gpus * job.spec.gpu_milli;
+  CHECK(milli == 6'086'800);
 }
 
 TEST_CASE("openb: malformed rows name file, line and field") {

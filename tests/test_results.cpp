@@ -102,7 +102,7 @@ TEST_CASE("summary figures match values computed by hand") {
       job(100, 300, 500, 200), job(50, 60, 1000, 940, false),  // untracked: no JCT, but makespan and usage
       job(10, std::nullopt, std::nullopt, 0),                    // tracked, never ran
   };
-  const RunSummary s = summarize(jobs, 4 * 1000.0);
+  const RunSummary s = summarize(jobs, 4 * 1000.0, 4);
   CHECK(s.jobs == 5);
   CHECK(s.finished == 4);
   CHECK(s.unfinished == 1);
@@ -113,6 +113,31 @@ TEST_CASE("summary figures match values computed by hand") {
   CHECK(s.avg_queueing_delay == doctest::Approx((0 + 50 + 0 + 200) / 4.0));
   CHECK(s.makespan == 1000);
   CHECK(s.gpu_utilization == doctest::Approx(1690 / 4000.0));
+  CHECK(s.gpu_allocation == 0);  // every job is done or waiting
+}
+
+TEST_CASE("GPU allocation: the GPU shares held when the run ended, over the cluster's GPUs") {
+  // 8 GPUs. Still running: 2 whole GPUs, 1 GPU at 460 milli, 1 at 250 (an
+  // untracked job counts: the figure is the cluster's). Done or waiting jobs
+  // hold nothing. (2000 + 460 + 250) / 8000 = 0.33875.
+  std::vector<JobRecord> jobs = {job(0, 0, 100, 100), job(0, 0, std::nullopt, 0), job(0, 0, std::nullopt, 0),
+                                 job(0, 0, std::nullopt, 0, false), job(0, std::nullopt, std::nullopt, 0)};
+  jobs[1].held_gpus = 2;
+  jobs[2].held_gpus = 1;
+  jobs[2].gpu_milli = 460;
+  jobs[3].held_gpus = 1;
+  jobs[3].gpu_milli = 250;
+  jobs[4].gpu_milli = 500;  // never started: holds nothing
+  jobs[1].status = jobs[2].status = jobs[3].status = "running";
+  CHECK(summarize(jobs, 0, 8).gpu_allocation == doctest::Approx(0.33875));
+  CHECK(summarize(jobs, 0, 0).gpu_allocation == 0);  // no GPUs: no figure
+  // By VC, each VC's share of the same cluster: a holds 2 GPUs, b 0.71.
+  jobs[1].vc = "a";
+  jobs[2].vc = jobs[3].vc = "b";
+  const std::vector<GroupSummary> groups = summarize_by_vc(jobs, 0, 8);
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[1].summary.gpu_allocation == doctest::Approx(0.25));
+  CHECK(groups[2].summary.gpu_allocation == doctest::Approx(0.71 / 8));
 }
 
 TEST_CASE("summaries by VC apply the run's figures to each VC's jobs, against the whole cluster") {
@@ -123,7 +148,7 @@ TEST_CASE("summaries by VC apply the run's figures to each VC's jobs, against th
   };
   jobs[0].vc = jobs[1].vc = "b";
   jobs[2].vc = "a";
-  const std::vector<GroupSummary> groups = summarize_by_vc(jobs, 1000.0);
+  const std::vector<GroupSummary> groups = summarize_by_vc(jobs, 1000.0, 4);
   REQUIRE(groups.size() == 3);
   CHECK(groups[0].group == "");  // VCs in name order, no VC first
   CHECK(groups[1].group == "a");
@@ -140,14 +165,14 @@ TEST_CASE("summaries by VC apply the run's figures to each VC's jobs, against th
 
   // One VC: the same figures as the whole run, from the same function.
   for (JobRecord& record : jobs) record.vc = "only";
-  const std::vector<GroupSummary> one = summarize_by_vc(jobs, 1000.0);
+  const std::vector<GroupSummary> one = summarize_by_vc(jobs, 1000.0, 4);
   REQUIRE(one.size() == 1);
-  const RunSummary whole = summarize(jobs, 1000.0);
+  const RunSummary whole = summarize(jobs, 1000.0, 4);
   CHECK(one[0].summary.avg_jct == whole.avg_jct);
   CHECK(one[0].summary.p99_jct == whole.p99_jct);
   CHECK(one[0].summary.makespan == whole.makespan);
   CHECK(one[0].summary.gpu_utilization == whole.gpu_utilization);
-  CHECK(summarize_by_vc({}, 1000.0).empty());
+  CHECK(summarize_by_vc({}, 1000.0, 4).empty());
 }
 
 TEST_CASE("a run stores one row per job, samples, metrics, and is marked complete") {
@@ -158,7 +183,7 @@ TEST_CASE("a run stores one row per job, samples, metrics, and is marked complet
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1") == 250);
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") == 250);
   CHECK(count(db, "SELECT count(*) FROM samples") > 10);
-  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1") == 10);
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1") == 11);
   CHECK(count(db, "SELECT count(*) FROM decisions") == 0);  // off by default
   CHECK(query_text(db, "SELECT status FROM runs") == "complete");
   CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
@@ -178,6 +203,47 @@ TEST_CASE("a run stores one row per job, samples, metrics, and is marked complet
   REQUIRE(run_tessel({"run", "e.toml", "-q", "--set", "workload.seed=2"}, dir.path()).code == 0);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
   CHECK(count(db, "SELECT count(*) FROM jobs") == 500);
+}
+
+TEST_CASE("GPU allocation goes through the database: the report computes it from the jobs rows") {
+  // One node of 4 GPUs; openb pods that never leave (the FGD protocol):
+  // 2 whole GPUs, then 4 (passed over), 600, 500 and 300 milli, then a whole
+  // GPU (passed over): (2000 + 600 + 500 + 300) / 4000 = 0.85.
+  TempDir dir;
+  dir.write("pods.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+            "scheduled_time\n"
+            "p0,1000,1024,2,1000,,LS,Running,10,20,10\n"
+            "p1,1000,1024,4,1000,,LS,Running,10,20,10\n"
+            "p2,1000,1024,1,600,,LS,Running,10,20,10\n"
+            "p3,1000,1024,1,500,,LS,Running,10,20,10\n"
+            "p4,1000,1024,1,300,,LS,Running,10,20,10\n"
+            "p5,1000,1024,1,1000,,LS,Running,10,20,10\n");
+  dir.write("e.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "openb"
+path = "pods.csv"
+times = "ignore"
+[scheduler]
+round_seconds = 1
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "first_fit" }
+[output]
+database = "r.db"
+)");
+  REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  const fs::path db = dir.path() / "r.db";
+  CHECK(count(db, "SELECT sum(held_gpus) FROM jobs") == 5);
+  CHECK(count(db, "SELECT gpu_milli FROM jobs WHERE job_id = 2") == 600);
+  CHECK(query_text(db, "SELECT value FROM metrics WHERE name = 'gpu_allocation'") == "0.85");
+  const auto report = run_tessel({"report", "r.db", "--format", "csv"}, dir.path());
+  REQUIRE(report.code == 0);
+  CHECK(report.out.find(",0.850000,0\n") != std::string::npos);  // gpu_allocation, then preemptions
+  const auto table = run_tessel({"report", "r.db"}, dir.path());
+  CHECK(table.out.find("GPU alloc") != std::string::npos);
+  CHECK(table.out.find("85.0 %") != std::string::npos);
 }
 
 TEST_CASE("a run killed mid-way is visibly not complete and leaves no rows") {
@@ -226,14 +292,18 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
   REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   const fs::path db = dir.path() / "r.db";
   {
-    // Make it look like schema 1: none of the tables later versions added.
+    // Make it look like schema 1: none of the tables and columns later
+    // versions added.
     sql::Database raw(db.string(), false);
     raw.exec("DROP TABLE resizes; DROP TABLE cluster_runs; DROP TABLE cluster_jobs; DROP TABLE cluster_launches; "
-             "DROP TABLE cluster_ranks; DROP TABLE cluster_nodes; PRAGMA user_version = 1");
+             "DROP TABLE cluster_ranks; DROP TABLE cluster_nodes; ALTER TABLE jobs DROP COLUMN gpu_milli; "
+             "ALTER TABLE jobs DROP COLUMN held_gpus; PRAGMA user_version = 1");
   }
   CHECK(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
   CHECK(count(db, "SELECT count(*) FROM resizes") == 0);
+  // The old run's jobs get the defaults: whole GPUs, nothing held at the end.
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND gpu_milli = 1000 AND held_gpus = 0") == 250);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
 }
 

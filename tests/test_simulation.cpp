@@ -79,6 +79,90 @@ TEST_CASE("FIFO with backfill starts later jobs around a blocked one") {
   CHECK(jcts(results) == std::vector<double>{250, 400, 170, 340});
 }
 
+TEST_CASE("pods that never leave: each offered once in order, the run ends when none can change, GPU allocation") {
+  // FGD's protocol on one node of 4 GPUs: openb pods read with times =
+  // "ignore" all arrive at 0 and never leave. With backfill, the round
+  // places each pod that fits, in file order, and passes over the rest:
+  //   p0 2 x 1000  GPUs 0, 1
+  //   p1 4 x 1000  2 GPUs free: passed over
+  //   p2 1 x 600   GPU 2 (400 left)           (first_fit: the lowest GPU with room)
+  //   p3 1 x 500   GPU 3 (500 left)
+  //   p4 1 x 300   GPU 2 (100 left)
+  //   p5 1 x 1000  no free GPU: passed over (it never ran in the trace: kept)
+  // Nothing can change after that, so the run ends at 0 with 4 pods running:
+  // GPU allocation (2000 + 600 + 500 + 300) / 4000 = 0.85.
+  TempDir dir;
+  dir.write("pods.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+            "scheduled_time\n"
+            "p0,1000,1024,2,1000,,LS,Running,10,20,10\n"
+            "p1,1000,1024,4,1000,,LS,Running,10,20,10\n"
+            "p2,1000,1024,1,600,,LS,Running,10,20,10\n"
+            "p3,1000,1024,1,500,,LS,Running,10,20,10\n"
+            "p4,1000,1024,1,300,,LS,Running,10,20,10\n"
+            "p5,1000,1024,1,1000,,LS,Pending,10,20,\n");
+  auto run = [&](const char* backfill) {
+    return simulate(dir, R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "openb"
+path = "pods.csv"
+times = "ignore"
+[scheduler]
+round_seconds = 1
+allocation = { plugin = "fifo", backfill = )" + std::string(backfill) + R"( }
+placement = { plugin = "first_fit" }
+)");
+  };
+  const RunResults results = run("true");
+  std::vector<int> held;
+  for (const JobRecord& job : results.jobs) held.push_back(job.held_gpus);
+  CHECK(held == std::vector<int>{2, 0, 1, 1, 1, 0});
+  CHECK(results.jobs[2].gpu_milli == 600);
+  CHECK(results.jobs[0].status == "running");
+  CHECK(results.jobs[1].status == "queued");
+  CHECK(results.end_time == 0);
+  CHECK(results.note == "2 jobs never finished: the scheduler could not place them; "
+                        "4 jobs were still running when the run ended");
+  CHECK(summarize(results.jobs, results.capacity_gpu_seconds, results.cluster_gpus).gpu_allocation ==
+        doctest::Approx(0.85));
+  // Without backfill the queue stops at the first pod that does not fit:
+  // only p0 runs, 2000 / 4000.
+  const RunResults blocked = run("false");
+  CHECK(summarize(blocked.jobs, blocked.capacity_gpu_seconds, blocked.cluster_gpus).gpu_allocation ==
+        doctest::Approx(0.5));
+
+  // A CPU-only pod kept (cpu_only = "keep") takes 30 of the node's 32 CPUs
+  // and no GPU share: then a 500-milli pod of 4 CPUs finds too few CPUs, one
+  // of 2 CPUs fits. GPU allocation 500 / 4000.
+  dir.write("pods.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+            "scheduled_time\n"
+            "c0,30000,1024,0,0,,LS,Running,10,20,10\n"
+            "g1,4000,1024,1,500,,LS,Running,10,20,10\n"
+            "g2,2000,1024,1,500,,LS,Running,10,20,10\n");
+  const RunResults cpus = simulate(dir, R"([cluster]
+nodes = 1
+gpus_per_node = 4
+cpus_per_node = 32
+[workload]
+kind = "openb"
+path = "pods.csv"
+times = "ignore"
+cpu_only = "keep"
+[scheduler]
+round_seconds = 1
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "first_fit" }
+)");
+  std::vector<std::string> statuses;
+  for (const JobRecord& job : cpus.jobs) statuses.push_back(job.status);
+  CHECK(statuses == std::vector<std::string>{"running", "queued", "running"});
+  CHECK(summarize(cpus.jobs, cpus.capacity_gpu_seconds, cpus.cluster_gpus).gpu_allocation ==
+        doctest::Approx(0.125));
+}
+
 TEST_CASE("preemption frees GPUs for a higher-priority job and charges the restart") {
   // newest_first ranks the latest arrival first. t=0: job 0 takes all 4 GPUs.
   // t=200: job 1 (arrived 150) preempts job 0, which has done 800 of 1200 GPU-seconds.

@@ -1,6 +1,8 @@
 // Workload transforms, profile assignment and pricing, on any trace.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "config/experiment.hpp"
 #include "support.hpp"
 
@@ -17,8 +19,8 @@ const char* kTrace =
     "400,1,400,c,alice,ncf\n"
     "900,8,500,a,carol,imagenet\n";
 
-Workload build(const TempDir& dir, const std::string& extra) {
-  dir.write("trace.csv", kTrace);
+Workload build(const TempDir& dir, const std::string& extra, const char* trace = kTrace) {
+  dir.write("trace.csv", trace);
   const std::string toml = R"([cluster]
 nodes = 2
 gpus_per_node = 8
@@ -113,6 +115,67 @@ TEST_CASE("only the jobs of some models can be made elastic") {
   CHECK(ranges == std::vector<std::pair<int, int>>{{1, 1}, {1, 16}, {1, 16}, {1, 1}, {1, 16}});
 }
 
+std::vector<int> gpu_counts(const Workload& w) {
+  std::vector<int> out;
+  for (const JobSpec& job : w.jobs) out.push_back(job.gpus);
+  return out;
+}
+
+double gpu_demand(const Workload& w) {
+  double milli = 0;
+  for (const JobSpec& job : w.jobs) milli += job.gpus * job.gpu_milli;
+  return milli / 1000;
+}
+
+TEST_CASE("shuffle permutes the jobs over the same arrival times, by the seed") {
+  TempDir dir;
+  const Workload w = build(dir, "shuffle = true\nseed = 3");
+  CHECK(arrivals(w) == std::vector<double>{0, 50, 120, 400, 900});
+  std::vector<int> sizes = gpu_counts(w);
+  CHECK(sizes != std::vector<int>{1, 2, 4, 1, 8});  // seed 3 moves them
+  std::sort(sizes.begin(), sizes.end());
+  CHECK(sizes == std::vector<int>{1, 1, 2, 4, 8});
+  for (const JobSpec& job : w.jobs)  // durations travel with their jobs
+    if (job.gpus == 8) CHECK(job.total_work == 8 * 500);
+  CHECK(gpu_counts(build(dir, "shuffle = true\nseed = 3")) == gpu_counts(w));
+  CHECK(w.notes.empty());
+}
+
+TEST_CASE("gpu_demand_ratio resamples the trace to a multiple of the cluster's GPUs") {
+  // 16 GPUs. Three jobs of half a GPU ask for 1.5; at ratio 0.5 they must
+  // ask for 8: 13 copies are appended (16 jobs, 8 GPUs), and the next would
+  // overshoot. The copies arrive with the last job.
+  TempDir dir;
+  const char* halves = "arrival,gpus,duration,gpu_milli,name\n0,1,100,500,a\n10,1,100,500,b\n20,1,100,500,c\n";
+  Workload w = build(dir, "gpu_demand_ratio = 0.5", halves);
+  REQUIRE(w.jobs.size() == 16);
+  CHECK(gpu_demand(w) == 8);
+  CHECK(w.jobs[3].arrival == 20);
+  CHECK(w.jobs[15].arrival == 20);
+  CHECK(w.jobs[3].name.find("-resampled-1") != std::string::npos);
+  CHECK(w.notes == std::vector<std::string>{"gpu_demand_ratio: added 13 jobs drawn from the 3 of the trace"});
+
+  // The five-job trace asks for exactly 16 GPUs: ratio 1 leaves it alone.
+  w = build(dir, "gpu_demand_ratio = 1");
+  CHECK(gpu_counts(w) == std::vector<int>{1, 2, 4, 1, 8});
+  CHECK(w.notes.empty());
+  // Ratio 2 (32 GPUs): copies are appended while the next fits, so the
+  // demand ends within one job (at most 8 GPUs) of 32.
+  w = build(dir, "gpu_demand_ratio = 2\nseed = 5");
+  CHECK(gpu_demand(w) <= 32);
+  CHECK(gpu_demand(w) > 24);
+  const std::vector<int> sizes = gpu_counts(w);
+  CHECK(std::vector<int>(sizes.begin(), sizes.begin() + 5) == std::vector<int>{1, 2, 4, 1, 8});
+  // Ratio 0.5 (8 GPUs): random jobs are dropped until the rest fit; the
+  // survivors keep their order.
+  w = build(dir, "gpu_demand_ratio = 0.5\nseed = 5");
+  CHECK(gpu_demand(w) <= 8);
+  CHECK(std::is_sorted(w.jobs.begin(), w.jobs.end(),
+                       [](const JobSpec& a, const JobSpec& b) { return a.arrival < b.arrival; }));
+  CHECK(w.notes.size() == 1);
+  CHECK(w.notes[0].starts_with("gpu_demand_ratio: kept "));
+}
+
 TEST_CASE("tracking marks a window of job ids") {
   TempDir dir;
   const Workload w = build(dir, "track = [1, 3]");
@@ -125,6 +188,10 @@ TEST_CASE("transform mistakes are located") {
   TempDir dir;
   CHECK_THROWS_WITH_AS(build(dir, "window = [400, 50]"),
                        (dir.path() / "w.toml").string().append(":7:10: 'window' in [workload] must be [start, end) seconds with start < end").c_str(),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(build(dir, "gpu_demand_ratio = 0"),
+                       (dir.path() / "w.toml").string().append(":7:20: 'gpu_demand_ratio' in [workload] must be > 0")
+                           .c_str(),
                        ConfigError);
   CHECK_THROWS_WITH_AS(build(dir, "reference_gpu_type = \"a100\""),
                        "[workload] reference_gpu_type 'a100' is not a GPU type of the cluster", UserError);

@@ -1,114 +1,89 @@
-// best_fit: put a job where it leaves the least room unused.
+// best_fit: put a job on the node it leaves with the least room unused.
 //
-// Source: best-fit bin packing, in the form the BestFit baseline of Weng et
-// al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
-// Fragmentation Gradient Descent" (USENIX ATC'23) uses for GPU sharing
-// (hkust-adsl/kubernetes-scheduler-simulator: the node choice in
+// Source: the BestFit baseline of Weng et al., "Beware of Fragmentation:
+// Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent"
+// (USENIX ATC'23), as its simulator implements it
+// (hkust-adsl/kubernetes-scheduler-simulator: the node score in
 // pkg/simulator/plugin/best_fit_score.go, the GPU choice in
 // allocateGpuIdBasedOnBestFit, pkg/simulator/plugin/open_gpu_share.go).
 //
 // The rule as implemented:
-// - Whole GPUs: among the nodes that can take all of the job's GPUs, the one
-//   that keeps the fewest free GPUs afterwards; the lowest node id among
-//   equals. On it, the lowest-numbered free GPUs.
-// - Fractional GPUs (gpu_milli < 1000): the node whose chosen GPUs keep the
-//   least milli free after the job's share, where a node's chosen GPUs are
-//   its tightest ones (least free milli that still fits). For a one-GPU job
-//   that is the GPU with the least free milli that fits, cluster-wide.
-// - No node can take the whole job: spread it over the fewest nodes (the
-//   roomiest ones whole, the rest on the tightest-fitting remaining node).
+// - Each node that can take the whole job is scored by what it keeps free
+//   after it, CPU and GPU together:
+//     left = w * (free CPUs - job's CPUs) / largest node's CPUs
+//          + (1 - w) * (free GPU milli - job's GPU milli) / largest node's GPU milli
+//   where the free GPU milli is the node's, all GPUs together, and w is
+//   `cpu_weight` (0.5 in the simulator; 0 counts GPUs only). The score is
+//   the integer part of 100 * (1 - left); the highest wins, equal scores go
+//   to the node first in the run's random node order (kube_score.hpp).
+// - On the node, the tightest GPUs: a fractional job takes the GPU with the
+//   least free milli that fits, a whole-GPU job the lowest-numbered free GPUs.
+// - No node can take the whole job: with `span_nodes` (default), spread it
+//   over the fewest nodes (the roomiest whole, the rest on the tightest fit);
+//   without, it waits, as a Kubernetes pod does.
 //
-// Simplifications: the simulator's BestFit scores a node by the leftover of
-// CPU and GPU together (half weight each, normalized by the largest node);
-// here only GPUs count, and CPU and memory only decide whether a node fits
-// (ClusterState::fits_on). Ties go to the lowest node id, not to a random
-// one as in the Kubernetes scheduler.
-#include <string>
+// Simplifications: the simulator normalizes by constants, 128 CPUs and 8
+// GPUs, the largest node of its cluster; here, the largest node of the
+// cluster at hand (the same numbers on the openb cluster). Memory only
+// decides whether a node fits (ClusterState::fits_on), as in the simulator,
+// whose scores do not count it.
+#include <cstdint>
 #include <vector>
 
 #include <tessel/tessel.hpp>
 
-#include "gpu_choice.hpp"
+#include "kube_score.hpp"
 
 namespace {
 
 using tessel::gpu_choice::NodeRoom;
 
+const tessel::ArgSpec kArgs[] = {
+    {"cpu_weight", tessel::ArgType::number, "0.5",
+     "weight of the CPUs left in a node's score; the GPUs left weigh the rest"},
+    {"span_nodes", tessel::ArgType::boolean, "true", tessel::kube_score::kSpanNodesHelp},
+};
+
 class BestFit final : public tessel::PlacementPolicy {
  public:
-  explicit BestFit(const tessel::PluginContext&) {}
+  explicit BestFit(const tessel::PluginContext& context)
+      : seed_(context.seed()), cpu_weight_(context.args().number("cpu_weight")),
+        span_nodes_(context.args().boolean("span_nodes")) {
+    if (!(cpu_weight_ >= 0 && cpu_weight_ <= 1)) throw tessel::ArgumentError("cpu_weight", "must be in [0, 1]");
+  }
 
   bool time_sensitive() const override { return false; }
 
   tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState&,
                                 const tessel::Resources& want) override {
     const tessel::ClusterState& cluster = view.cluster();
-    tessel::PlacementChoice choice;
-    const bool fractional = want.gpu_milli < 1000;
-    const int total = tessel::gpu_choice::rooms_for(cluster, want, rooms_);
-    if (total < want.gpus) {
-      choice.reason = fractional ? tessel::Reason("needs {} GPUs with {} milli free, {} usable in the cluster",
-                                                  want.gpus, want.gpu_milli, total)
-                                 : tessel::Reason("needs {} GPUs, {} usable in the cluster", want.gpus, total);
-      return choice;
-    }
-
-    // The node that keeps the least free after taking the whole job.
-    const NodeRoom* best = nullptr;
-    int best_left = 0;
-    for (const NodeRoom& room : rooms_) {
-      if (room.gpus < want.gpus) continue;
-      const int left = fractional ? milli_left(cluster, room.node, want)
-                                  : cluster.node(room.node).free_gpus - want.gpus;
-      if (best == nullptr || left < best_left) {
-        best = &room;
-        best_left = left;
-      }
-    }
-    if (best != nullptr) {
-      tessel::gpu_choice::take_tightest(cluster, best->node, want, want.gpus, choice.gpus);
-      const std::string& node = cluster.node(best->node).spec.name;
-      if (!fractional)
-        choice.reason = tessel::Reason::text("best fit: node " + node + " keeps " + std::to_string(best_left) +
-                                             (best_left == 1 ? " GPU free" : " GPUs free"));
-      else if (want.gpus == 1)
-        choice.reason = tessel::Reason::text("best fit: GPU " + std::to_string(gpu_index(cluster, choice.gpus[0])) +
-                                             " of node " + node + " keeps " + std::to_string(best_left) +
-                                             " milli free");
-      else
-        choice.reason = tessel::Reason::text("best fit: node " + node + ", whose chosen GPUs keep " +
-                                             std::to_string(best_left) + " milli free");
-      return choice;
-    }
-
-    const int nodes = tessel::gpu_choice::spread_over_fewest_nodes(cluster, want, rooms_, choice.gpus);
-    choice.reason = tessel::Reason("no node can take all {} GPUs: spread over {} nodes, the fewest possible",
-                                   want.gpus, nodes);
-    return choice;
+    const tessel::kube_score::LargestNode largest(cluster);
+    return tessel::kube_score::place_by_score(view, want, seed_, span_nodes_, rooms_, "best fit",
+                                              "what it keeps free",
+                                              [&](tessel::NodeId node) { return score(cluster, largest, node, want); });
   }
 
  private:
-  // Milli that the job's tightest GPUs on the node keep free after its share.
-  int milli_left(const tessel::ClusterState& cluster, tessel::NodeId node, const tessel::Resources& want) {
-    if (want.gpus == 1) {  // the common case, without sorting
-      const int gpu = tessel::gpu_choice::tightest_gpu(cluster, node, want.gpu_milli);
-      return cluster.gpus_of(node)[gpu].free_milli() - want.gpu_milli;
-    }
-    tessel::gpu_choice::tightest_gpus(cluster, node, want, gpus_);
-    int left = 0;
-    for (int i = 0; i < want.gpus; ++i) left += gpus_[i].free_milli - want.gpu_milli;
-    return left;
+  std::int64_t score(const tessel::ClusterState& cluster, const tessel::kube_score::LargestNode& largest,
+                     tessel::NodeId id, const tessel::Resources& want) const {
+    const double cpus_left = cluster.node(id).free_cpus - want.cpus;
+    const double milli_left =
+        tessel::kube_score::free_milli(cluster, id) - static_cast<double>(want.gpus) * want.gpu_milli;
+    double left = 0;
+    if (largest.cpus > 0) left += cpu_weight_ * cpus_left / largest.cpus;
+    if (largest.gpu_milli > 0) left += (1 - cpu_weight_) * milli_left / largest.gpu_milli;
+    return static_cast<std::int64_t>((1 - left) * 100);  // truncated, as Go's int64() does
   }
 
-  static int gpu_index(const tessel::ClusterState& cluster, tessel::GpuId gpu) {
-    return static_cast<int>(gpu - cluster.node(cluster.gpu(gpu).node).first_gpu);
-  }
-
-  std::vector<NodeRoom> rooms_;                     // reused across calls
-  std::vector<tessel::gpu_choice::GpuRoom> gpus_;  // reused across calls
+  std::uint64_t seed_;
+  double cpu_weight_;
+  bool span_nodes_;
+  std::vector<NodeRoom> rooms_;  // reused across calls
 };
 
 }  // namespace
 
-TESSEL_PLUGIN(BestFit, placement, "best_fit", "1.0",
-              "the node (and, for fractional jobs, the GPU) left with the least free room after placing")
+TESSEL_PLUGIN_WITH_ARGS(BestFit, placement, "best_fit", "2.0",
+                        "FGD's BestFit: the node that keeps the least CPU and GPU free after the job (integer "
+                        "scores, ties in the run's node order); the tightest GPUs on it",
+                        kArgs)

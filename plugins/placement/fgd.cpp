@@ -27,23 +27,38 @@
 //
 // The rule as implemented: for every node that can take the whole job, and
 // for every GPU choice there, the increase F(node after placing) - F(node
-// before); the job goes where the increase is least (it may be negative).
+// before). With `scores = "integer"` (default), as the simulator scores it:
+// a node's score is the integer part of 100 * sigmoid(-increase / 1000) for
+// its best GPU choice, the highest score wins, and equal scores go to the
+// node first in the run's random node order (kube_score.hpp). With
+// `scores = "exact"`, the least increase wins, ties to the lowest node id.
 // GPU choices: a one-GPU fractional job tries each GPU that fits (a GPU with
 // the same free milli as one already tried gives the same increase and is
-// skipped); other jobs take the node's tightest GPUs, which for whole GPUs
-// are its lowest-numbered free ones. Ties go to the lowest node id, then the
-// lowest GPU. A job no single node can take is spread over the fewest nodes
-// (roomiest first, the rest on the tightest fit): FGD places pods on one node
-// and has no rule for this case.
+// skipped) and takes the least increase, the lowest GPU among equals; other
+// jobs take the node's tightest GPUs, which for whole GPUs are its
+// lowest-numbered free ones. A job no single node can take is spread over
+// the fewest nodes (roomiest first, the rest on the tightest fit): FGD
+// places pods on one node and has no rule for this case; with
+// `span_nodes = false` it waits instead, as a pod does.
 //
-// Simplifications: the simulator scores a node by sigmoid(-increase / 1000)
-// scaled to an integer 0..100 and lets the Kubernetes scheduler pick at
-// random among the best scores; here the exact least increase wins, ties by
-// id. Its target counts CPU-only pods too; tessel jobs always have a GPU (a
-// CPU-only task would add the same multiple of the free milli to every node,
-// which changes no choice, but it does shift the popularity cut). Memory
-// decides only whether a node fits, as in the simulator's frag measure.
+// CPU-only tasks (jobs of share 0, openb's CPU-only pods kept with
+// `cpu_only = "keep"`) count in the target as the simulator counts them:
+// all of a node's free milli is fragment to them, whether their CPUs fit or
+// not (XL and XR in frag.go). That adds the same amount to every choice for
+// a job, so they change no ordering of the choices but shift the popularity
+// cut. A CPU-only job itself goes where its CPUs cost the GPU tasks least.
+//
+// The rule for equal choices matters: CPU-only jobs leave the expected
+// fragmentation unchanged on many nodes, so ties abound. On the openb runs
+// of experiments/fgd, the exact rule with lowest-id ties allocates 90.7% of
+// the GPUs, the integer scores in the run's node order 95.5%.
+//
+// Simplifications: the simulator picks, on the chosen node, the first GPU
+// with the node's best integer score; here the GPU with the least exact
+// increase. Memory decides only whether a node fits, as in the simulator's
+// frag measure.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -55,6 +70,7 @@
 #include <tessel/tessel.hpp>
 
 #include "gpu_choice.hpp"
+#include "kube_score.hpp"
 
 namespace {
 
@@ -63,6 +79,11 @@ using tessel::gpu_choice::NodeRoom;
 const tessel::ArgSpec kArgs[] = {
     {"popularity_percent", tessel::ArgType::number, "95",
      "the target workload: the most frequent task shapes that make up this percentage of all jobs"},
+    {"span_nodes", tessel::ArgType::boolean, "true", tessel::kube_score::kSpanNodesHelp},
+    {"scores", tessel::ArgType::string, "\"integer\"",
+     "integer: the simulator's 100 * sigmoid(-increase / 1000), ties in the run's node order; exact: the least "
+     "increase, ties to the lowest node id",
+     "integer|exact"},
 };
 
 // A task shape of the target workload, and its probability there.
@@ -107,6 +128,10 @@ class TargetWorkload {
     int unusable = 0;  // free milli on GPUs with less than the task's share free
     std::size_t usable_from = 0;
     for (const TargetTask& task : tasks_) {
+      if (task.milli == 0) {  // a CPU-only task uses no GPU: all free milli is fragment to it (XL/XR in frag.go)
+        expected += task.weight * total;
+        continue;
+      }
       while (usable_from < free.size() && free[usable_from] < task.milli) unusable += free[usable_from++];
       const bool hostable = static_cast<int>(free.size() - usable_from) >= task.gpus && cpus + 1e-9 >= task.cpus;
       expected += task.weight * (hostable ? unusable : total);
@@ -149,7 +174,10 @@ class TargetWorkload {
 
 class Fgd final : public tessel::PlacementPolicy {
  public:
-  explicit Fgd(const tessel::PluginContext& context) : target_(context.args().number("popularity_percent")) {
+  explicit Fgd(const tessel::PluginContext& context)
+      : seed_(context.seed()), target_(context.args().number("popularity_percent")),
+        span_nodes_(context.args().boolean("span_nodes")),
+        integer_scores_(context.args().string("scores") == "integer") {
     const double popularity = context.args().number("popularity_percent");
     if (!(popularity > 0 && popularity <= 100))
       throw tessel::ArgumentError("popularity_percent", "must be in (0, 100]");
@@ -173,10 +201,21 @@ class Fgd final : public tessel::PlacementPolicy {
 
     const std::size_t slot = shape_slot(want);
     Candidate best;
+    tessel::kube_score::HighestScore highest(seed_);
+    if (node_answers_.size() < cluster.nodes().size()) node_answers_.resize(cluster.nodes().size());
     for (const NodeRoom& room : rooms_) {
       if (room.gpus < want.gpus) continue;
       const NodeAnswer answer = best_on(cluster, room.node, want, slot);
-      if (!best.found || answer.increase < best.increase) best = {true, answer.increase, room.node, answer.gpu};
+      if (integer_scores_) {
+        node_answers_[room.node] = answer;
+        highest.offer(room.node, score_of(answer.increase));
+      } else if (!best.found || answer.increase < best.increase) {
+        best = {true, answer.increase, room.node, answer.gpu};
+      }
+    }
+    if (highest.found()) {
+      const NodeAnswer& answer = node_answers_[highest.node()];
+      best = {true, answer.increase, highest.node(), answer.gpu};
     }
     if (best.found) {
       if (want.gpus == 1 && want.gpu_milli < 1000) {
@@ -188,8 +227,19 @@ class Fgd final : public tessel::PlacementPolicy {
       std::snprintf(increase, sizeof increase, "%+.1f", best.increase);
       std::string where = "node " + cluster.node(best.node).spec.name;
       if (want.gpus == 1) where += ", GPU " + std::to_string(first_index(cluster, choice));
-      choice.reason = tessel::Reason::text("fgd: " + where + ": expected fragmentation changes by " + increase +
-                                           " milli-GPUs, the least of any choice");
+      std::string why = "fgd: " + where + ": expected fragmentation changes by " + increase + " milli-GPUs";
+      if (!integer_scores_) {
+        why += ", the least of any choice";
+      } else {
+        why += " (score " + std::to_string(highest.score()) + " of 100), the highest";
+        if (highest.tied() > 1)
+          why += ", first of " + std::to_string(highest.tied()) + " equal in the run's node order";
+      }
+      choice.reason = tessel::Reason::text(std::move(why));
+      return choice;
+    }
+    if (!span_nodes_) {
+      choice.reason = tessel::Reason("no node can take all {} GPUs, and the job may not span nodes", want.gpus);
       return choice;
     }
     const int nodes = tessel::gpu_choice::spread_over_fewest_nodes(cluster, want, rooms_, choice.gpus);
@@ -315,12 +365,21 @@ class Fgd final : public tessel::PlacementPolicy {
     return best;
   }
 
+  // The simulator's score: sigmoid of the decrease in GPUs, scaled to 0..100, truncated.
+  static std::int64_t score_of(double increase) {
+    return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(increase / 1000.0)));
+  }
+
   static int first_index(const tessel::ClusterState& cluster, const tessel::PlacementChoice& choice) {
     const tessel::GpuId gpu = choice.gpus.front();
     return static_cast<int>(gpu - cluster.node(cluster.gpu(gpu).node).first_gpu);
   }
 
+  std::uint64_t seed_;
   TargetWorkload target_;
+  bool span_nodes_;
+  bool integer_scores_;
+  std::vector<NodeAnswer> node_answers_;  // by node, this call's; reused across calls
   std::vector<NodeMemo> memos_;                                  // by node
   std::map<std::tuple<int, int, double>, std::size_t> slots_;    // job shape -> slot
   std::vector<std::vector<NodeAnswer>> answers_;                 // [slot][node]
@@ -332,7 +391,7 @@ class Fgd final : public tessel::PlacementPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Fgd, placement, "fgd", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Fgd, placement, "fgd", "2.0",
                         "Fragmentation Gradient Descent (ATC'23): the node and GPU whose expected fragmentation "
                         "grows least, for the workload's task shapes",
                         kArgs)

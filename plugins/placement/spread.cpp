@@ -15,7 +15,8 @@
 //   therefore spread over nodes.
 // - "node" (ATC'23 Random): one node drawn uniformly among those that can
 //   take the whole job, then its GPUs drawn at random on that node. When no
-//   node can take the whole job, the GPUs are drawn as for "gpu".
+//   node can take the whole job, the GPUs are drawn as for "gpu", or, with
+//   `span_nodes = false`, the job waits, as a Kubernetes pod does.
 // Fractional shares only go to GPUs with that many milli free.
 //
 // The draws come from a generator seeded with the plugin's seed, the job's id
@@ -38,12 +39,15 @@ namespace {
 const tessel::ArgSpec kArgs[] = {
     {"unit", tessel::ArgType::string, "\"gpu\"",
      "what is drawn at random: each GPU (spreads jobs over nodes) or one node for the whole job", "gpu|node"},
+    {"span_nodes", tessel::ArgType::boolean, "true",
+     "with unit = \"node\": a job no single node can take has its GPUs drawn anywhere (false: it waits)"},
 };
 
 class Spread final : public tessel::PlacementPolicy {
  public:
   explicit Spread(const tessel::PluginContext& context)
-      : seed_(context.seed()), whole_node_(context.args().string("unit") == "node") {}
+      : seed_(context.seed()), whole_node_(context.args().string("unit") == "node"),
+        span_nodes_(context.args().boolean("span_nodes")) {}
 
   // Draws depend on the time, but whether a job fits does not: a round in
   // which nothing changed can place nothing new.
@@ -77,6 +81,10 @@ class Spread final : public tessel::PlacementPolicy {
                                                std::to_string(fitting) + " that can take the whole job");
           return choice;
         }
+      }
+      if (!span_nodes_) {
+        choice.reason = tessel::Reason("no node can take all {} GPUs, and the job may not span nodes", want.gpus);
+        return choice;
       }
     }
 
@@ -136,6 +144,7 @@ class Spread final : public tessel::PlacementPolicy {
 
   std::uint64_t seed_;
   bool whole_node_;
+  bool span_nodes_;
   std::vector<tessel::gpu_choice::NodeRoom> rooms_;  // reused across calls
   std::vector<tessel::GpuId> candidates_;            // reused across calls
   std::vector<int> room_left_;                       // by node; all zero between calls

@@ -105,14 +105,10 @@ void Journal::save_submission(const JobState& job, const JobRequest& request) {
 }
 
 void Journal::save_job(const JobState& job, bool cancelled) {
-  auto upsert = db_.prepare("INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  const JobSpec& s = job.spec;
-  upsert.bind(1, run_).bind(2, static_cast<std::int64_t>(s.id)).bind(3, s.name).bind(4, s.tenant);
-  upsert.bind(5, s.vc).bind(6, s.model).bind(7, s.arrival).bind(8, job.first_start).bind(9, job.finish);
-  upsert.bind(10, s.gpus).bind(11, s.min_gpus).bind(12, s.max_gpus).bind(13, s.total_work);
-  upsert.bind(14, job.executed_work).bind(15, job.attained_service).bind(16, job.gpu_seconds);
-  upsert.bind(17, job.preemptions).bind(18, job.attempts);
-  upsert.bind(19, cancelled ? std::string_view("cancelled") : to_string(job.status)).bind(20, 1);
+  JobRecord record = job_record(job);
+  if (cancelled) record.status = "cancelled";
+  auto upsert = prepare_job_row(db_);
+  bind_job_row(upsert, run_, record);
   upsert.run();
 }
 

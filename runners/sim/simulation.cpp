@@ -462,35 +462,19 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
 RunResults Simulation::collect(double end_time) const {
   RunResults results;
   results.jobs.reserve(jobs_->size());
-  std::size_t unfinished = 0;
+  std::size_t unfinished = 0, still_running = 0;
   for (const JobState* job : scheduler_->jobs()) {
-    const JobSpec& s = job->spec;
-    JobRecord r;
-    r.id = s.id;
-    r.name = s.name;
-    r.tenant = s.tenant;
-    r.vc = s.vc;
-    r.model = s.model;
-    r.arrival = s.arrival;
-    r.first_start = job->first_start;
-    r.finish = job->finish;
-    r.gpus = s.gpus;
-    r.min_gpus = s.min_gpus;
-    r.max_gpus = s.max_gpus;
-    r.total_work = s.total_work;
-    r.executed_work = job->executed_work;
-    r.attained_service = job->attained_service;
-    r.gpu_seconds = job->gpu_seconds;
-    r.preemptions = job->preemptions;
-    r.attempts = job->attempts;
-    r.status = std::string(to_string(job->status));
-    r.tracked = s.tracked;
-    if (job->active() || job->status == JobStatus::pending) ++unfinished;
-    results.jobs.push_back(std::move(r));
+    results.jobs.push_back(job_record(*job));
+    if (job->running())  // a job that never ends (infinite duration) holds its GPUs to the end
+      ++still_running;
+    else if (job->active() || job->status == JobStatus::pending)
+      ++unfinished;
   }
   std::vector<std::string> notes = notes_;
   if (unfinished > 0)
     notes.push_back(std::to_string(unfinished) + " jobs never finished: the scheduler could not place them");
+  if (still_running > 0)
+    notes.push_back(std::to_string(still_running) + " jobs were still running when the run ended");
   for (const std::string& note : notes) results.note += (results.note.empty() ? "" : "; ") + note;
   results.samples = samples_;
   results.resizes = resizes_;

@@ -43,8 +43,10 @@ class Simulation {
   Simulation(const ExperimentConfig& config, PluginRegistry& registry);
   ~Simulation();
 
-  // Runs until every job is done (or no job can ever progress). `stop` is
-  // polled between events; when it becomes true, throws Interrupted.
+  // Runs until every job is done, or nothing is left to happen: only jobs
+  // that never end (infinite duration) still running and jobs no change
+  // could ever place still waiting. `stop` is polled between events; when it
+  // becomes true, throws Interrupted.
   RunResults run(const std::atomic<bool>* stop = nullptr);
 
   // Called after every round with the core's state: for invariant checks

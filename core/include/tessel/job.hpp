@@ -21,7 +21,8 @@ inline constexpr int kAnyGpuType = -1;
 // A request or a grant of resources for one job.
 struct Resources {
   int gpus = 0;
-  int gpu_milli = 1000;  // share of each GPU in thousandths; 1000 = whole GPUs
+  int gpu_milli = 1000;  // share of each GPU in thousandths; 1000 = whole GPUs; 0 = none of
+                         // its time (a CPU-only job, which the GPU only ties to a node)
   double cpus = 0;       // total over the job; 0 = no demand declared
   double mem_gb = 0;     // total over the job; 0 = no demand declared
   int gpu_type = kAnyGpuType;  // index into ClusterState::gpu_types(), or any

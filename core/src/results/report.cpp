@@ -27,10 +27,10 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
   for (RunRow& run : runs) {
     const std::vector<JobRecord> jobs = store.jobs(run.id);
     if (grouping == JobGrouping::none || jobs.empty()) {
-      reports.push_back({std::move(run), summarize(jobs, run.capacity_gpu_seconds), {}});
+      reports.push_back({std::move(run), summarize(jobs, run.capacity_gpu_seconds, run.cluster_gpus), {}});
       continue;
     }
-    for (GroupSummary& vc : summarize_by_vc(jobs, run.capacity_gpu_seconds))
+    for (GroupSummary& vc : summarize_by_vc(jobs, run.capacity_gpu_seconds, run.cluster_gpus))
       reports.push_back({run, vc.summary, std::move(vc.group)});
   }
   return reports;
@@ -74,6 +74,7 @@ const Figure kFigures[] = {
     {"avg queueing", "avg_queueing_delay_s", Figure::time, [](const RunSummary& s) { return s.avg_queueing_delay; }},
     {"makespan", "makespan_s", Figure::time, [](const RunSummary& s) { return s.makespan; }},
     {"GPU util", "gpu_utilization", Figure::fraction, [](const RunSummary& s) { return s.gpu_utilization; }},
+    {"GPU alloc", "gpu_allocation", Figure::fraction, [](const RunSummary& s) { return s.gpu_allocation; }},
     {"preemptions", "preemptions", Figure::count, [](const RunSummary& s) { return double(s.preemptions); }},
 };
 
@@ -291,6 +292,7 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
       mean.avg_queueing_delay += s.avg_queueing_delay / n;
       mean.makespan += s.makespan / n;
       mean.gpu_utilization += s.gpu_utilization / n;
+      mean.gpu_allocation += s.gpu_allocation / n;
     }
     // Counts are averaged too, rounded: a group describes one typical run.
     mean.jobs = static_cast<std::size_t>(std::lround(jobs / n));

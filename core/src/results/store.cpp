@@ -139,6 +139,11 @@ CREATE TABLE cluster_nodes (
   last_seen REAL NOT NULL,
   PRIMARY KEY (run_id, name)
 ) WITHOUT ROWID;
+)sql",
+    // 3 -> 4: what each job held when the run ended, for the GPU allocation figure.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN gpu_milli INTEGER NOT NULL DEFAULT 1000;
+ALTER TABLE jobs ADD COLUMN held_gpus INTEGER NOT NULL DEFAULT 0;
 )sql"};
 
 std::string utc_now() {
@@ -206,17 +211,25 @@ std::int64_t ResultsStore::begin_run(const RunInfo& info) {
   return db_.last_insert_id();
 }
 
+sql::Statement prepare_job_row(sql::Database& db) {
+  return db.prepare("INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+}
+
+void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& j) {
+  row.bind(1, run).bind(2, static_cast<std::int64_t>(j.id)).bind(3, j.name).bind(4, j.tenant);
+  row.bind(5, j.vc).bind(6, j.model).bind(7, j.arrival).bind(8, j.first_start).bind(9, j.finish);
+  row.bind(10, j.gpus).bind(11, j.min_gpus).bind(12, j.max_gpus).bind(13, j.total_work);
+  row.bind(14, j.executed_work).bind(15, j.attained_service).bind(16, j.gpu_seconds);
+  row.bind(17, j.preemptions).bind(18, j.attempts).bind(19, j.status).bind(20, j.tracked ? 1 : 0);
+  row.bind(21, j.gpu_milli).bind(22, j.held_gpus);
+}
+
 void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
   std::lock_guard lock(mutex_);
   sql::Transaction transaction(db_);
-  auto job = db_.prepare(
-      "INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto job = prepare_job_row(db_);
   for (const JobRecord& j : results.jobs) {
-    job.bind(1, run).bind(2, static_cast<std::int64_t>(j.id)).bind(3, j.name).bind(4, j.tenant);
-    job.bind(5, j.vc).bind(6, j.model).bind(7, j.arrival).bind(8, j.first_start).bind(9, j.finish);
-    job.bind(10, j.gpus).bind(11, j.min_gpus).bind(12, j.max_gpus).bind(13, j.total_work);
-    job.bind(14, j.executed_work).bind(15, j.attained_service).bind(16, j.gpu_seconds);
-    job.bind(17, j.preemptions).bind(18, j.attempts).bind(19, j.status).bind(20, j.tracked ? 1 : 0);
+    bind_job_row(job, run, j);
     job.run();
   }
   auto sample = db_.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)");
@@ -238,7 +251,7 @@ void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
     resize.bind(8, r.layout.tensor_parallel).bind(9, r.layout.pipeline_parallel);
     resize.run();
   }
-  const RunSummary summary = summarize(results.jobs, results.capacity_gpu_seconds);
+  const RunSummary summary = summarize(results.jobs, results.capacity_gpu_seconds, results.cluster_gpus);
   auto metric = db_.prepare("INSERT INTO metrics VALUES (?, ?, ?)");
   const std::pair<const char*, double> metrics[] = {
       {"jobs", static_cast<double>(summary.jobs)},
@@ -250,6 +263,7 @@ void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
       {"avg_queueing_delay", summary.avg_queueing_delay},
       {"makespan", summary.makespan},
       {"gpu_utilization", summary.gpu_utilization},
+      {"gpu_allocation", summary.gpu_allocation},
       {"preemptions", static_cast<double>(summary.preemptions)},
   };
   for (const auto& [name, value] : metrics) {
@@ -318,8 +332,8 @@ std::vector<JobRecord> ResultsStore::jobs(std::int64_t run) {
   std::lock_guard lock(mutex_);
   auto query = db_.prepare(
       "SELECT job_id, name, tenant, vc, model, arrival, first_start, finish, gpus, min_gpus, max_gpus, "
-      "total_work, executed_work, attained_service, gpu_seconds, preemptions, attempts, status, tracked "
-      "FROM jobs WHERE run_id = ? ORDER BY job_id");
+      "total_work, executed_work, attained_service, gpu_seconds, preemptions, attempts, status, tracked, "
+      "gpu_milli, held_gpus FROM jobs WHERE run_id = ? ORDER BY job_id");
   query.bind(1, run);
   std::vector<JobRecord> rows;
   while (query.step()) {
@@ -343,6 +357,8 @@ std::vector<JobRecord> ResultsStore::jobs(std::int64_t run) {
     j.attempts = static_cast<int>(query.integer(16));
     j.status = query.text(17);
     j.tracked = query.integer(18) != 0;
+    j.gpu_milli = static_cast<int>(query.integer(19));
+    j.held_gpus = static_cast<int>(query.integer(20));
     rows.push_back(std::move(j));
   }
   return rows;

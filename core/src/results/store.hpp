@@ -1,5 +1,5 @@
 // The results database: one SQLite file per experiment, many runs in it.
-// Schema (version 2; see README "Results database"):
+// Schema (version 4; see README "Results database"):
 //
 //   runs      one row per run: label, axes (JSON), config (TOML), seed,
 //             version, mode, started_at, wall_seconds, status, note,
@@ -11,6 +11,8 @@
 //   resizes   every change of a running job's size or layout, with its cost (schema 2)
 //   cluster_* the real-cluster daemon's own state (schema 3): jobs' commands,
 //             launches, ranks and nodes (runners/cluster/journal.hpp)
+//   (schema 4: jobs.gpu_milli, the share of each GPU, and jobs.held_gpus, the
+//   GPUs a job held when the run ended, for the GPU allocation figure)
 //
 // A simulation's run row is written with status 'running' as soon as the run
 // starts. All its other rows, and status 'complete', are written in one
@@ -33,7 +35,12 @@
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
+
+// One `jobs` row, inserted or replaced: a simulation writes each job's once
+// at the end, the real-node journal rewrites it whenever the job changes.
+sql::Statement prepare_job_row(sql::Database& db);
+void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& job);
 
 struct RunInfo {
   std::string label;
@@ -67,7 +74,7 @@ struct RunResults {
   std::vector<Sample> samples;
   std::vector<ResizeRecord> resizes;
   std::vector<DecisionRecord> decisions;
-  int cluster_gpus = 0;
+  int cluster_gpus = 0;  // installed when the run ended, up or down
   double capacity_gpu_seconds = 0;
   double end_time = 0;
   std::uint64_t events = 0;

@@ -15,7 +15,34 @@ double percentile(std::span<const double> sorted, double p) {
   return sorted[below] + (sorted[above] - sorted[below]) * (position - static_cast<double>(below));
 }
 
-RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds) {
+JobRecord job_record(const JobState& job) {
+  const JobSpec& s = job.spec;
+  JobRecord r;
+  r.id = s.id;
+  r.name = s.name;
+  r.tenant = s.tenant;
+  r.vc = s.vc;
+  r.model = s.model;
+  r.arrival = s.arrival;
+  r.first_start = job.first_start;
+  r.finish = job.finish;
+  r.gpus = s.gpus;
+  r.min_gpus = s.min_gpus;
+  r.max_gpus = s.max_gpus;
+  r.gpu_milli = s.gpu_milli;
+  r.held_gpus = job.allocation.gpu_count();
+  r.total_work = s.total_work;
+  r.executed_work = job.executed_work;
+  r.attained_service = job.attained_service;
+  r.gpu_seconds = job.gpu_seconds;
+  r.preemptions = job.preemptions;
+  r.attempts = job.attempts;
+  r.status = std::string(to_string(job.status));
+  r.tracked = s.tracked;
+  return r;
+}
+
+RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds, int cluster_gpus) {
   RunSummary s;
   std::vector<double> jcts;
   double queueing = 0;
@@ -23,8 +50,10 @@ RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_second
   double first_arrival = std::numeric_limits<double>::infinity();
   double last_finish = -std::numeric_limits<double>::infinity();
   double held = 0;
+  double held_at_end = 0;  // in GPUs
   for (const JobRecord& job : jobs) {
     held += job.gpu_seconds;
+    held_at_end += job.held_gpus * (job.gpu_milli / 1000.0);
     s.preemptions += job.preemptions;
     first_arrival = std::min(first_arrival, job.arrival);
     if (job.finish && job.status == "finished") last_finish = std::max(last_finish, *job.finish);
@@ -51,15 +80,18 @@ RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_second
   if (started) s.avg_queueing_delay = queueing / static_cast<double>(started);
   if (last_finish > first_arrival) s.makespan = last_finish - first_arrival;
   if (capacity_gpu_seconds > 0) s.gpu_utilization = held / capacity_gpu_seconds;
+  if (cluster_gpus > 0) s.gpu_allocation = held_at_end / cluster_gpus;
   return s;
 }
 
-std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, double capacity_gpu_seconds) {
+std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, double capacity_gpu_seconds,
+                                          int cluster_gpus) {
   std::map<std::string, std::vector<JobRecord>> by_vc;  // in name order
   for (const JobRecord& job : jobs) by_vc[job.vc].push_back(job);
   std::vector<GroupSummary> groups;
   groups.reserve(by_vc.size());
-  for (const auto& [vc, members] : by_vc) groups.push_back({vc, summarize(members, capacity_gpu_seconds)});
+  for (const auto& [vc, members] : by_vc)
+    groups.push_back({vc, summarize(members, capacity_gpu_seconds, cluster_gpus)});
   return groups;
 }
 

@@ -6,6 +6,9 @@
 //   percentiles       linear interpolation between ranks (numpy's default)
 //   makespan          last finish - first arrival, over all jobs
 //   GPU utilization   GPU-seconds held by jobs / GPU-seconds the cluster had
+//   GPU allocation    GPU shares held when the run ended / the cluster's GPUs
+//                     (the metric of FGD, ATC'23: allocated GPU milli / total;
+//                     0 for a run that ends with every job done)
 //   preemptions       over all jobs
 #pragma once
 
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "tessel/ids.hpp"
+#include "tessel/job.hpp"
 
 namespace tessel {
 
@@ -25,11 +29,16 @@ struct JobRecord {
   double arrival = 0;
   std::optional<double> first_start, finish;
   int gpus = 0, min_gpus = 0, max_gpus = 0;
+  int gpu_milli = 1000;  // share of each GPU, 1000 = whole GPUs
+  int held_gpus = 0;     // GPUs the job held when the run ended (0 unless still running)
   double total_work = 0, executed_work = 0, attained_service = 0, gpu_seconds = 0;
   int preemptions = 0, attempts = 0;
   std::string status;
   bool tracked = true;
 };
+
+// `job` as it stands: its spec, its progress, and the GPUs it holds now.
+JobRecord job_record(const JobState& job);
 
 struct RunSummary {
   std::size_t jobs = 0;        // tracked
@@ -39,21 +48,25 @@ struct RunSummary {
   double avg_queueing_delay = 0;
   double makespan = 0;
   double gpu_utilization = 0;  // 0..1
+  double gpu_allocation = 0;   // 0..1, at the end of the run
   std::int64_t preemptions = 0;
 };
 
-// `capacity_gpu_seconds` is the GPU time the cluster offered over the run.
-RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds);
+// `capacity_gpu_seconds` is the GPU time the cluster offered over the run,
+// `cluster_gpus` the GPUs it had when the run ended.
+RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds, int cluster_gpus);
 
 // The jobs split by virtual cluster (JobRecord::vc, "" for none), each part
 // summarised by summarize() against the whole run's capacity: a VC's GPU
-// utilization is the share of the cluster's GPU time its jobs held, its
-// makespan runs from its first arrival to its last finish. VCs in name order.
+// utilization is the share of the cluster's GPU time its jobs held (its GPU
+// allocation, of the cluster's GPUs at the end), its makespan runs from its
+// first arrival to its last finish. VCs in name order.
 struct GroupSummary {
   std::string group;
   RunSummary summary;
 };
-std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, double capacity_gpu_seconds);
+std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, double capacity_gpu_seconds,
+                                          int cluster_gpus);
 
 // Linear-interpolation percentile of sorted values; p in [0, 100].
 double percentile(std::span<const double> sorted, double p);

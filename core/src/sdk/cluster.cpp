@@ -159,8 +159,10 @@ bool ClusterState::can_assign(const Allocation& allocation, std::string* why) co
     if (why) *why = std::move(message);
     return false;
   };
-  if (allocation.gpu_milli < 1 || allocation.gpu_milli > 1000)
-    return fail("GPU share " + std::to_string(allocation.gpu_milli) + " is outside 1..1000");
+  // A share of 0 is a job that uses none of its GPU's time (a CPU-only pod
+  // of the openb trace): the GPU only ties it to a node.
+  if (allocation.gpu_milli < 0 || allocation.gpu_milli > 1000)
+    return fail("GPU share " + std::to_string(allocation.gpu_milli) + " is outside 0..1000");
   for (std::size_t i = 0; i < allocation.gpus.size(); ++i) {
     const GpuId id = allocation.gpus[i];
     if (id >= gpus_.size()) return fail("GPU " + std::to_string(id) + " does not exist");
@@ -198,7 +200,7 @@ void ClusterState::assign(JobId job, const Allocation& allocation) {
     for (GpuId id : allocation.gpus) {
       Gpu& gpu = gpus_[id];
       if (gpu.node != n) continue;
-      if (gpu.used_milli == 0) --node.free_gpus;
+      if (gpu.used_milli == 0 && allocation.gpu_milli > 0) --node.free_gpus;
       gpu.used_milli += allocation.gpu_milli;
       gpu.jobs.push_back(job);
     }
@@ -221,7 +223,7 @@ void ClusterState::release(JobId job, const Allocation& allocation) {
       if (tenant == gpu.jobs.end())
         throw std::logic_error("job " + std::to_string(job) + " does not hold GPU " + std::to_string(id));
       gpu.jobs.erase(tenant);
-      if (gpu.used_milli == 0) ++node.free_gpus;
+      if (gpu.used_milli == 0 && allocation.gpu_milli > 0) ++node.free_gpus;
     }
     node.free_cpus += allocation.cpus * count / total;
     node.free_mem_gb += allocation.mem_gb * count / total;

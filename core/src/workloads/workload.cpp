@@ -44,6 +44,14 @@ TraceTransforms read_transforms(TableReader& reader) {
   t.vcs = reader.strings("vcs", std::vector<std::string>{}).value_or(std::vector<std::string>{});
   t.tenants = reader.strings("tenants", std::vector<std::string>{}).value_or(std::vector<std::string>{});
   if (reader.present("max_jobs")) t.max_jobs = reader.integer("max_jobs", std::nullopt, 1);
+  t.shuffle = reader.boolean("shuffle", false).value_or(false);
+  if (reader.present("gpu_demand_ratio")) {
+    t.gpu_demand_ratio = reader.number("gpu_demand_ratio", std::nullopt, 0);
+    if (t.gpu_demand_ratio && *t.gpu_demand_ratio <= 0) {
+      reader.error("gpu_demand_ratio", "'gpu_demand_ratio' in [workload] must be > 0");
+      t.gpu_demand_ratio.reset();
+    }
+  }
   if (reader.present("poisson_jobs_per_hour")) {
     t.poisson_jobs_per_hour = reader.number("poisson_jobs_per_hour", std::nullopt, 0);
     if (t.poisson_jobs_per_hour && *t.poisson_jobs_per_hour <= 0) {
@@ -59,7 +67,58 @@ TraceTransforms read_transforms(TableReader& reader) {
   return t;
 }
 
-void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<TraceJob>& jobs,
+// A job's GPU demand in milli-GPUs: what it asks for, all GPUs together.
+double gpu_demand_milli(const JobSpec& spec) { return static_cast<double>(spec.gpus) * spec.gpu_milli; }
+
+// Jobs in random order over the same arrival times: the i-th earliest time
+// goes to the i-th job of a seeded permutation.
+void shuffle_jobs(std::uint64_t seed, std::vector<TraceJob>& jobs) {
+  Rng rng(derive_seed(seed, 0x73687566));  // a stream of its own: "shuf"
+  std::vector<double> arrivals;
+  arrivals.reserve(jobs.size());
+  for (const TraceJob& job : jobs) arrivals.push_back(job.spec.arrival);
+  for (std::size_t i = jobs.size(); i > 1; --i) std::swap(jobs[i - 1], jobs[rng.below(i)]);
+  for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].spec.arrival = arrivals[i];
+}
+
+// FGD's workload tuning (hkust-adsl/kubernetes-scheduler-simulator,
+// pkg/simulator/simulator.go: tuneUpPods, tuneDownPods): while the jobs ask
+// for less than `ratio` times the cluster's GPUs, append a job drawn
+// uniformly (with replacement) from the trace as it was, arriving with the
+// last one, and stop at the first draw that would overshoot; while they ask
+// for more, drop a job drawn uniformly. (The simulator tests the overshoot
+// with the per-GPU share of the drawn pod, not its total; here the total.)
+void resample_to_gpu_demand(double ratio, int cluster_gpus, std::uint64_t seed, std::vector<TraceJob>& jobs,
+                            std::vector<std::string>& notes) {
+  const double target = ratio * cluster_gpus * 1000.0;
+  double total = 0;
+  for (const TraceJob& job : jobs) total += gpu_demand_milli(job.spec);
+  if (total <= 0) throw UserError("[workload] gpu_demand_ratio: the trace's jobs ask for no GPUs");
+  Rng rng(derive_seed(seed, 0x74756e65));  // "tune"
+  const std::size_t before = jobs.size();
+  if (total < target) {
+    const double last_arrival = jobs.back().spec.arrival;
+    for (std::size_t added = 1;; ++added) {
+      TraceJob drawn = jobs[rng.below(before)];
+      if (total + gpu_demand_milli(drawn.spec) > target) break;
+      total += gpu_demand_milli(drawn.spec);
+      drawn.spec.arrival = last_arrival;
+      if (!drawn.spec.name.empty()) drawn.spec.name += "-resampled-" + std::to_string(added);
+      jobs.push_back(std::move(drawn));
+    }
+    notes.push_back("gpu_demand_ratio: added " + count_text(jobs.size() - before) + " jobs drawn from the " +
+                    count_text(before) + " of the trace");
+  } else if (total > target) {
+    while (total > target) {
+      const std::size_t drop = rng.below(jobs.size());
+      total -= gpu_demand_milli(jobs[drop].spec);
+      jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(drop));
+    }
+    notes.push_back("gpu_demand_ratio: kept " + count_text(jobs.size()) + " of " + count_text(before) + " jobs");
+  }
+}
+
+void apply_transforms(const TraceTransforms& t, std::uint64_t seed, int cluster_gpus, std::vector<TraceJob>& jobs,
                       std::vector<std::string>& notes) {
   auto keep_if = [&](auto&& keep, const std::string& what) {
     const std::size_t before = jobs.size();
@@ -84,6 +143,9 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, std::vector<
                     " jobs");
     jobs.resize(static_cast<std::size_t>(*t.max_jobs));
   }
+  if (t.shuffle) shuffle_jobs(seed, jobs);
+  if (t.gpu_demand_ratio && !jobs.empty())
+    resample_to_gpu_demand(*t.gpu_demand_ratio, cluster_gpus, seed, jobs, notes);
   if (t.poisson_jobs_per_hour) {
     Rng rng(derive_seed(seed, 0x706f6973));  // a stream of its own: "pois"
     double now = 0;
@@ -221,7 +283,7 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
                    [](const TraceJob& a, const TraceJob& b) { return a.spec.arrival < b.spec.arrival; });
   Workload workload;
   workload.notes = std::move(trace.notes);
-  apply_transforms(config.transforms, config.seed, trace.jobs, workload.notes);
+  apply_transforms(config.transforms, config.seed, cluster.installed_gpus(), trace.jobs, workload.notes);
 
   const std::string& reference = config.reference_gpu_type;
   const auto& types = cluster.gpu_types();

@@ -62,6 +62,10 @@ struct TraceTransforms {
   std::vector<std::string> vcs;                     // keep only these virtual clusters (empty: all)
   std::vector<std::string> tenants;                 // keep only these users (empty: all)
   std::optional<std::int64_t> max_jobs;             // then keep the first N by arrival
+  bool shuffle = false;                             // permute the jobs over the arrival times (seeded)
+  // Resample until the jobs ask for this multiple of the cluster's GPUs (FGD's
+  // workload tuning): random jobs appended, or dropped when there are more.
+  std::optional<double> gpu_demand_ratio;
   std::optional<double> poisson_jobs_per_hour;      // re-draw arrivals; sizes, durations and order stay
   double arrival_rate_scale = 1;                    // load factor: arrival times divided by it
   double duration_scale = 1;                        // durations multiplied by it
@@ -96,12 +100,12 @@ struct Workload {
   std::vector<std::string> notes;
 };
 
-// Reads the source, applies the transforms, gives jobs without a profile
-// one the throughput model knows (at random, seeded: among the profiles
-// that suit the job's GPU count, ThroughputModel::profile_suits, weighted by
-// `profile_weights`), and prices each duration on the reference shape: its
-// request packed onto the reference GPU type. Throws UserError (TraceError
-// for malformed traces).
+// Reads the source, applies the transforms (gpu_demand_ratio against the
+// cluster's installed GPUs), gives jobs without a profile one the throughput
+// model knows (at random, seeded: among the profiles that suit the job's GPU
+// count, ThroughputModel::profile_suits, weighted by `profile_weights`), and
+// prices each duration on the reference shape: its request packed onto the
+// reference GPU type. Throws UserError (TraceError for malformed traces).
 Workload build_workload(const WorkloadConfig& config, const ClusterState& cluster);
 
 // A count for notes, with thousands separators: "82,247".
