@@ -219,7 +219,7 @@ TEST_CASE("GPU allocation goes through the database: the report computes it from
             "p3,1000,1024,1,500,,LS,Running,10,20,10\n"
             "p4,1000,1024,1,300,,LS,Running,10,20,10\n"
             "p5,1000,1024,1,1000,,LS,Running,10,20,10\n");
-  dir.write("e.toml", R"([cluster]
+  const std::string config = R"([cluster]
 nodes = 1
 gpus_per_node = 4
 [workload]
@@ -232,7 +232,8 @@ allocation = { plugin = "fifo", backfill = true }
 placement = { plugin = "first_fit" }
 [output]
 database = "r.db"
-)");
+)";
+  dir.write("e.toml", config);
   REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   const fs::path db = dir.path() / "r.db";
   CHECK(count(db, "SELECT sum(held_gpus) FROM jobs") == 5);
@@ -244,6 +245,16 @@ database = "r.db"
   const auto table = run_tessel({"report", "r.db"}, dir.path());
   CHECK(table.out.find("GPU alloc") != std::string::npos);
   CHECK(table.out.find("85.0 %") != std::string::npos);
+
+  // When every job leaves, nothing is held at the end: the table drops the
+  // column, CSV keeps it.
+  std::string leaving = config;
+  leaving.erase(leaving.find("times = \"ignore\"\n"), std::string("times = \"ignore\"\n").size());
+  dir.write("ends.toml", leaving);
+  REQUIRE(run_tessel({"run", "ends.toml", "-q", "--db", "ends.db"}, dir.path()).code == 0);
+  CHECK(run_tessel({"report", "ends.db"}, dir.path()).out.find("GPU alloc") == std::string::npos);
+  CHECK(run_tessel({"report", "ends.db", "--format", "csv"}, dir.path()).out.find("gpu_allocation") !=
+        std::string::npos);
 }
 
 TEST_CASE("a run killed mid-way is visibly not complete and leaves no rows") {

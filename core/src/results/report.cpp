@@ -62,6 +62,7 @@ struct Figure {
   const char* csv_name;  // CSV column / JSON field
   Kind kind;
   double (*value)(const RunSummary&);
+  bool table_only_when_nonzero = false;  // a figure most runs leave at 0 (CSV and JSON keep it)
 };
 
 const Figure kFigures[] = {
@@ -74,7 +75,8 @@ const Figure kFigures[] = {
     {"avg queueing", "avg_queueing_delay_s", Figure::time, [](const RunSummary& s) { return s.avg_queueing_delay; }},
     {"makespan", "makespan_s", Figure::time, [](const RunSummary& s) { return s.makespan; }},
     {"GPU util", "gpu_utilization", Figure::fraction, [](const RunSummary& s) { return s.gpu_utilization; }},
-    {"GPU alloc", "gpu_allocation", Figure::fraction, [](const RunSummary& s) { return s.gpu_allocation; }},
+    {"GPU alloc", "gpu_allocation", Figure::fraction, [](const RunSummary& s) { return s.gpu_allocation; },
+     true},  // only runs whose jobs never leave end with GPUs allocated
     {"preemptions", "preemptions", Figure::count, [](const RunSummary& s) { return double(s.preemptions); }},
 };
 
@@ -128,12 +130,17 @@ std::string table_cell(const Figure& figure, const RunSummary& s, const TimeUnit
 void print_table(std::ostream& out, const std::vector<std::string>& key_names, const std::vector<bool>& text_keys,
                  const std::vector<Row>& rows) {
   const TimeUnit unit = unit_for(rows);
+  std::vector<const Figure*> shown;
+  for (const Figure& f : kFigures)
+    if (!f.table_only_when_nonzero ||
+        std::any_of(rows.begin(), rows.end(), [&](const Row& row) { return f.value(row.summary) != 0; }))
+      shown.push_back(&f);
   std::vector<std::string> header = key_names;
-  for (const Figure& f : kFigures) header.emplace_back(f.title);
+  for (const Figure* f : shown) header.emplace_back(f->title);
   std::vector<std::vector<std::string>> cells;
   for (const Row& row : rows) {
     std::vector<std::string> line = row.keys;
-    for (const Figure& f : kFigures) line.push_back(table_cell(f, row.summary, unit));
+    for (const Figure* f : shown) line.push_back(table_cell(*f, row.summary, unit));
     cells.push_back(std::move(line));
   }
   std::vector<std::size_t> width(header.size());
