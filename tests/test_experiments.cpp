@@ -49,6 +49,21 @@ const Experiment kExperiments[] = {
     {"synergy/synergy.toml",
      {"workload.jobs=300", "workload.track=[100,200]", R"(sweep."workload.jobs_per_hour"=[8])", "sweep.seeds=[1]"},
      {"synergy/model_sensitivity.csv"}},
+    // The nine static pairs and the synthesizers, 200 jobs at 8 jobs/h, one seed.
+    {"blox-synthesizer/poisson.toml",
+     {"workload.jobs=200", "workload.track=[50,150]", R"(sweep."workload.jobs_per_hour"=[8])", "sweep.seeds=[1]"},
+     {}},
+    {"blox-synthesizer/bursty.toml",
+     {"workload.max_jobs=300", "workload.track=[100,200]",
+      R"(sweep."workload.path"=["../blox-fig12-13/bursty-8jph-seed1.csv"])"},
+     {}},
+    // One workload at load 1.0, the three policies.
+    {"pollux-jobload/pollux-jobload.toml",
+     {R"(sweep."workload.path"=["../../../shared/data/pollux/workloads/workload-1.csv"])",
+      R"(sweep."workload.arrival_rate_scale"=[1.0])"},
+     {"pollux/workloads/workload-1.csv"}},
+    {"tenplex/tenplex.toml", {"sweep.seeds=[1]"}, {}},
+    {"tenplex/fig9.toml", {}, {}},
     // Every policy, one seed, the pods resampled down to a quarter of the GPUs.
     {"fgd/fgd.toml",
      {"sweep.seeds=[42]", "workload.gpu_demand_ratio=0.25"},

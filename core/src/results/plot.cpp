@@ -105,11 +105,20 @@ std::vector<RunRow> chosen_runs(ResultsStore& store, const std::vector<std::int6
   return runs;
 }
 
+// gnuplot cycles through 8 colours; after each 8 series the dash and point
+// type change, so that a 12-policy figure stays readable.
+std::string series_style(std::size_t series) {
+  static const int kPoints[] = {7, 5, 9, 11};
+  const std::size_t cycle = (series / 8) % 4;
+  return " lw 2 dt " + std::to_string(1 + cycle) + " pt " + std::to_string(kPoints[cycle]);
+}
+
 void jct_cdf(ResultsStore& store, const PlotRequest& request, const Scratch& scratch, std::ostream& script) {
   script << "set title 'Job completion times'\n"
             "set xlabel 'job completion time (hours)'\nset ylabel 'fraction of jobs'\n"
             "set logscale x\nset key bottom right\nset grid\nset yrange [0:1]\n";
   std::string plots;
+  std::size_t series = 0;
   for (const RunRow& run : chosen_runs(store, request.runs)) {
     std::vector<double> jcts;
     for (const JobRecord& job : store.jobs(run.id))
@@ -120,7 +129,7 @@ void jct_cdf(ResultsStore& store, const PlotRequest& request, const Scratch& scr
     std::ofstream out(data);
     for (std::size_t i = 0; i < jcts.size(); ++i)
       out << std::max(jcts[i], 1e-4) << ' ' << double(i + 1) / double(jcts.size()) << '\n';
-    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with steps lw 2 title " +
+    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with steps" + series_style(series++) + " title " +
              quoted(run_label(run));
   }
   if (plots.empty()) throw UserError(store.path() + ": the chosen runs have no finished jobs");
@@ -167,7 +176,7 @@ void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scrat
       const double y = *figure_value(g->mean, request.metric) / (is_time ? 3600 : 1);
       out << x << ' ' << y << '\n';
     }
-    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with linespoints lw 2 pt 7 title " +
+    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with linespoints" + series_style(file - 1) + " title " +
              quoted(begin->series);
     begin = end;
   }
