@@ -7,7 +7,7 @@
 // simulator/pollux.py (PolluxPolicy.optimize, Problem.__init__, _evaluate,
 // _repair), speedup.py, goodput.py, and simulator.py (Cluster.step,
 // get_pollux_job_info, Job.reallocate). Goodput and speedup are in
-// plugins/pollux/goodput.hpp, shared with the `pollux` elasticity plugin,
+// tessel/goodput.hpp, shared with the `pollux` elasticity plugin,
 // which picks each job's batch size on the GPUs it gets.
 //
 // The rule, every `interval_seconds` (60):
@@ -69,7 +69,6 @@
 
 #include <tessel/tessel.hpp>
 
-#include "../pollux/goodput.hpp"
 #include "allocation_common.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 // follow the artifact's simulator, petuum/adaptdl branch osdi21-artifact:
 // simulator/simulator.py (Job.update_local_bsz, Job.step, Job.reallocate)
 // and simulator/goodput.py (GoodputFunction.optimize). Goodput is in
-// plugins/pollux/goodput.hpp, shared with the `pollux` allocation plugin,
+// tessel/goodput.hpp, shared with the `pollux` allocation plugin,
 // which decides how many GPUs each job gets.
 //
 // The rule:
@@ -40,7 +40,6 @@
 
 #include <tessel/tessel.hpp>
 
-#include "../pollux/goodput.hpp"
 
 namespace {
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tessel/cluster.hpp"
+#include "tessel/goodput.hpp"
 #include "tessel/ids.hpp"
 #include "tessel/job.hpp"
 #include "tessel/lab.hpp"

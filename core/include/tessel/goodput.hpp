@@ -1,6 +1,6 @@
-// Pollux's goodput and speedup, shared by the `pollux` allocation and
-// elasticity plugins. Header-only, so each plugin library stays
-// self-contained; it asks the throughput model through the public
+// Pollux's goodput and speedup, for the `pollux` allocation and elasticity
+// plugins and any policy that tunes batch sizes. Header-only, so each plugin
+// library stays self-contained; it asks the throughput model through the public
 // interface only (rate_at with candidate batch sizes in the shape's layout,
 // batch_sizes for the range to search).
 //
@@ -27,7 +27,9 @@
 #include <cmath>
 #include <vector>
 
-#include <tessel/tessel.hpp>
+#include "tessel/cluster.hpp"
+#include "tessel/job.hpp"
+#include "tessel/throughput.hpp"
 
 namespace tessel::pollux {
 
