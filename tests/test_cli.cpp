@@ -41,6 +41,11 @@ TEST_CASE("command-line mistakes are user errors (exit 2)") {
   CHECK(run_tessel({"frobnicate"}).code == 2);
   CHECK(run_tessel({"report"}).code == 2);
   CHECK(run_tessel({"report", "x.db", "--format", "xml"}).code == 2);
+  for (const char* command : {"report", "plot"}) {
+    const auto result = run_tessel({command, "x.db", "--over", "workload.path"});
+    CHECK(result.code == 2);
+    CHECK(result.err.find("--over requires --by") != std::string::npos);
+  }
 }
 
 TEST_CASE("run writes the database and prints the summary table") {

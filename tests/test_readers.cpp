@@ -475,6 +475,11 @@ TEST_CASE("openb with times = \"ignore\": every pod arrives at 0 and never leave
   const Workload workload = build_workload(config.workload, ClusterState(config.cluster.nodes));
   CHECK(workload.jobs[0].name == "openb-pod-0003");
   CHECK(workload.jobs[0].total_work == 100);  // 300 - 200 seconds
+
+  // Other models give a job of share 0 no progress: said, not run forever.
+  const ExperimentConfig amdahl = configure(dir, keep + "model = { name = \"amdahl\", serial_fraction = 0.1 }\n");
+  CHECK_THROWS_WITH_AS(build_workload(amdahl.workload, ClusterState(amdahl.cluster.nodes)),
+                       doctest::Contains("holds no share of its GPU"), UserError);
 }
 
 TEST_CASE("openb: the real pod list") {

@@ -153,16 +153,17 @@ TEST_CASE("a table of named variants is one axis, each variant setting several p
 
   try {
     expand_sweep(TomlDocument::parse("[sweep.policy.a]\nscheduler.allocation = { plugin = \"las\" }\n"
-                                     "[sweep.policy.b]\n[sweep.empty]\n",
+                                     "[sweep.policy.b]\n[sweep.empty]\n[sweep.seed.x]\n\"workload.seed\" = 1\n",
                                      "v.toml"));
     FAIL("expected ConfigError");
   } catch (const ConfigError& e) {
-    REQUIRE(e.diagnostics().size() == 3);
+    REQUIRE(e.diagnostics().size() == 4);
     CHECK(e.diagnostics()[0].str() ==
           "v.toml:2:1: 'scheduler' in [sweep.policy.a] is not a quoted config path like \"scheduler.allocation\"");
     CHECK(e.diagnostics()[1].str().starts_with("v.toml:3:1: variant 'b' of [sweep.policy] must be a table of "
                                                "config paths and values"));
     CHECK(e.diagnostics()[2].str() == "v.toml:4:1: [sweep.empty] names no variants");
+    CHECK(e.diagnostics()[3].str().starts_with("v.toml:5:1: [sweep.seed] would hide the seeds' axis"));
   }
 }
 
@@ -191,7 +192,7 @@ TEST_CASE("malformed sweeps are located") {
   dir.write("bad.toml", bad);
   const auto result = run_tessel({"run", "bad.toml"}, dir.path());
   CHECK(result.code == 2);
-  CHECK(result.err == "[sweep] cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
+  CHECK(result.err == "bad.toml: [sweep] cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1\n");
   CHECK_FALSE(fs::exists(dir.path() / "sweep.db"));  // nothing ran
 }
 

@@ -57,11 +57,12 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--format", report.format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}));
   report_cmd->add_option("--run", report.runs, "only these run ids")->allow_extra_args(false);
-  report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
+  CLI::Option* report_by = report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
   report_cmd->add_option("--group", report.group, "split each run's jobs: vc, one row per virtual cluster")
       ->check(CLI::IsMember({"vc"}));
   report_cmd->add_option("--over", report.over, "with --by: also average over this axis, as over seeds")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->needs(report_by);
 
   std::string compare_db;
   std::int64_t compare_a = 0, compare_b = 0;
@@ -85,9 +86,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"jct-cdf", "metric", "occupancy"}));
   plot_cmd->add_option("--run", plot.runs, "only these run ids")->allow_extra_args(false);
   plot_cmd->add_option("--metric", plot.metric, "for --kind metric: a report column, e.g. avg_jct_s");
-  plot_cmd->add_option("--by", plot.by, "for --kind metric: the sweep axis on x");
+  CLI::Option* plot_by = plot_cmd->add_option("--by", plot.by, "for --kind metric: the sweep axis on x");
   plot_cmd->add_option("--over", plot.over, "for --kind metric: also average over this axis, as over seeds")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->needs(plot_by);
   plot_cmd->add_option("-o,--output", plot.output, "output file, .svg or .png (default: <db>-<kind>.svg)");
 
   // Real nodes. The scheduler address and the secret may come from the

@@ -1,4 +1,4 @@
-// The daemon's durable state, in the results database (schema version 3).
+// The daemon's durable state, in the results database (schema version 4).
 //
 // A cluster run is a `runs` row with mode 'cluster' whose `jobs` rows the
 // daemon keeps up to date, so `tessel report` reads it like a simulation.

@@ -31,7 +31,9 @@ class ThroughputModel {
   virtual std::string_view name() const = 0;
 
   // Work units per second for `job` on an allocation of this shape, averaged
-  // over the whole job. Must be positive for any shape with at least one GPU.
+  // over the whole job. Must be positive for any shape with at least one GPU
+  // and a share above 0; at share 0 (a CPU-only pod) a model may return 0,
+  // and the workload is then refused rather than run forever.
   virtual double rate(const JobSpec& job, const Shape& shape) const = 0;
 
   // The rate once the job has done `progress` work units. Models whose jobs
@@ -69,8 +71,6 @@ class ThroughputModel {
   // on `gpus` GPUs; empty when it cannot use that many GPUs (each needs a
   // micro-batch the model has data for); nullopt when the batch size does not
   // matter. Policies that tune batch sizes (Pollux) search this range.
-  // Declared after the others, so that plugins built before it keep their
-  // vtable layout.
   virtual std::optional<BatchSizeRange> batch_sizes(const JobSpec& job, int gpus) const {
     (void)job, (void)gpus;
     return std::nullopt;
@@ -78,7 +78,7 @@ class ThroughputModel {
 
   // The progress beyond `progress` at which rate_at next changes, whatever
   // the shape (Pollux: the end of the epoch under way); infinity when it
-  // never does or the model cannot tell. Declared last, like batch_sizes.
+  // never does or the model cannot tell.
   virtual double next_rate_change(const JobSpec& job, double progress) const {
     (void)job, (void)progress;
     return std::numeric_limits<double>::infinity();
@@ -88,8 +88,7 @@ class ThroughputModel {
   // `gpus` GPUs. A job without a profile is given one at random among those
   // that suit its GPU count (Gavel's generator gives multi-GPU jobs only job
   // types it measured on several GPUs). Models that price every profile at
-  // any count keep the default. Appended last, so the vtable entries above
-  // keep their place.
+  // any count keep the default.
   virtual bool profile_suits(std::string_view profile, int gpus) const {
     (void)profile, (void)gpus;
     return true;

@@ -95,6 +95,11 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
     Axis axis{seeds ? "seed" : name, {}};
     const toml::table* table = seeds ? nullptr : value.as_table();
     if (table != nullptr && !is_config_path(name)) {
+      if (name == "seed") {  // the seeds' axis: its label would be overwritten
+        diagnostics.error(document.where(value), "[sweep.seed] would hide the seeds' axis; name the variants' "
+                                                 "axis something else, like [sweep.policy]");
+        continue;
+      }
       read_variants(document, name, *table, axis, diagnostics);
       if (axis.values.empty()) diagnostics.error(document.where(value), "[sweep." + name + "] names no variants");
       else axes.push_back(std::move(axis));

@@ -85,7 +85,7 @@ TomlDocument TomlDocument::parse(std::string_view text, std::string name,
     throw ConfigError(location(e.source(), document.name_), std::string(e.description()));
   }
   document.apply_overrides(overrides, "--set ");
-  document.apply_overrides(sweep_overrides, "[sweep] ");
+  document.apply_overrides(sweep_overrides, document.name_ + ": [sweep] ");
   return document;
 }
 

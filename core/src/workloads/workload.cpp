@@ -90,6 +90,8 @@ void shuffle_jobs(std::uint64_t seed, std::vector<TraceJob>& jobs) {
 // with the per-GPU share of the drawn pod, not its total; here the total.)
 void resample_to_gpu_demand(double ratio, int cluster_gpus, std::uint64_t seed, std::vector<TraceJob>& jobs,
                             std::vector<std::string>& notes) {
+  if (cluster_gpus <= 0)
+    throw UserError("[workload] gpu_demand_ratio: the cluster has no GPUs at the start to scale the demand to");
   const double target = ratio * cluster_gpus * 1000.0;
   double total = 0;
   for (const TraceJob& job : jobs) total += gpu_demand_milli(job.spec);
@@ -317,6 +319,11 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
       ++assigned;
       unsuited += draw.unsuited;
     }
+    if (spec.gpu_milli == 0 && !(model.rate(spec, cluster.packed_shape(spec, spec.gpus, reference)) > 0))
+      throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
+                      " holds no share of its GPU (a CPU-only pod: [workload] cpu_only = \"keep\"), and "
+                      "throughput model '" + std::string(model.name()) +
+                      "' gives such a job no progress; the 'linear' model runs it at rate 1");
     if (spec.total_work <= 0 && entry.duration > 0)
       spec.total_work = work_in(model, spec, entry.duration, cluster.packed_shape(spec, spec.gpus, reference));
     if (spec.total_work <= 0) spec.total_work = model.default_work(spec);
