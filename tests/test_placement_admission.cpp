@@ -235,6 +235,11 @@ TEST_CASE("a job no node can take whole spreads with span_nodes, and waits witho
   }
   Placer best_fit("best_fit");
   CHECK(scene.place(best_fit, scene.job(9)).reason.str() == "needs 9 GPUs, 8 usable in the cluster");
+  // GPUs drawn one by one always span nodes: saying otherwise is a mistake.
+  toml::table gpu_unit;
+  gpu_unit.insert("span_nodes", false);
+  CHECK_THROWS_WITH_AS(Placer("spread", gpu_unit), doctest::Contains("applies only with unit = \"node\""),
+                       tessel::ArgumentError);
 }
 
 // ============================================= gpu_packing, gpu_clustering, dot_product

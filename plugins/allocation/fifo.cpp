@@ -105,6 +105,10 @@ class Fifo final : public tessel::AllocationPolicy {
                                                                   blocker->spec.id)});
         continue;
       }
+      if (want.gpu_milli < 1000) {  // a GPU share (or none) needs no free GPU: placement finds it room
+        plan.ranked.push_back({job->spec.id, want, tessel::Reason("served in arrival order; a share of a GPU, of any type")});
+        continue;
+      }
       room_.clear();
       int most = 0;
       for (std::size_t t = 0; t < types.size(); ++t) {

@@ -195,7 +195,7 @@ class Optimus final : public tessel::AllocationPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Optimus, allocation, "optimus", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Optimus, allocation, "optimus", "1.1",
                         "Optimus (EuroSys'18): minimums first, then each spare GPU to the job whose remaining time "
                         "drops most",
                         kArgs)

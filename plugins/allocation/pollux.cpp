@@ -21,12 +21,12 @@
 //    - RESTART_j(g) = max(age - d x restarts, 0) / (age + d) when g differs
 //      from what the job holds (a start included), else 1: age = seconds
 //      since it arrived, restarts = its reallocations after the first,
-//      d = `restart_penalty_seconds` (30).
+//      d = `restart_penalty_seconds` (30); 1 when d = 0.
 //    - nodes / GPUs (Pollux: each job's dominant share x nodes) makes a
 //      node's worth of fair share count 1. With the 0.001 it fixes what a job
 //      left without GPUs costs: (0.001)^-1 = 1000 under p = -1, against
 //      about 4 for a job at its fair share, so every job gets a GPU while
-//      there are enough, and beyond that the jobs that would lose most by
+//      there are enough (but one of age 0, whose RESTART is 0), and beyond that the jobs that would lose most by
 //      moving (the restart penalty) keep theirs.
 //  * What a job may get: a rigid job its request or nothing; an elastic one
 //    nothing or [min_gpus, max_gpus], at most twice the most GPUs it has run
@@ -239,8 +239,11 @@ class Pollux final : public tessel::AllocationPolicy {
     const int held = job.running() ? job.allocation.gpu_count() : 0;
     const double age = view.now() - job.spec.arrival;
     const int restarts = std::max(state.allocations - 1, 0);
+    // With no penalty a move is free; otherwise a job that arrives on this
+    // very tick (age 0) scores 0 anywhere new, as in Pollux, and starts at
+    // the next optimization.
     const double restart_factor =
-        std::max(age - restart_penalty_ * restarts, 0.0) / (age + restart_penalty_);
+        restart_penalty_ == 0 ? 1.0 : std::max(age - restart_penalty_ * restarts, 0.0) / (age + restart_penalty_);
     const int smallest = job.spec.elastic() ? job.spec.min_gpus : job.spec.gpus;
     choices.options.push_back({0, 0, utility(0)});
     for (int g = smallest; g <= choices.cap; ++g) {
@@ -343,6 +346,10 @@ class Pollux final : public tessel::AllocationPolicy {
     const tessel::JobSpec& spec = choices.job->spec;
     if (choices.cap == 0 && !spec.elastic())
       return tessel::Reason("needs {} GPUs, the cluster has {} up", spec.gpus, gpus);
+    if (choices.options.size() == 1)  // only "no GPUs": no count in [min_gpus, cap] it can train on
+      return tessel::Reason("can use no GPU count from its minimum of {} up to {}: too few GPUs up, or its batch "
+                            "sizes leave no micro-batch for that many",
+                            spec.min_gpus, std::min(spec.max_gpus, gpus));
     return tessel::Reason("no GPUs until the next reallocation at {} s: the {} jobs' power mean of speedups "
                           "is higher with the cluster's {} GPUs elsewhere",
                           next_optimization_, view.active().size(), gpus);

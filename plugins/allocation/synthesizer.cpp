@@ -24,7 +24,8 @@
 // candidates (Las, Fifo, Srtf x AcceptAll, LoadBased 1.2x and 1.4x), each
 // run until the jobs already submitted are done, by their mean JCT, and takes
 // the first minimum in candidate order: every_rounds = 1, horizon_seconds =
-// 0, known_arrivals = false, metric = "time_in_system" here.
+// 0, known_arrivals = false, metric = "time_in_system" here, except that a
+// tie with the current choice keeps it rather than going back to the first.
 //
 // Simplifications: candidates start with no memory of the run (their plugin
 // state is not carried into the fork), while a delegate keeps its own from
@@ -47,7 +48,8 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"candidates", tessel::ArgType::string_list, nullptr,
      "\"admission + allocation\" pairs, e.g. \"accept_all + fifo\", \"load_based { factor = 1.2 } + las\""},
     {"horizon_seconds", tessel::ArgType::number, "14400",
-     "how far ahead each candidate is simulated; 0: until the jobs it counts are done"},
+     "how far ahead each candidate is simulated; 0: until the jobs it counts are done (with known_arrivals, "
+     "the whole rest of the trace)"},
     {"every_rounds", tessel::ArgType::integer, "12", "rounds between evaluations"},
     {"metric", tessel::ArgType::string, "\"time_in_system\"", "what the best candidate minimizes",
      "time_in_system|queueing_delay"},
@@ -72,8 +74,11 @@ Candidate parse_candidate(const std::string& text) {
         return s;
       };
       Candidate c{trim(text.substr(0, i)), trim(text.substr(i + 1))};
-      if (!c.admission.empty() && !c.allocation.empty()) return c;
-      break;
+      if (c.admission.empty() || c.allocation.empty()) break;
+      // A forecast has no lab of its own to forecast with.
+      if (c.allocation.substr(0, c.allocation.find_first_of(" {")) == "synthesizer")
+        throw tessel::ArgumentError("candidates", "'" + text + "': a synthesizer cannot be a candidate");
+      return c;
     }
   }
   throw tessel::ArgumentError("candidates", "'" + text + "' is not \"admission + allocation\"");

@@ -93,7 +93,7 @@ class Tiresias final : public tessel::AllocationPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Tiresias, allocation, "tiresias", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Tiresias, allocation, "tiresias", "1.1",
                         "Tiresias discretized 2D-LAS: queues by attained GPU-seconds, FIFO within a queue, "
                         "optional starvation guard",
                         kArgs)

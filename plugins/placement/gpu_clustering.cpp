@@ -70,8 +70,11 @@ class GpuClustering final : public tessel::PlacementPolicy {
     kinds_.clear();
     for (const tessel::Gpu& gpu : view.cluster().gpus_of(id))
       for (tessel::JobId tenant : gpu.jobs) {
-        const tessel::JobSpec& spec = view.job(tenant).spec;
-        const int other = kind_of(spec.gpus, spec.gpu_milli);
+        // By the GPUs it holds (an elastic job may have resized), or asked for
+        // while the scheduler only tries it there.
+        const tessel::JobState& other_job = view.job(tenant);
+        const int gpus = other_job.allocation.empty() ? other_job.spec.gpus : other_job.allocation.gpu_count();
+        const int other = kind_of(gpus, other_job.spec.gpu_milli);
         if (other != kNoKind && std::find(kinds_.begin(), kinds_.end(), other) == kinds_.end()) kinds_.push_back(other);
       }
     const auto capacity = static_cast<std::int64_t>(largest.gpu_milli);

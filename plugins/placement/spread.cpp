@@ -47,7 +47,12 @@ class Spread final : public tessel::PlacementPolicy {
  public:
   explicit Spread(const tessel::PluginContext& context)
       : seed_(context.seed()), whole_node_(context.args().string("unit") == "node"),
-        span_nodes_(context.args().boolean("span_nodes")) {}
+        span_nodes_(context.args().boolean("span_nodes")) {
+    // Defaults are filled in before this runs, so only false can be told apart.
+    if (!whole_node_ && !span_nodes_)
+      throw tessel::ArgumentError("span_nodes", "applies only with unit = \"node\": GPUs drawn one by one "
+                                                "always span nodes");
+  }
 
   // Draws depend on the time, but whether a job fits does not: a round in
   // which nothing changed can place nothing new.
@@ -152,6 +157,6 @@ class Spread final : public tessel::PlacementPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Spread, placement, "spread", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Spread, placement, "spread", "1.1",
                         "GPUs drawn at random (seeded) among those that fit: each GPU anywhere, or one random node",
                         kArgs)
