@@ -57,6 +57,7 @@ const Experiment kExperiments[] = {
      {"workload.max_jobs=300", "workload.track=[100,200]",
       R"(sweep."workload.path"=["../blox-fig12-13/bursty-8jph-seed1.csv"])"},
      {}},
+    {"blox-synthesizer/forecast-rules.toml", {"workload.jobs=200", "workload.track=[50,150]", "sweep.seeds=[1]"}, {}},
     // One workload at load 1.0, the three policies.
     {"pollux-jobload/pollux-jobload.toml",
      {R"(sweep."workload.path"=["../../../shared/data/pollux/workloads/workload-1.csv"])",

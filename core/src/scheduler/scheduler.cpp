@@ -434,12 +434,19 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
   record(now, job.spec.id, PluginKind::placement, "place", reason);
 }
 
+int Scheduler::gpu_type_of(const Allocation& held) const {
+  return cluster_.node(cluster_.gpu(held.gpus.front()).node).type;
+}
+
+bool Scheduler::grants_held(const Allocation& held, const Resources& want) const {
+  const bool right_type = want.gpu_type == kAnyGpuType || held.gpus.empty() || gpu_type_of(held) == want.gpu_type;
+  return want.gpus == held.gpu_count() && want.cpus == held.cpus && want.mem_gb == held.mem_gb && right_type;
+}
+
 bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want, const JobLayout& layout,
                        bool may_preempt, const Reason& reason, RoundOutcome& outcome) {
   const Allocation from = job.allocation;
-  const bool same_type = want.gpu_type == kAnyGpuType || from.gpus.empty() ||
-                         cluster_.node(cluster_.gpu(from.gpus.front()).node).type == want.gpu_type;
-  if (want.gpus == from.gpu_count() && want.cpus == from.cpus && want.mem_gb == from.mem_gb && same_type) {
+  if (grants_held(from, want)) {
     // Only the layout changes: the job keeps its GPUs and restarts in place.
     // A grant of another GPU type moves the job (below).
     Allocation to = from;
@@ -455,8 +462,13 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
   PlacementChoice choice = place(v, job, want, may_preempt, outcome);
   if (!choice.placed()) {
     cluster_.assign(job.spec.id, from);
-    record(v.now(), job.spec.id, PluginKind::placement, "wait",
-           Reason::text("resize to " + std::to_string(want.gpus) + " GPUs postponed: " + choice.reason.str()), true);
+    const std::string change = want.gpus != from.gpu_count()
+                                   ? "resize to " + std::to_string(want.gpus) + " GPUs"
+                                   : want.gpu_type != kAnyGpuType && want.gpu_type != gpu_type_of(from)
+                                         ? "move to " + cluster_.gpu_types()[static_cast<std::size_t>(want.gpu_type)]
+                                         : "change of CPUs or memory";
+    record(v.now(), job.spec.id, PluginKind::placement, "wait", Reason::text(change + " postponed: " + choice.reason.str()),
+           true);
     return false;
   }
   Allocation to{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
@@ -515,11 +527,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
     }
     record(v.now(), job.spec.id, PluginKind::allocation, "grant", grant.reason);
     if (job.running()) {
-      const Allocation& held = job.allocation;
-      const bool right_type = grant.resources.gpu_type == kAnyGpuType ||
-                              cluster_.node(cluster_.gpu(held.gpus.front()).node).type == grant.resources.gpu_type;
-      if (held.gpu_count() == grant.resources.gpus && held.cpus == grant.resources.cpus &&
-          held.mem_gb == grant.resources.mem_gb && right_type) {
+      if (grants_held(job.allocation, grant.resources)) {
         protect(job);
       } else {
         resize(v, job, grant.resources, JobLayout{}, /*may_preempt=*/true, grant.reason, outcome);
@@ -571,8 +579,8 @@ void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal
     const bool same_layout = p.layout == JobLayout{} || p.layout == job.allocation.layout;
     if (job.allocation.gpu_count() == p.gpus && same_layout) continue;
     // Same CPUs, memory and GPU type; only the GPU count or layout changes.
-    const int type = cluster_.node(cluster_.gpu(job.allocation.gpus.front()).node).type;
-    const Resources want{p.gpus, job.spec.gpu_milli, job.allocation.cpus, job.allocation.mem_gb, type};
+    const Resources want{p.gpus, job.spec.gpu_milli, job.allocation.cpus, job.allocation.mem_gb,
+                         gpu_type_of(job.allocation)};
     if (!resize(v, job, want, p.layout, /*may_preempt=*/false, p.reason, outcome))
       record(v.now(), job.spec.id, PluginKind::elasticity, "drop", p.reason);
     else

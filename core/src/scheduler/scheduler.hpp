@@ -171,6 +171,11 @@ class Scheduler {
   // `by_core` (rejections at arrival, preemptions, head-of-line blocking).
   // A running job keeps (or got) its GPUs this round: no later job may take them.
   void protect(JobState& job);
+  // The GPU type of a non-empty allocation (an allocation is of one type).
+  int gpu_type_of(const Allocation& held) const;
+  // Whether `held` already is what `want` grants: as many GPUs, the CPUs,
+  // memory, and the type asked for (if any).
+  bool grants_held(const Allocation& held, const Resources& want) const;
   // Its GPUs stop counting as reclaimable by preemption this round.
   void unreclaimable(JobState& job);
 
