@@ -183,7 +183,7 @@ TEST_CASE("a run stores one row per job, samples, metrics, and is marked complet
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1") == 250);
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") == 250);
   CHECK(count(db, "SELECT count(*) FROM samples") > 10);
-  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1") == 11);
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1") == 12);
   CHECK(count(db, "SELECT count(*) FROM decisions") == 0);  // off by default
   CHECK(query_text(db, "SELECT status FROM runs") == "complete");
   CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);

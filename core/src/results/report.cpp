@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iomanip>
 #include <map>
+#include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -286,25 +288,17 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& runs = members[g];
     const double n = static_cast<double>(runs.size());
-    RunSummary& mean = groups[g].mean;
-    double jobs = 0, finished = 0, preemptions = 0;
-    for (const RunSummary& s : runs) {
-      jobs += s.jobs;
-      finished += s.finished;
-      preemptions += s.preemptions;
-      mean.avg_jct += s.avg_jct / n;
-      mean.p50_jct += s.p50_jct / n;
-      mean.p95_jct += s.p95_jct / n;
-      mean.p99_jct += s.p99_jct / n;
-      mean.avg_queueing_delay += s.avg_queueing_delay / n;
-      mean.makespan += s.makespan / n;
-      mean.gpu_utilization += s.gpu_utilization / n;
-      mean.gpu_allocation += s.gpu_allocation / n;
-    }
+    std::map<std::string_view, double> sums;
+    for (const RunSummary& s : runs)
+      visit_figures(s, [&](const char* name, const auto& value) { sums[name] += static_cast<double>(value); });
     // Counts are averaged too, rounded: a group describes one typical run.
-    mean.jobs = static_cast<std::size_t>(std::lround(jobs / n));
-    mean.finished = static_cast<std::size_t>(std::lround(finished / n));
-    mean.preemptions = std::llround(preemptions / n);
+    visit_figures(groups[g].mean, [&](const char* name, auto& field) {
+      const double mean = sums[name] / n;
+      if constexpr (std::is_integral_v<std::remove_reference_t<decltype(field)>>)
+        field = static_cast<std::remove_reference_t<decltype(field)>>(std::llround(mean));
+      else
+        field = mean;
+    });
     groups[g].runs = runs.size();
   }
   std::vector<std::string> series_order;

@@ -253,23 +253,10 @@ void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
   }
   const RunSummary summary = summarize(results.jobs, results.capacity_gpu_seconds, results.cluster_gpus);
   auto metric = db_.prepare("INSERT INTO metrics VALUES (?, ?, ?)");
-  const std::pair<const char*, double> metrics[] = {
-      {"jobs", static_cast<double>(summary.jobs)},
-      {"finished", static_cast<double>(summary.finished)},
-      {"avg_jct", summary.avg_jct},
-      {"p50_jct", summary.p50_jct},
-      {"p95_jct", summary.p95_jct},
-      {"p99_jct", summary.p99_jct},
-      {"avg_queueing_delay", summary.avg_queueing_delay},
-      {"makespan", summary.makespan},
-      {"gpu_utilization", summary.gpu_utilization},
-      {"gpu_allocation", summary.gpu_allocation},
-      {"preemptions", static_cast<double>(summary.preemptions)},
-  };
-  for (const auto& [name, value] : metrics) {
-    metric.bind(1, run).bind(2, std::string_view(name)).bind(3, value);
+  visit_figures(summary, [&](const char* name, const auto& value) {
+    metric.bind(1, run).bind(2, std::string_view(name)).bind(3, static_cast<double>(value));
     metric.run();
-  }
+  });
   auto finish = db_.prepare(
       "UPDATE runs SET status = 'complete', wall_seconds = ?, cluster_gpus = ?, "
       "capacity_gpu_seconds = ?, end_time = ?, events = ?, note = ? WHERE id = ?");

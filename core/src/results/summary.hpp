@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tessel/ids.hpp"
@@ -51,6 +52,26 @@ struct RunSummary {
   double gpu_allocation = 0;   // 0..1, at the end of the run
   std::int64_t preemptions = 0;
 };
+
+// Calls visit(name, field) for every figure of `summary`, by the name the
+// `metrics` table stores it under. The one list of figures: the store writes
+// them, and a sweep's groups average them, through it.
+template <class Summary, class Visit>
+  requires std::is_same_v<std::remove_const_t<Summary>, RunSummary>
+void visit_figures(Summary& summary, Visit&& visit) {
+  visit("jobs", summary.jobs);
+  visit("finished", summary.finished);
+  visit("unfinished", summary.unfinished);
+  visit("avg_jct", summary.avg_jct);
+  visit("p50_jct", summary.p50_jct);
+  visit("p95_jct", summary.p95_jct);
+  visit("p99_jct", summary.p99_jct);
+  visit("avg_queueing_delay", summary.avg_queueing_delay);
+  visit("makespan", summary.makespan);
+  visit("gpu_utilization", summary.gpu_utilization);
+  visit("gpu_allocation", summary.gpu_allocation);
+  visit("preemptions", summary.preemptions);
+}
 
 // `capacity_gpu_seconds` is the GPU time the cluster offered over the run,
 // `cluster_gpus` the GPUs it had when the run ended.
