@@ -3,8 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
+#include <memory>
+#include <stdexcept>
 
+#include "config/experiment.hpp"
 #include "engine/errors.hpp"
+#include "plugins/registry.hpp"
+#include "simulation.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -41,6 +47,46 @@ std::vector<double> jcts(const RunResults& results) {
   for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN) - job.arrival);
   return out;
 }
+
+// Simulates the experiment with `model` in place of the configured one (when
+// given). A run still going after `max_rounds` rounds fails the test
+// instead of hanging it.
+RunResults simulate_bounded(const TempDir& dir, const std::string& toml,
+                            std::shared_ptr<const ThroughputModel> model = nullptr, int max_rounds = 1000) {
+  ExperimentConfig config = load_experiment(dir.write("experiment.toml", toml));
+  if (model) config.workload.model = std::move(model);
+  PluginRegistry registry(config.scheduler.plugin_path);
+  Simulation simulation(config, registry);
+  int rounds = 0;
+  simulation.observe_rounds([&](double now, const Scheduler&, const RoundOutcome&) {
+    if (++rounds > max_rounds)
+      throw std::runtime_error("the run does not end: round " + std::to_string(rounds) + " at " +
+                               std::to_string(now) + " s");
+  });
+  return simulation.run();
+}
+
+// One GPU-second of work per GPU-second, as `linear`, but a rate that (the
+// model says) depends on progress: it changes every `epoch` units of work,
+// or only once, `before_end` short of the job's total work.
+class EpochModel final : public ThroughputModel {
+ public:
+  explicit EpochModel(double epoch, double before_end = 0) : epoch_(epoch), before_end_(before_end) {}
+  std::string_view name() const override { return "epochs"; }
+  double rate(const JobSpec&, const Shape& shape) const override { return shape.gpus * shape.gpu_milli / 1000.0; }
+  bool rate_depends_on_progress() const override { return true; }
+  double next_rate_change(const JobSpec& job, double progress) const override {
+    if (before_end_ > 0) {
+      const double change = job.total_work - before_end_;
+      return progress < change ? change : std::numeric_limits<double>::infinity();
+    }
+    return (std::floor(progress / epoch_) + 1) * epoch_;
+  }
+
+ private:
+  double epoch_;
+  double before_end_;
+};
 
 }  // namespace
 
@@ -324,4 +370,18 @@ TEST_CASE("attained service counts GPU-seconds or seconds, as configured") {
   const RunResults seconds = simulate(dir, seconds_config);
   CHECK(seconds.jobs[0].attained_service == doctest::Approx(330));
   CHECK(seconds.jobs[0].executed_work == doctest::Approx(1200));
+}
+
+TEST_CASE("a rate change due when the job completes is not handled after its completion") {
+  // The model's one rate change comes 1e-12 units before the end of the
+  // job's 100 units. Started at 1e6 s, the job reaches both at 1000100 s:
+  // the two times are the same double. The completion comes first; the
+  // rate change, now about a finished job, is dropped.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n1000000,1,100\n1000000,1,300\n");
+  const RunResults results = simulate_bounded(
+      dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })"), std::make_shared<EpochModel>(0, 1e-12));
+  CHECK(finish_times(results) == std::vector<double>{1000100, 1000300});
+  CHECK(results.jobs[0].status == "finished");
+  CHECK(results.end_time == 1000300);
 }

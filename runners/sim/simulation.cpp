@@ -263,12 +263,17 @@ void Simulation::handle(const Event& event) {
       sync(id, now);
       scheduler_->report_progress(id, scheduler_->job(id).spec.total_work, now);
       scheduler_->complete(id, now);
+      // Its other events are void: a rate change due at the same time (the
+      // model's change point rounds to the completion time) sorts after the
+      // completion and must not re-rate a job that holds no GPUs.
+      progress_[id].stop();
       break;
     }
     case EventKind::rate_change: {
       // The job has reached the change point; its progress is snapped to it,
       // so that rounding cannot leave it just short and the rate unchanged.
       const JobId id = event.subject;
+      if (!scheduler_->job(id).running()) return;  // stale: completions and stops void these events
       sync(id, now);
       JobProgress& p = progress_[id];
       const JobState& job = scheduler_->job(id);
