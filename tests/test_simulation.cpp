@@ -3,8 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
+#include <memory>
+#include <stdexcept>
 
+#include "config/experiment.hpp"
 #include "engine/errors.hpp"
+#include "plugins/registry.hpp"
+#include "simulation.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -40,6 +46,79 @@ std::vector<double> jcts(const RunResults& results) {
   std::vector<double> out;
   for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN) - job.arrival);
   return out;
+}
+
+// Simulates the experiment with `model` in place of the configured one (when
+// given). A run still going after `max_rounds` rounds fails the test
+// instead of hanging it.
+RunResults simulate_bounded(const TempDir& dir, const std::string& toml,
+                            std::shared_ptr<const ThroughputModel> model = nullptr, int max_rounds = 1000) {
+  ExperimentConfig config = load_experiment(dir.write("experiment.toml", toml));
+  if (model) config.workload.model = std::move(model);
+  PluginRegistry registry(config.scheduler.plugin_path);
+  Simulation simulation(config, registry);
+  int rounds = 0;
+  simulation.observe_rounds([&](double now, const Scheduler&, const RoundOutcome&) {
+    if (++rounds > max_rounds)
+      throw std::runtime_error("the run does not end: round " + std::to_string(rounds) + " at " +
+                               std::to_string(now) + " s");
+  });
+  return simulation.run();
+}
+
+// One GPU-second of work per GPU-second, as `linear`, but a rate that (the
+// model says) depends on progress: it changes every `epoch` units of work,
+// or only once, `before_end` short of the job's total work.
+class EpochModel final : public ThroughputModel {
+ public:
+  explicit EpochModel(double epoch, double before_end = 0) : epoch_(epoch), before_end_(before_end) {}
+  std::string_view name() const override { return "epochs"; }
+  double rate(const JobSpec&, const Shape& shape) const override { return shape.gpus * shape.gpu_milli / 1000.0; }
+  bool rate_depends_on_progress() const override { return true; }
+  double next_rate_change(const JobSpec& job, double progress) const override {
+    if (before_end_ > 0) {
+      const double change = job.total_work - before_end_;
+      return progress < change ? change : std::numeric_limits<double>::infinity();
+    }
+    return (std::floor(progress / epoch_) + 1) * epoch_;
+  }
+
+ private:
+  double epoch_;
+  double before_end_;
+};
+
+// FGD's protocol on one node of 4 GPUs (see "pods that never leave" below):
+// six pods that never end, all arriving at 0.
+const char* kEndlessPods =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+    "scheduled_time\n"
+    "p0,1000,1024,2,1000,,LS,Running,10,20,10\n"
+    "p1,1000,1024,4,1000,,LS,Running,10,20,10\n"
+    "p2,1000,1024,1,600,,LS,Running,10,20,10\n"
+    "p3,1000,1024,1,500,,LS,Running,10,20,10\n"
+    "p4,1000,1024,1,300,,LS,Running,10,20,10\n"
+    "p5,1000,1024,1,1000,,LS,Pending,10,20,\n";
+
+std::string endless_pods(const std::string& allocation, const std::string& extra = "") {
+  return R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "openb"
+path = "pods.csv"
+times = "ignore"
+[scheduler]
+round_seconds = 1
+allocation = )" + allocation + R"(
+placement = { plugin = "first_fit" }
+)" + extra;
+}
+
+std::vector<int> held_gpus(const RunResults& results) {
+  std::vector<int> held;
+  for (const JobRecord& job : results.jobs) held.push_back(job.held_gpus);
+  return held;
 }
 
 }  // namespace
@@ -324,4 +403,77 @@ TEST_CASE("attained service counts GPU-seconds or seconds, as configured") {
   const RunResults seconds = simulate(dir, seconds_config);
   CHECK(seconds.jobs[0].attained_service == doctest::Approx(330));
   CHECK(seconds.jobs[0].executed_work == doctest::Approx(1200));
+}
+
+TEST_CASE("jobs that never end: a time-sensitive scheduler or a drifting rate does not keep the run going") {
+  // The pods of "pods that never leave", under policies that ask for a round
+  // every round (LAS, Tiresias: running jobs gain service), and under a
+  // model whose rates change with progress. Pods that never end cannot
+  // change anything by running: after the first round places what fits
+  // (LAS skips what does not fit, as backfill does), nothing can ever
+  // start, finish or change, and the run ends at 0.
+  TempDir dir;
+  dir.write("pods.csv", kEndlessPods);
+  const RunResults las = simulate_bounded(dir, endless_pods(R"({ plugin = "las" })"));
+  CHECK(held_gpus(las) == std::vector<int>{2, 0, 1, 1, 1, 0});
+  CHECK(las.jobs[0].preemptions == 0);
+  CHECK(las.end_time == 0);
+  CHECK(las.note == "2 jobs never finished: the scheduler could not place them; "
+                    "4 jobs were still running when the run ended");
+
+  const RunResults tiresias = simulate_bounded(dir, endless_pods(R"({ plugin = "tiresias" })"));
+  CHECK(tiresias.end_time == 0);
+  CHECK(tiresias.jobs[0].status == "running");
+
+  // Rates re-read every round and at every epoch end (every 100 units):
+  // neither is a reason to go on.
+  const RunResults epochs = simulate_bounded(dir, endless_pods(R"({ plugin = "fifo", backfill = true })"),
+                                             std::make_shared<EpochModel>(100));
+  CHECK(held_gpus(epochs) == std::vector<int>{2, 0, 1, 1, 1, 0});
+  CHECK(epochs.end_time == 0);
+}
+
+TEST_CASE("jobs that never end: random failures do not keep the run going, planned changes do") {
+  // With node failures every hour on average, failures and repairs would go
+  // on forever, reshuffling pods that never end. Once only such pods run and
+  // nothing is left to arrive, failures are no longer simulated: the run
+  // ends as it would without them.
+  TempDir dir;
+  dir.write("pods.csv", kEndlessPods);
+  const std::string failures = "[failures]\nnode_mtbf_hours = 1\n";
+  for (const char* allocation : {R"({ plugin = "fifo", backfill = true })", R"({ plugin = "las" })"}) {
+    CAPTURE(allocation);
+    const RunResults results = simulate_bounded(dir, endless_pods(allocation, failures));
+    CHECK(held_gpus(results) == std::vector<int>{2, 0, 1, 1, 1, 0});
+    CHECK(results.end_time == 0);
+  }
+
+  // A planned change still to come could make room: the run goes on to it,
+  // failures included. At 60 s a second node of 4 GPUs joins, and p1
+  // (4 GPUs) starts on it.
+  const std::string added = failures + R"([[cluster.events]]
+at_seconds = 60
+add = { count = 1, gpus_per_node = 4 }
+)";
+  for (const char* allocation : {R"({ plugin = "fifo", backfill = true })", R"({ plugin = "las" })"}) {
+    CAPTURE(allocation);
+    const RunResults results = simulate_bounded(dir, endless_pods(allocation, added));
+    CHECK(results.jobs[1].first_start == 60);
+    CHECK(results.jobs[1].held_gpus == 4);
+    CHECK(results.cluster_gpus == 8);
+  }
+}
+
+TEST_CASE("a rate change due when the job completes is not handled after its completion") {
+  // The model's one rate change comes 1e-12 units before the end of the
+  // job's 100 units. Started at 1e6 s, the job reaches both at 1000100 s:
+  // the two times are the same double. The completion comes first; the
+  // rate change, now about a finished job, is dropped.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n1000000,1,100\n1000000,1,300\n");
+  const RunResults results = simulate_bounded(
+      dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })"), std::make_shared<EpochModel>(0, 1e-12));
+  CHECK(finish_times(results) == std::vector<double>{1000100, 1000300});
+  CHECK(results.jobs[0].status == "finished");
+  CHECK(results.end_time == 1000300);
 }

@@ -92,7 +92,8 @@ Simulation::Simulation(const Simulation& origin, ComposedScheduler plugins)
       scheduler_(origin.scheduler_->fork(std::move(plugins))), progress_(origin.progress_),
       next_arrival_(origin.next_arrival_), arrivals_end_(origin.arrivals_end_), events_(origin.events_),
       sequence_(origin.sequence_),
-      node_generation_(origin.node_generation_), failure_rng_(origin.failure_rng_), next_round_(kNever),
+      node_generation_(origin.node_generation_), dormant_failures_(origin.dormant_failures_),
+      failure_rng_(origin.failure_rng_), next_round_(kNever),
       capacity_since_(origin.capacity_since_), end_time_(origin.end_time_) {}
 
 Simulation::~Simulation() = default;
@@ -173,6 +174,13 @@ void Simulation::start(JobId id, double now, double pause_seconds) {
   p.has_run = true;
   p.stop();
   schedule_completion(id, now);
+  if (!dormant_failures_.empty() && std::isfinite(job.remaining_work())) {
+    // A job that ends runs: the run is no longer settled, and the failures
+    // put off meanwhile resume. Times between failures are exponential,
+    // memoryless: each node's next failure is drawn afresh from now.
+    for (NodeId node : dormant_failures_) schedule_node_failure(node, now);
+    dormant_failures_.clear();
+  }
 
   const FailureConfig& failures = config_.failures;
   if (failures.job_failure_probability > 0 && failure_rng_.uniform() < failures.job_failure_probability) {
@@ -263,12 +271,17 @@ void Simulation::handle(const Event& event) {
       sync(id, now);
       scheduler_->report_progress(id, scheduler_->job(id).spec.total_work, now);
       scheduler_->complete(id, now);
+      // Its other events are void: a rate change due at the same time (the
+      // model's change point rounds to the completion time) sorts after the
+      // completion and must not re-rate a job that holds no GPUs.
+      progress_[id].stop();
       break;
     }
     case EventKind::rate_change: {
       // The job has reached the change point; its progress is snapped to it,
       // so that rounding cannot leave it just short and the rate unchanged.
       const JobId id = event.subject;
+      if (!scheduler_->job(id).running()) return;  // stale: completions and stops void these events
       sync(id, now);
       JobProgress& p = progress_[id];
       const JobState& job = scheduler_->job(id);
@@ -387,6 +400,23 @@ void Simulation::round(double now) {
   const bool only_waiting = running == 0 && next_arrival_ >= arrivals_end_;
   idle_rounds_ = (!outcome.changed() && only_waiting) ? idle_rounds_ + 1 : 0;
   if (idle_rounds_ >= kStallRounds) return;
+  if (settled()) {
+    // How a run with jobs that never end stops. Only such jobs run, nothing
+    // is left to arrive: a job with infinite remaining work cannot change
+    // anything by running, so the passing of time is no reason for a round
+    // (time-sensitive policies: service and waits grow forever; progress-
+    // dependent rates: they drift forever). Rounds are held when something
+    // happens: an event asks for one, and a time-insensitive scheduler's
+    // round that changed something is followed by another, as always, until
+    // one changes nothing. A time-sensitive scheduler gets no such round:
+    // what it would change there, with time the only input that moved, it
+    // would change again in every round after (LAS would take turns among
+    // the jobs that never end, forever). The run keeps what the last event
+    // led to.
+    if (outcome.changed() && !scheduler_->plugins().time_sensitive())
+      next_round_ = now + scheduler_->settings().round_seconds;
+    return;
+  }
   // Rounds in which nothing could change are skipped, unless running jobs
   // change speed as they progress: their rates are re-read every round.
   const bool rates_drift = running > 0 && scheduler_->model().rate_depends_on_progress();
@@ -403,6 +433,20 @@ void Simulation::accrue_capacity(double now) {
 bool Simulation::work_left() {
   return next_arrival_ < arrivals_end_ || scheduler_->running_count() > 0 || !scheduler_->active().empty() ||
          !scheduler_->pending().empty();
+}
+
+bool Simulation::settled() {
+  if (next_arrival_ < arrivals_end_ || scheduler_->running_count() == 0) return false;
+  for (const JobState* job : scheduler_->active())
+    if (job->running() && std::isfinite(job->remaining_work())) return false;
+  return true;
+}
+
+bool Simulation::cluster_may_change(bool repairs) const {
+  return std::any_of(events_.begin(), events_.end(), [&](const Event& e) {
+    return e.kind == EventKind::cluster_change ||
+           (repairs && e.kind == EventKind::node_repair && e.generation == node_generation_[e.subject]);
+  });
 }
 
 bool Simulation::advance(double until, const std::atomic<bool>* stop) {
@@ -430,6 +474,28 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
       if (!job_event && !rate_event && next.kind != EventKind::cluster_change &&
           next.generation != node_generation_[next.subject])
         continue;  // the node was removed or repaired by hand meanwhile
+      // Once the run has settled (only jobs that never end run, nothing is
+      // left to arrive) and no planned cluster change is to come, random
+      // failures are no longer simulated. They would go on forever, each
+      // only stopping jobs that never end for its repair to start them
+      // again; on a large cluster some repair would always be pending, so
+      // waiting for repairs would not end the run either. No number of
+      // failures makes a better end than none: a settled run ends as it
+      // would without them. The repairs already due still happen (capacity
+      // lost before the run settled comes back); the node's
+      // failure clock stops (it resumes if a job that ends starts after
+      // all: see start()). With no round, repair or planned change pending,
+      // only failures and rate changes of jobs that never end are left, and
+      // neither can change what the run ends with: it is over.
+      const bool endless_subject =
+          next.kind == EventKind::rate_change && !std::isfinite(scheduler_->job(next.subject).remaining_work());
+      if ((next.kind == EventKind::node_failure || endless_subject) && settled() && !cluster_may_change(false)) {
+        if (next_round_ == kNever && !cluster_may_change(true)) return false;
+        if (next.kind == EventKind::node_failure) {
+          dormant_failures_.push_back(next.subject);
+          continue;
+        }
+      }
       accrue_capacity(now);
       handle(next);
       if (job_event) end_time_ = now;

@@ -45,8 +45,10 @@ class Simulation {
 
   // Runs until every job is done, or nothing is left to happen: only jobs
   // that never end (infinite duration) still running and jobs no change
-  // could ever place still waiting. `stop` is polled between events; when it
-  // becomes true, throws Interrupted.
+  // could ever place still waiting. Such a run has settled (see settled());
+  // time-sensitive policies, drifting rates and random node failures do not
+  // keep it going. `stop` is polled between events; when it becomes true,
+  // throws Interrupted.
   RunResults run(const std::atomic<bool>* stop = nullptr);
 
   // Called after every round with the core's state: for invariant checks
@@ -122,6 +124,13 @@ class Simulation {
   void round(double now);
   void accrue_capacity(double now);
   bool work_left();
+  // Nothing is left to arrive, some job runs, and every running job never
+  // ends (infinite remaining work): running changes nothing any more, so
+  // only an event (a repair, a planned cluster change) could let a waiting
+  // job start. How such a run ends: see round() and advance().
+  bool settled();
+  // A planned cluster change, or (with `repairs`) a node repair, is pending.
+  bool cluster_may_change(bool repairs) const;
   // Handles every event up to `until`; returns false once nothing is left to do.
   bool advance(double until, const std::atomic<bool>* stop);
   RunResults collect(double end_time) const;
@@ -144,6 +153,7 @@ class Simulation {
   std::vector<Event> events_;  // min-heap
   std::uint64_t sequence_ = 0;
   std::vector<std::uint32_t> node_generation_;  // invalidates a removed node's failures
+  std::vector<NodeId> dormant_failures_;  // nodes whose failures were put off while the run had settled
   Rng failure_rng_;
   std::vector<Sample> samples_;
   std::vector<ResizeRecord> resizes_;

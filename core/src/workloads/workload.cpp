@@ -173,9 +173,10 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, int cluster_
 // The work `job` does in `seconds` on `shape` from the start of its
 // training. A rate that changes with progress at points the model names is
 // followed from one to the next, so the job takes exactly `seconds` there;
-// otherwise the training-long rate() prices it.
+// otherwise the training-long rate() prices it, as it does a job that never
+// ends (infinite seconds: following its changes would never stop).
 double work_in(const ThroughputModel& model, const JobSpec& job, double seconds, const Shape& shape) {
-  if (!model.rate_depends_on_progress() || std::isinf(model.next_rate_change(job, 0)))
+  if (!model.rate_depends_on_progress() || std::isinf(seconds) || std::isinf(model.next_rate_change(job, 0)))
     return seconds * model.rate(job, shape);
   double work = 0;
   while (true) {
