@@ -238,14 +238,7 @@ class Fgd final : public tessel::PlacementPolicy {
       choice.reason = tessel::Reason::text(std::move(why));
       return choice;
     }
-    if (!span_nodes_) {
-      choice.reason = tessel::Reason("no node can take all {} GPUs, and the job may not span nodes", want.gpus);
-      return choice;
-    }
-    const int nodes = tessel::gpu_choice::spread_over_fewest_nodes(cluster, want, rooms_, choice.gpus);
-    choice.reason = tessel::Reason("no node can take all {} GPUs: spread over {} nodes, the fewest possible",
-                                   want.gpus, nodes);
-    return choice;
+    return tessel::gpu_choice::across_nodes(cluster, want, rooms_, span_nodes_);
   }
 
  private:

@@ -115,6 +115,21 @@ inline int spread_over_fewest_nodes(const ClusterState& cluster, const Resources
   return static_cast<int>(next) + 1;
 }
 
+// For a job no single node can take whole (and `rooms` can hold): with
+// `span_nodes`, its GPUs over the fewest nodes; without, it waits, as a
+// Kubernetes pod does. Reorders `rooms`.
+inline PlacementChoice across_nodes(const ClusterState& cluster, const Resources& want,
+                                    std::vector<NodeRoom>& rooms, bool span_nodes) {
+  PlacementChoice choice;
+  if (!span_nodes) {
+    choice.reason = Reason("no node can take all {} GPUs, and the job may not span nodes", want.gpus);
+    return choice;
+  }
+  const int nodes = spread_over_fewest_nodes(cluster, want, rooms, choice.gpus);
+  choice.reason = Reason("no node can take all {} GPUs: spread over {} nodes, the fewest possible", want.gpus, nodes);
+  return choice;
+}
+
 // The fewest nodes `rooms` can hold the job on (0 if they cannot hold it).
 // Reorders `rooms`.
 inline int fewest_nodes(std::span<NodeRoom> rooms, int gpus) {

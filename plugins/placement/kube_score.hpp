@@ -123,13 +123,7 @@ PlacementChoice place_by_score(const SchedulerView& view, const Resources& want,
     choice.reason = reason(rule, cluster, best, scored);
     return choice;
   }
-  if (!span_nodes) {
-    choice.reason = Reason("no node can take all {} GPUs, and the job may not span nodes", want.gpus);
-    return choice;
-  }
-  const int nodes = gpu_choice::spread_over_fewest_nodes(cluster, want, rooms, choice.gpus);
-  choice.reason = Reason("no node can take all {} GPUs: spread over {} nodes, the fewest possible", want.gpus, nodes);
-  return choice;
+  return gpu_choice::across_nodes(cluster, want, rooms, span_nodes);
 }
 
 // The argument every score plugin takes for jobs no node can take whole.
