@@ -106,7 +106,8 @@ class Fifo final : public tessel::AllocationPolicy {
         continue;
       }
       if (want.gpu_milli < 1000) {  // a GPU share (or none) needs no free GPU: placement finds it room
-        plan.ranked.push_back({job->spec.id, want, tessel::Reason("served in arrival order; a share of a GPU, of any type")});
+        plan.ranked.push_back(
+            {job->spec.id, want, tessel::Reason("served in arrival order; a share of a GPU, of any type")});
         continue;
       }
       room_.clear();

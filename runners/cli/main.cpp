@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--format", report.format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}));
   report_cmd->add_option("--run", report.runs, "only these run ids")->allow_extra_args(false);
-  CLI::Option* report_by = report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
+  CLI::Option* report_by =
+      report_cmd->add_option("--by", report.by, "group a sweep by this axis, averaging over seeds");
   report_cmd->add_option("--group", report.group, "split each run's jobs: vc, one row per virtual cluster")
       ->check(CLI::IsMember({"vc"}));
   report_cmd->add_option("--over", report.over, "with --by: also average over this axis, as over seeds")

@@ -129,8 +129,8 @@ void jct_cdf(ResultsStore& store, const PlotRequest& request, const Scratch& scr
     std::ofstream out(data);
     for (std::size_t i = 0; i < jcts.size(); ++i)
       out << std::max(jcts[i], 1e-4) << ' ' << double(i + 1) / double(jcts.size()) << '\n';
-    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with steps" + series_style(series++) + " title " +
-             quoted(run_label(run));
+    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with steps" +
+             series_style(series++) + " title " + quoted(run_label(run));
   }
   if (plots.empty()) throw UserError(store.path() + ": the chosen runs have no finished jobs");
   script << plots << '\n';
@@ -176,8 +176,8 @@ void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scrat
       const double y = *figure_value(g->mean, request.metric) / (is_time ? 3600 : 1);
       out << x << ' ' << y << '\n';
     }
-    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with linespoints" + series_style(file - 1) + " title " +
-             quoted(begin->series);
+    plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with linespoints" +
+             series_style(file - 1) + " title " + quoted(begin->series);
     begin = end;
   }
   script << plots << '\n';

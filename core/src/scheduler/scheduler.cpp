@@ -462,13 +462,13 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
   PlacementChoice choice = place(v, job, want, may_preempt, outcome);
   if (!choice.placed()) {
     cluster_.assign(job.spec.id, from);
-    const std::string change = want.gpus != from.gpu_count()
-                                   ? "resize to " + std::to_string(want.gpus) + " GPUs"
-                                   : want.gpu_type != kAnyGpuType && want.gpu_type != gpu_type_of(from)
-                                         ? "move to " + cluster_.gpu_types()[static_cast<std::size_t>(want.gpu_type)]
-                                         : "change of CPUs or memory";
-    record(v.now(), job.spec.id, PluginKind::placement, "wait", Reason::text(change + " postponed: " + choice.reason.str()),
-           true);
+    std::string change = "change of CPUs or memory";
+    if (want.gpus != from.gpu_count())
+      change = "resize to " + std::to_string(want.gpus) + " GPUs";
+    else if (want.gpu_type != kAnyGpuType && want.gpu_type != gpu_type_of(from))
+      change = "move to " + cluster_.gpu_types()[static_cast<std::size_t>(want.gpu_type)];
+    record(v.now(), job.spec.id, PluginKind::placement, "wait",
+           Reason::text(change + " postponed: " + choice.reason.str()), true);
     return false;
   }
   Allocation to{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
