@@ -96,10 +96,8 @@ struct PolluxJob {
   int gpus_last_seen = 0;  // held at the previous allocation
   int allocations = 0;     // non-empty allocations it has had (restarts + 1)
   // Goodput on g GPUs on the fewest nodes, by g, and on the fair share; valid
-  // while the job's progress stays in [from, until) (the model's rate cannot
-  // change there) or stays at `from`.
-  double memo_from = -1;
-  double memo_until = -1;
+  // while the job's progress stays in memo_stretch.
+  tessel::pollux::RateStretch memo_stretch;
   std::vector<double> goodput_by_gpus;  // NaN: not computed yet
   std::vector<int> nodes_by_gpus;
   int memo_fair_gpus = 0;
@@ -203,13 +201,7 @@ class Pollux final : public tessel::AllocationPolicy {
 
   // Forgets the remembered goodputs if the job's rate may have changed since.
   static void refresh_memo(const tessel::ThroughputModel& model, const tessel::JobState& job, PolluxJob& state) {
-    const double progress = job.executed_work;
-    const bool same_point = progress == state.memo_from;
-    const bool same_stretch = progress >= state.memo_from && progress < state.memo_until;
-    if (state.memo_from >= 0 && (same_point || same_stretch || !model.rate_depends_on_progress())) return;
-    state.memo_from = progress;
-    state.memo_until = model.next_rate_change(job.spec, progress);
-    if (std::isinf(state.memo_until)) state.memo_until = progress;  // cannot tell: valid at this point only
+    if (state.memo_stretch.holds(model, job.spec, job.executed_work)) return;
     state.goodput_by_gpus.clear();
     state.nodes_by_gpus.clear();
     state.memo_fair_gpus = 0;

@@ -51,8 +51,7 @@ constexpr tessel::ArgSpec kArgs[] = {
 // A job's best batch size on the shape it holds, valid while its progress
 // stays in [from, until) (the model's rate cannot change there) or at `from`.
 struct BestBatch {
-  double from = -1;
-  double until = -1;
+  tessel::pollux::RateStretch stretch;
   int gpus = 0;
   int nodes = 0;
   int batch_size = 0;
@@ -107,13 +106,8 @@ class PolluxAgent final : public tessel::ElasticityPolicy {
     if (!tessel::pollux::tunes_batch_size(model, job.spec)) return 0;
     BestBatch& best = best_(job.slots);
     const double progress = job.executed_work;
-    const bool same_stretch =
-        progress == best.from || (progress >= best.from && progress < best.until) || !model.rate_depends_on_progress();
-    if (best.from >= 0 && same_stretch && best.gpus == shape.gpus && best.nodes == shape.nodes)
+    if (best.stretch.holds(model, job.spec, progress) && best.gpus == shape.gpus && best.nodes == shape.nodes)
       return best.batch_size;
-    best.from = progress;
-    best.until = model.next_rate_change(job.spec, progress);
-    if (std::isinf(best.until)) best.until = progress;  // cannot tell: valid at this point only
     best.gpus = shape.gpus;
     best.nodes = shape.nodes;
     best.batch_size = tessel::pollux::best_configuration(model, job.spec, shape, progress).batch_size;

@@ -105,4 +105,22 @@ inline Shape fair_share_shape(const ClusterState& cluster, const JobSpec& job, i
   return shape;
 }
 
+// A stretch of a job's progress over which its rate stays as measured: from
+// the point it was measured at to the model's next change. What is
+// remembered about the job's goodput holds while its progress lies in it.
+struct RateStretch {
+  double from = -1;
+  double until = -1;
+
+  // Whether `progress` still lies in the stretch; if not, a new one starts there.
+  bool holds(const ThroughputModel& model, const JobSpec& job, double progress) {
+    const bool inside = progress == from || (progress >= from && progress < until);
+    if (from >= 0 && (inside || !model.rate_depends_on_progress())) return true;
+    from = progress;
+    until = model.next_rate_change(job, progress);
+    if (std::isinf(until)) until = progress;  // cannot tell: valid at this point only
+    return false;
+  }
+};
+
 }  // namespace tessel::pollux
