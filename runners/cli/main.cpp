@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
     if (*status_cmd) return tessel::cli::status(client);
     if (*progress_cmd) return tessel::cli::progress(progress_iteration, progress_total);
   } catch (const tessel::ConfigError& e) {
-    for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
+    // Located problems read like a compiler's; the rest like every other error.
+    for (const auto& d : e.diagnostics()) std::cerr << (d.where.empty() ? "tessel: " : "") << d.str() << "\n";
     return 2;
   } catch (const tessel::UserError& e) {
     std::cerr << "tessel: " << e.what() << "\n";
