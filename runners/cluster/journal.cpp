@@ -190,48 +190,47 @@ void Journal::mark_run(const std::string& status, const std::string& note) {
 
 RecoveredRun Journal::recover() {
   RecoveredRun recovered;
-  auto jobs = db_.prepare(
-      "SELECT j.job_id, j.name, j.tenant, j.vc, j.arrival, j.first_start, j.finish, j.gpus, j.min_gpus, "
-      "j.max_gpus, j.total_work, j.executed_work, j.attained_service, j.gpu_seconds, j.preemptions, j.attempts, "
-      "j.status, c.command, c.env, c.workdir, c.iterations, c.processes, c.grace_seconds "
-      "FROM jobs j JOIN cluster_jobs c ON c.run_id = j.run_id AND c.job_id = j.job_id "
-      "WHERE j.run_id = ? ORDER BY j.job_id");
+  // The jobs row first (read_job_row), then the daemon's own columns.
+  auto jobs = db_.prepare("SELECT " + std::string(kJobRowColumns) +
+                          ", c.command, c.env, c.workdir, c.iterations, c.processes, c.grace_seconds "
+                          "FROM jobs JOIN cluster_jobs c USING (run_id, job_id) WHERE run_id = ? ORDER BY job_id");
   jobs.bind(1, run_);
   while (jobs.step()) {
+    const JobRecord row = read_job_row(jobs);
+    const int own = kJobRowColumnCount;  // the first of the daemon's columns
     JobRecordFull full;
     JobState& state = full.state;
     JobSpec& spec = state.spec;
-    spec.id = static_cast<JobId>(jobs.integer(0));
-    spec.name = jobs.text(1);
-    spec.tenant = jobs.text(2);
-    spec.vc = jobs.text(3);
-    spec.arrival = jobs.real(4);
-    state.first_start = jobs.optional_real(5);
-    state.finish = jobs.optional_real(6);
-    spec.gpus = static_cast<int>(jobs.integer(7));
-    spec.min_gpus = static_cast<int>(jobs.integer(8));
-    spec.max_gpus = static_cast<int>(jobs.integer(9));
-    spec.total_work = jobs.real(10);
-    state.executed_work = jobs.real(11);
-    state.attained_service = jobs.real(12);
-    state.gpu_seconds = jobs.real(13);
-    state.preemptions = static_cast<int>(jobs.integer(14));
-    state.attempts = static_cast<int>(jobs.integer(15));
-    const std::string status = jobs.text(16);
-    state.status = status_from(status);
-    full.cancelled = status == "cancelled";
+    spec.id = row.id;
+    spec.name = row.name;
+    spec.tenant = row.tenant;
+    spec.vc = row.vc;
+    spec.arrival = row.arrival;
+    state.first_start = row.first_start;
+    state.finish = row.finish;
+    spec.gpus = row.gpus;
+    spec.min_gpus = row.min_gpus;
+    spec.max_gpus = row.max_gpus;
+    spec.total_work = row.total_work;
+    state.executed_work = row.executed_work;
+    state.attained_service = row.attained_service;
+    state.gpu_seconds = row.gpu_seconds;
+    state.preemptions = row.preemptions;
+    state.attempts = row.attempts;
+    state.status = status_from(row.status);
+    full.cancelled = row.status == "cancelled";
     JobRequest& request = full.request;
     request.name = spec.name;
     request.tenant = spec.tenant;
     request.vc = spec.vc;
     request.gpus = spec.gpus;
     if (spec.elastic()) request.min_gpus = spec.min_gpus, request.max_gpus = spec.max_gpus;
-    request.command = json::parse(jobs.text(17)).get<std::vector<std::string>>();
-    request.env = json::parse(jobs.text(18)).get<std::map<std::string, std::string>>();
-    request.workdir = jobs.text(19);
-    if (!jobs.is_null(20)) request.iterations = jobs.integer(20);
-    request.per_node = jobs.text(21) == "per_node";
-    if (const double grace = jobs.real(22); grace >= 0) request.grace_seconds = grace;
+    request.command = json::parse(jobs.text(own + 0)).get<std::vector<std::string>>();
+    request.env = json::parse(jobs.text(own + 1)).get<std::map<std::string, std::string>>();
+    request.workdir = jobs.text(own + 2);
+    if (!jobs.is_null(own + 3)) request.iterations = jobs.integer(own + 3);
+    request.per_node = jobs.text(own + 4) == "per_node";
+    if (const double grace = jobs.real(own + 5); grace >= 0) request.grace_seconds = grace;
     recovered.jobs.push_back(std::move(full));
   }
 

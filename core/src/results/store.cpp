@@ -224,6 +224,32 @@ void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& j) {
   row.bind(21, j.gpu_milli).bind(22, j.held_gpus);
 }
 
+JobRecord read_job_row(const sql::Statement& row) {
+  JobRecord j;
+  j.id = static_cast<JobId>(row.integer(0));
+  j.name = row.text(1);
+  j.tenant = row.text(2);
+  j.vc = row.text(3);
+  j.model = row.text(4);
+  j.arrival = row.real(5);
+  j.first_start = row.optional_real(6);
+  j.finish = row.optional_real(7);
+  j.gpus = static_cast<int>(row.integer(8));
+  j.min_gpus = static_cast<int>(row.integer(9));
+  j.max_gpus = static_cast<int>(row.integer(10));
+  j.total_work = row.real(11);
+  j.executed_work = row.real(12);
+  j.attained_service = row.real(13);
+  j.gpu_seconds = row.real(14);
+  j.preemptions = static_cast<int>(row.integer(15));
+  j.attempts = static_cast<int>(row.integer(16));
+  j.status = row.text(17);
+  j.tracked = row.integer(18) != 0;
+  j.gpu_milli = static_cast<int>(row.integer(19));
+  j.held_gpus = static_cast<int>(row.integer(20));
+  return j;
+}
+
 void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
   std::lock_guard lock(mutex_);
   sql::Transaction transaction(db_);
@@ -317,37 +343,10 @@ std::optional<RunRow> ResultsStore::run(std::int64_t id) {
 
 std::vector<JobRecord> ResultsStore::jobs(std::int64_t run) {
   std::lock_guard lock(mutex_);
-  auto query = db_.prepare(
-      "SELECT job_id, name, tenant, vc, model, arrival, first_start, finish, gpus, min_gpus, max_gpus, "
-      "total_work, executed_work, attained_service, gpu_seconds, preemptions, attempts, status, tracked, "
-      "gpu_milli, held_gpus FROM jobs WHERE run_id = ? ORDER BY job_id");
+  auto query = db_.prepare("SELECT " + std::string(kJobRowColumns) + " FROM jobs WHERE run_id = ? ORDER BY job_id");
   query.bind(1, run);
   std::vector<JobRecord> rows;
-  while (query.step()) {
-    JobRecord j;
-    j.id = static_cast<JobId>(query.integer(0));
-    j.name = query.text(1);
-    j.tenant = query.text(2);
-    j.vc = query.text(3);
-    j.model = query.text(4);
-    j.arrival = query.real(5);
-    j.first_start = query.optional_real(6);
-    j.finish = query.optional_real(7);
-    j.gpus = static_cast<int>(query.integer(8));
-    j.min_gpus = static_cast<int>(query.integer(9));
-    j.max_gpus = static_cast<int>(query.integer(10));
-    j.total_work = query.real(11);
-    j.executed_work = query.real(12);
-    j.attained_service = query.real(13);
-    j.gpu_seconds = query.real(14);
-    j.preemptions = static_cast<int>(query.integer(15));
-    j.attempts = static_cast<int>(query.integer(16));
-    j.status = query.text(17);
-    j.tracked = query.integer(18) != 0;
-    j.gpu_milli = static_cast<int>(query.integer(19));
-    j.held_gpus = static_cast<int>(query.integer(20));
-    rows.push_back(std::move(j));
-  }
+  while (query.step()) rows.push_back(read_job_row(query));
   return rows;
 }
 

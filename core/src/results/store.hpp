@@ -21,10 +21,12 @@
 // up to date while it runs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,6 +43,13 @@ inline constexpr int kSchemaVersion = 4;
 // at the end, the real-node journal rewrites it whenever the job changes.
 sql::Statement prepare_job_row(sql::Database& db);
 void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& job);
+// The columns read_job_row reads, in its order, for a SELECT of `jobs` rows.
+inline constexpr std::string_view kJobRowColumns =
+    "job_id, name, tenant, vc, model, arrival, first_start, finish, gpus, min_gpus, max_gpus, total_work, "
+    "executed_work, attained_service, gpu_seconds, preemptions, attempts, status, tracked, gpu_milli, held_gpus";
+inline constexpr int kJobRowColumnCount = static_cast<int>(std::ranges::count(kJobRowColumns, ',')) + 1;
+// One `jobs` row of a SELECT that starts with kJobRowColumns.
+JobRecord read_job_row(const sql::Statement& row);
 
 struct RunInfo {
   std::string label;
