@@ -72,13 +72,6 @@ const Experiment kExperiments[] = {
      false},
 };
 
-std::int64_t count(const fs::path& db, const std::string& sql) {
-  sql::Database database(db.string(), false);
-  auto statement = database.prepare(sql);
-  statement.step();
-  return statement.integer(0);
-}
-
 }  // namespace
 
 TEST_CASE("every experiment runs, reduced") {

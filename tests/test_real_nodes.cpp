@@ -239,13 +239,6 @@ class LocalCluster {
   int submitted_ = 0;
 };
 
-std::int64_t count(const fs::path& db, const std::string& query) {
-  sql::Database database(db.string(), false);
-  auto statement = database.prepare(query);
-  statement.step();
-  return statement.integer(0);
-}
-
 // One launch's part of a rank log: from tessel's "launch" line to the next.
 struct Segment {
   double started = 0;

@@ -52,19 +52,6 @@ JobRecord job(double arrival, std::optional<double> start, std::optional<double>
   return r;
 }
 
-std::int64_t count(const fs::path& db, const std::string& sql) {
-  sql::Database database(db.string(), false);
-  auto statement = database.prepare(sql);
-  statement.step();
-  return statement.integer(0);
-}
-
-std::string query_text(const fs::path& db, const std::string& sql) {
-  sql::Database database(db.string(), false);
-  auto statement = database.prepare(sql);
-  return statement.step() ? statement.text(0) : "";
-}
-
 pid_t spawn_tessel(const std::vector<std::string>& args, const fs::path& cwd) {
   std::vector<std::string> argv{tessel_exe().string()};
   argv.insert(argv.end(), args.begin(), args.end());

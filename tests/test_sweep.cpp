@@ -36,13 +36,6 @@ database = "sweep.db"
 seeds = [1, 2, 3]
 )";
 
-std::int64_t count(const fs::path& db, const std::string& sql) {
-  sql::Database database(db.string(), false);
-  auto statement = database.prepare(sql);
-  statement.step();
-  return statement.integer(0);
-}
-
 }  // namespace
 
 TEST_CASE("a sweep expands to the cross product, seeds varying fastest") {

@@ -125,4 +125,16 @@ std::vector<double> finish_times(const RunResults& results) {
   return out;
 }
 
+std::int64_t count(const fs::path& db, const std::string& sql) {
+  sql::Database database(db.string(), false);
+  auto statement = database.prepare(sql);
+  return statement.step() ? statement.integer(0) : 0;
+}
+
+std::string query_text(const fs::path& db, const std::string& sql) {
+  sql::Database database(db.string(), false);
+  auto statement = database.prepare(sql);
+  return statement.step() ? statement.text(0) : "";
+}
+
 }  // namespace tessel::test

@@ -3,6 +3,7 @@
 // TOML text in-process.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -51,5 +52,10 @@ RunResults simulate(const TempDir& dir, const std::string& toml, const std::stri
 
 // Finish time of each job, by id (NaN if it did not finish).
 std::vector<double> finish_times(const RunResults& results);
+
+// The first column of the first row of `sql` on the database at `db`, read
+// as a count (0 without a row) or as text ("" without a row).
+std::int64_t count(const fs::path& db, const std::string& sql);
+std::string query_text(const fs::path& db, const std::string& sql);
 
 }  // namespace tessel::test
