@@ -191,10 +191,7 @@ class Fgd final : public tessel::PlacementPolicy {
     tessel::PlacementChoice choice;
     const int total = tessel::gpu_choice::rooms_for(cluster, want, rooms_);
     if (total < want.gpus) {
-      choice.reason = want.gpu_milli < 1000
-                          ? tessel::Reason("needs {} GPUs with {} milli free, {} usable in the cluster", want.gpus,
-                                           want.gpu_milli, total)
-                          : tessel::Reason("needs {} GPUs, {} usable in the cluster", want.gpus, total);
+      choice.reason = tessel::gpu_choice::too_few_gpus(want, total);
       return choice;
     }
     target_.update(view.jobs());

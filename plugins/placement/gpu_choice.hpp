@@ -35,6 +35,13 @@ inline int rooms_for(const ClusterState& cluster, const Resources& want, std::ve
   return total;
 }
 
+// Why a job waits when rooms_for() found fewer than want.gpus GPUs for it.
+inline Reason too_few_gpus(const Resources& want, int total) {
+  return want.gpu_milli < 1000
+             ? Reason("needs {} GPUs with {} milli free, {} usable in the cluster", want.gpus, want.gpu_milli, total)
+             : Reason("needs {} GPUs, {} usable in the cluster", want.gpus, total);
+}
+
 // A GPU of a node that can take the job's share, with what it has free.
 struct GpuRoom {
   GpuId gpu = 0;

@@ -110,9 +110,7 @@ PlacementChoice place_by_score(const SchedulerView& view, const Resources& want,
   PlacementChoice choice;
   const int total = gpu_choice::rooms_for(cluster, want, rooms);
   if (total < want.gpus) {
-    choice.reason = want.gpu_milli < 1000 ? Reason("needs {} GPUs with {} milli free, {} usable in the cluster",
-                                                   want.gpus, want.gpu_milli, total)
-                                          : Reason("needs {} GPUs, {} usable in the cluster", want.gpus, total);
+    choice.reason = gpu_choice::too_few_gpus(want, total);
     return choice;
   }
   HighestScore best(seed);

@@ -141,18 +141,7 @@ JobState& Scheduler::restore(const JobState& saved) {
 void Scheduler::adopt(JobId id, Allocation allocation, double now) {
   JobState& job = *all_[id];
   if (!job.waiting()) throw std::logic_error(job_name(id) + " is adopted but is not waiting");
-  cluster_.assign(id, allocation);
-  job.allocation = std::move(allocation);
-  job.status = JobStatus::running;
-  if (!job.first_start) job.first_start = now;
-  Book& book = books_[id];
-  book.accounted_until = now;
-  book.run_started = now;
-  if (book.new_attempt) {
-    ++job.attempts;
-    book.new_attempt = false;
-  }
-  ++running_;
+  begin_run(job, std::move(allocation), now);
 }
 
 void Scheduler::interrupt(JobId id, double now, bool failed_attempt) {
@@ -412,16 +401,11 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
   return trial;
 }
 
-void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& want, std::vector<GpuId> gpus,
-                       const Reason& reason, RoundOutcome& outcome) {
-  const double now = v.now();
-  Allocation allocation{std::move(gpus), want.gpu_milli, want.cpus, want.mem_gb};
-  allocation.layout = plugins_.elasticity->arrange(v, job, allocation);
+void Scheduler::begin_run(JobState& job, Allocation allocation, double now) {
   job.allocation = std::move(allocation);
   cluster_.assign(job.spec.id, job.allocation);
   job.status = JobStatus::running;
   if (!job.first_start) job.first_start = now;
-  protect(job);
   Book& book = books_[job.spec.id];
   book.accounted_until = now;
   book.run_started = now;
@@ -430,6 +414,15 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
     book.new_attempt = false;
   }
   ++running_;
+}
+
+void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& want, std::vector<GpuId> gpus,
+                       const Reason& reason, RoundOutcome& outcome) {
+  const double now = v.now();
+  Allocation allocation{std::move(gpus), want.gpu_milli, want.cpus, want.mem_gb};
+  allocation.layout = plugins_.elasticity->arrange(v, job, allocation);
+  begin_run(job, std::move(allocation), now);
+  protect(job);
   outcome.started.push_back(job.spec.id);
   record(now, job.spec.id, PluginKind::placement, "place", reason);
 }

@@ -159,6 +159,9 @@ class Scheduler {
                                 const Resources& want);
   void launch(const SchedulerView& view, JobState& job, const Resources& want, std::vector<GpuId> gpus,
               const Reason& reason, RoundOutcome& outcome);
+  // Opens a run period: the job holds `allocation` and runs from `now`
+  // (launched by a round, or adopted from a node that kept it running).
+  void begin_run(JobState& job, Allocation allocation, double now);
   // Ends a run period (releasing the job's GPUs, or not when the caller already has).
   void stop(JobState& job, double now, JobStatus status);
   void end_run(JobState& job, double now, JobStatus status);
