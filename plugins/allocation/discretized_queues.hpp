@@ -45,6 +45,8 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_common.hpp"
+
 namespace discretized {
 
 inline constexpr tessel::ArgSpec kThresholdsArg = {
@@ -111,7 +113,7 @@ class Queues {
     // held its current GPUs since the last look. A waiting one may have run
     // part of the time (a crash between rounds); its request converts its
     // GPU-seconds back to seconds.
-    const tessel::Resources gpus = job.running() ? job.held() : job.spec.request();
+    const tessel::Resources gpus = tessel::allocation::current_or_requested(job);
     const double gpu_share = gpus.gpus * (gpus.gpu_milli / 1000.0);
     const double elapsed = now - book.checked_at;
     const double ran = std::clamp((job.gpu_seconds - book.gpu_seconds_at_check) / gpu_share, 0.0, elapsed);

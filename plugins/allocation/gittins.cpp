@@ -60,6 +60,7 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_common.hpp"
 #include "discretized_queues.hpp"
 
 namespace {
@@ -187,7 +188,7 @@ class Gittins final : public tessel::AllocationPolicy {
     tessel::AllocationPlan plan;
     plan.ranked.reserve(order_.size());
     for (const Ranked& entry : order_)
-      plan.ranked.push_back({entry.job->spec.id, entry.job->running() ? entry.job->held() : entry.job->spec.request(),
+      plan.ranked.push_back({entry.job->spec.id, tessel::allocation::current_or_requested(*entry.job),
                              entry.reason});
     return plan;
   }

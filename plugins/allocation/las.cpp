@@ -20,6 +20,8 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_common.hpp"
+
 namespace {
 
 class Las final : public tessel::AllocationPolicy {
@@ -41,7 +43,7 @@ class Las final : public tessel::AllocationPolicy {
     for (const tessel::JobState* job : order_) {
       const double attained = job->attained_service;
       plan.ranked.push_back(
-          {job->spec.id, job->running() ? job->held() : job->spec.request(),
+          {job->spec.id, tessel::allocation::current_or_requested(*job),
            gpu_seconds ? tessel::Reason("attained {} GPU-s; the least attained service runs first", attained)
                        : tessel::Reason("attained {} s of running; the least attained service runs first", attained)});
     }

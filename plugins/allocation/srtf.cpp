@@ -23,6 +23,8 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_common.hpp"
+
 namespace {
 
 class Srtf final : public tessel::AllocationPolicy {
@@ -47,7 +49,7 @@ class Srtf final : public tessel::AllocationPolicy {
     plan.ranked.reserve(order_.size());
     for (const Ranked& entry : order_) {
       const tessel::JobState& job = *entry.job;
-      plan.ranked.push_back({job.spec.id, job.running() ? job.held() : job.spec.request(),
+      plan.ranked.push_back({job.spec.id, tessel::allocation::current_or_requested(job),
                              tessel::Reason("{} s left on {} GPUs; the shortest remaining time runs first",
                                             entry.remaining, job.spec.gpus)});
     }

@@ -42,6 +42,7 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_common.hpp"
 #include "discretized_queues.hpp"
 
 namespace {
@@ -75,7 +76,7 @@ class Tiresias final : public tessel::AllocationPolicy {
     plan.ranked.reserve(view.active().size());
     for (const auto& bucket : buckets_)
       for (const Ranked& entry : bucket)
-        plan.ranked.push_back({entry.job->spec.id, entry.job->running() ? entry.job->held() : entry.job->spec.request(),
+        plan.ranked.push_back({entry.job->spec.id, tessel::allocation::current_or_requested(*entry.job),
                                entry.reason});
     return plan;
   }
