@@ -88,6 +88,8 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_common.hpp"
+
 #include "lp.hpp"
 
 namespace {
@@ -257,8 +259,7 @@ class Synergy final : public tessel::AllocationPolicy {
       plan.ranked.push_back({spec.id, resources, member.reason});
     }
     for (auto [job, left] : left_out)
-      plan.ranked.push_back({job->spec.id, tessel::Resources{0, job->spec.gpu_milli, 0, 0},
-                             left_out_reason(job->spec.gpus, left)});
+      plan.ranked.push_back(tessel::allocation::deny(*job, left_out_reason(job->spec.gpus, left)));
     return plan;
   }
 
