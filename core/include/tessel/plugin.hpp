@@ -2,9 +2,12 @@
 //
 // A plugin library exports two symbols through Boost.DLL aliases in the
 // "tessel" section:
-//   tessel_plugin_info    a PluginInfo record: ABI version, kind, name,
-//                         version, description and argument schema;
-//   tessel_plugin_create  the factory, PluginFactory.
+//   tessel_plugin_info       a PluginInfo record: ABI version, kind, name,
+//                            version, description and argument schema;
+//   tessel_plugin_create     the factory, PluginFactory.
+// A plugin that hosts the user's own code (the Python bridge) may export a
+// third, whose arguments depend on that code:
+//   tessel_plugin_arguments  an ArgumentDeclarer.
 // The loader reads the info record and checks the ABI version, the kind and
 // the arguments before it calls any plugin code. Use TESSEL_PLUGIN (below)
 // rather than writing these by hand.
@@ -12,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,7 +32,7 @@ namespace tessel {
 
 // Bump whenever a public header changes in a way that breaks plugins built
 // against the previous one.
-inline constexpr std::uint32_t kAbiVersion = 3;
+inline constexpr std::uint32_t kAbiVersion = 4;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);
@@ -92,6 +96,16 @@ class PluginArgs {
   std::map<std::string, ArgValue, std::less<>> values_;
 };
 
+// An argument declared at load time by the code a plugin hosts (a Python
+// class), checked exactly as an ArgSpec is.
+struct ArgDeclaration {
+  std::string name;
+  ArgType type = ArgType::string;
+  std::optional<std::string> default_value;  // TOML value syntax; nullopt: required
+  std::string help;
+  std::string choices;  // "a|b|c" (string arguments only); empty: any
+};
+
 // Thrown by a plugin constructor when an argument has the right type but a
 // wrong value ("thresholds must increase"). The loader reports it against the
 // argument's line in the user's TOML file.
@@ -133,10 +147,26 @@ class PluginContext {
   std::string config_directory_;
 };
 
+// Thrown by a plugin that hosts the user's own code when that code fails (a
+// Python policy raised, or returned something that is not a decision). The
+// message says where in the user's code. The core reports it as the user's
+// to fix (exit code 2), naming the plugin, its stage and the time.
+class BOOST_SYMBOL_VISIBLE HostedCodeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The base of every stage interface (see stages.hpp).
 class BOOST_SYMBOL_VISIBLE Plugin {
  public:
   virtual ~Plugin() = default;
+
+  // For a plugin that hosts the user's own code: where that code is
+  // ("policies/sf.py, class SmallestFirst"). The core names it in every error
+  // it reports against this plugin and counts a broken contract as the
+  // user's mistake (exit 2), not a bug in the plugin (exit 1). Empty for a
+  // plugin whose code is all its own.
+  virtual std::string hosted_code() const { return {}; }
 
   // Return false only if, when no job arrived, finished or failed and the
   // cluster did not change, this plugin would decide exactly what it decided
@@ -154,6 +184,11 @@ struct FactoryError {
 
 using PluginFactory = Plugin* (*)(const PluginContext&, FactoryError&) noexcept;
 
+// Lists the arguments the hosted code takes beyond the plugin's own ArgSpec
+// table, given those (checked, in `context`). Returns false, with `error`
+// filled, when the hosted code cannot be loaded. Called before the factory.
+using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclaration>&, FactoryError&) noexcept;
+
 }  // namespace tessel
 
 // Exports `Class` (a subclass of one stage interface, constructible from
@@ -162,6 +197,12 @@ using PluginFactory = Plugin* (*)(const PluginContext&, FactoryError&) noexcept;
 #define TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                 \
   TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, ARGS,                         \
                         static_cast<std::uint32_t>(sizeof(ARGS) / sizeof(ARGS[0])))
+
+// A plugin hosting code that declares further arguments: DECLARER is an
+// ArgumentDeclarer (see above).
+#define TESSEL_PLUGIN_HOSTING(Class, kind, name, version, description, ARGS, DECLARER)        \
+  TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                      \
+  BOOST_DLL_ALIAS_SECTIONED(DECLARER, tessel_plugin_arguments, tessel)
 
 #define TESSEL_PLUGIN(Class, kind, name, version, description) \
   TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, nullptr, 0u)

@@ -65,10 +65,19 @@ inline void Diagnostics::raise_if_any() const {
   if (!items_.empty()) throw ConfigError(items_);
 }
 
-// Broken contract between a plugin and the core: the plugin's bug.
+// A plugin failed during a run: it broke its stage's contract with the core,
+// or threw. The plugin's bug (exit code 1). The message names the plugin,
+// its stage and the time.
 class PluginContractError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+};
+
+// The same failure of a plugin that hosts the user's own code (a Python
+// policy): the user's to fix. The message also says where that code is.
+class HostedCodeFailure : public UserError {
+ public:
+  using UserError::UserError;
 };
 
 }  // namespace tessel

@@ -14,7 +14,7 @@ std::string who(const PluginInfo& info) {
 }
 
 // Converts a TOML value to the declared type; returns an error message on mismatch.
-std::variant<ArgValue, std::string> convert(const toml::node& node, const ArgSpec& spec) {
+std::variant<ArgValue, std::string> convert(const toml::node& node, const ArgDeclaration& spec) {
   auto expected = [&] {
     return "expects " + std::string(to_string(spec.type)) + ", got " + std::string(type_name(node));
   };
@@ -36,8 +36,8 @@ std::variant<ArgValue, std::string> convert(const toml::node& node, const ArgSpe
     case ArgType::string: {
       const auto* s = node.as_string();
       if (s == nullptr) return expected();
-      if (spec.choices != nullptr) {
-        const std::string choices = spec.choices;
+      if (!spec.choices.empty()) {
+        const std::string& choices = spec.choices;
         const std::string bounded = "|" + choices + "|";
         if (bounded.find("|" + s->get() + "|") == std::string::npos) {
           std::string listed;
@@ -98,45 +98,99 @@ bool ComposedScheduler::time_sensitive() const {
          placement->time_sensitive() || elasticity->time_sensitive();
 }
 
-PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Diagnostics& diagnostics) {
+std::vector<ArgDeclaration> declarations_of(const PluginInfo& info) {
+  std::vector<ArgDeclaration> out;
+  for (const ArgSpec& spec : std::span(info.args, info.arg_count))
+    out.push_back({spec.name, spec.type,
+                   spec.default_value ? std::optional<std::string>(spec.default_value) : std::nullopt,
+                   spec.help, spec.choices ? spec.choices : ""});
+  return out;
+}
+
+namespace {
+
+// `others` says what to do with keys no declaration names: report them, or
+// leave them for the hosted code's declarations (a first pass).
+enum class OtherKeys { refused, left };
+
+PluginArgs check_declared(const StageConfig& stage, const PluginInfo& info,
+                          std::span<const ArgDeclaration> declarations, OtherKeys others,
+                          Diagnostics& diagnostics) {
   PluginArgs out;
-  const std::span<const ArgSpec> specs(info.args, info.arg_count);
   std::string valid;
-  for (const ArgSpec& spec : specs) valid += (valid.empty() ? "" : ", ") + std::string(spec.name);
+  for (const ArgDeclaration& spec : declarations) valid += (valid.empty() ? "" : ", ") + spec.name;
 
   for (auto&& [key, value] : stage.args) {
-    const bool declared = std::any_of(specs.begin(), specs.end(),
-                                      [&](const ArgSpec& spec) { return key.str() == spec.name; });
-    if (!declared)
+    const bool declared = std::any_of(declarations.begin(), declarations.end(),
+                                      [&](const ArgDeclaration& spec) { return key.str() == spec.name; });
+    if (!declared && others == OtherKeys::refused)
       diagnostics.error(where_of(stage, key.str()),
                         "unknown argument '" + std::string(key.str()) + "' for " + who(info) +
                             (valid.empty() ? " (it takes none)" : " (valid: " + valid + ")"));
   }
-  for (const ArgSpec& spec : specs) {
+  for (const ArgDeclaration& spec : declarations) {
     const toml::node* node = stage.args.get(spec.name);
     toml::table parsed_default;
     if (node == nullptr) {
-      if (spec.default_value == nullptr) {
+      if (!spec.default_value) {
         diagnostics.error(stage.where, who(info) + " needs argument '" + spec.name + "' (" + spec.help + ")");
         continue;
       }
       try {
-        parsed_default = toml::parse(std::string("v = ") + spec.default_value);
+        parsed_default = toml::parse("v = " + *spec.default_value);
         node = parsed_default.get("v");
       } catch (const toml::parse_error&) {
         diagnostics.error(stage.where, who(info) + " declares an unreadable default for '" + spec.name +
-                                           "': " + spec.default_value);
+                                           "': " + *spec.default_value);
         continue;
       }
     }
     auto converted = convert(*node, spec);
     if (auto* error = std::get_if<std::string>(&converted))
-      diagnostics.error(where_of(stage, spec.name),
-                        "argument '" + std::string(spec.name) + "' of " + who(info) + " " + *error);
+      diagnostics.error(where_of(stage, spec.name), "argument '" + spec.name + "' of " + who(info) + " " + *error);
     else
       out.set(spec.name, std::get<ArgValue>(std::move(converted)));
   }
   return out;
+}
+
+}  // namespace
+
+PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Diagnostics& diagnostics) {
+  return check_declared(stage, info, declarations_of(info), OtherKeys::refused, diagnostics);
+}
+
+PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
+                           const std::string& config_directory, Diagnostics& diagnostics) {
+  std::vector<ArgDeclaration> declarations = declarations_of(*entry.info);
+  if (entry.declare_arguments == nullptr)
+    return check_declared(stage, *entry.info, declarations, OtherKeys::refused, diagnostics);
+
+  // The plugin's own arguments say which code it hosts; that code declares the rest.
+  Diagnostics own;
+  const PluginArgs args = check_declared(stage, *entry.info, declarations, OtherKeys::left, own);
+  if (!own.empty()) {
+    for (const Diagnostic& d : own.items()) diagnostics.error(d.where, d.message);
+    return args;
+  }
+  SlotRegistry no_slots;
+  std::vector<ArgDeclaration> hosted;
+  FactoryError error;
+  if (!entry.declare_arguments(PluginContext(args, 0, no_slots, config_directory), hosted, error)) {
+    diagnostics.error(error.argument.empty() ? stage.where : where_of(stage, error.argument),
+                      who(*entry.info) + ": " + error.message);
+    return args;
+  }
+  for (ArgDeclaration& declaration : hosted) {
+    if (std::any_of(declarations.begin(), declarations.end(),
+                    [&](const ArgDeclaration& d) { return d.name == declaration.name; })) {
+      diagnostics.error(stage.where, who(*entry.info) + ": its code declares argument '" + declaration.name +
+                                         "' twice, or one of the plugin's own");
+      return args;
+    }
+    declarations.push_back(std::move(declaration));
+  }
+  return check_declared(stage, *entry.info, declarations, OtherKeys::refused, diagnostics);
 }
 
 StageConfig parse_stage(PluginKind kind, std::string_view text) {
@@ -164,12 +218,12 @@ namespace {
 
 // The two halves of creating a plugin, so that composing four of them can
 // report every stage's problems before creating any.
-const PluginEntry* find_and_check(const StageConfig& stage, PluginRegistry& registry, PluginArgs& args,
-                                  Diagnostics& diagnostics) {
+const PluginEntry* find_and_check(const StageConfig& stage, PluginRegistry& registry,
+                                  const std::string& config_directory, PluginArgs& args, Diagnostics& diagnostics) {
   try {
     const PluginEntry* entry = stage.library.empty() ? &registry.find(stage.kind, stage.plugin)
                                                      : &registry.open(stage.library, stage.kind);
-    args = check_arguments(stage, *entry->info, diagnostics);
+    args = check_arguments(stage, *entry, config_directory, diagnostics);
     return entry;
   } catch (const PluginLoadError& e) {
     diagnostics.error(stage.where, e.what());
@@ -196,7 +250,7 @@ PluginPtr<Plugin> create_plugin(const StageConfig& stage, PluginRegistry& regist
                                 SlotRegistry& slots, const std::string& config_directory) {
   Diagnostics diagnostics;
   PluginArgs args;
-  const PluginEntry* entry = find_and_check(stage, registry, args, diagnostics);
+  const PluginEntry* entry = find_and_check(stage, registry, config_directory, args, diagnostics);
   diagnostics.raise_if_any();
   PluginPtr<Plugin> plugin = instantiate(stage, *entry, PluginContext(args, seed, slots, config_directory), diagnostics);
   diagnostics.raise_if_any();
@@ -208,7 +262,7 @@ ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistr
   Diagnostics diagnostics;
   std::array<const PluginEntry*, 4> entries{};
   std::array<PluginArgs, 4> args;
-  for (std::size_t i = 0; i < 4; ++i) entries[i] = find_and_check(config.stages[i], registry, args[i], diagnostics);
+  for (std::size_t i = 0; i < 4; ++i) entries[i] = find_and_check(config.stages[i], registry, config_directory, args[i], diagnostics);
   diagnostics.raise_if_any();
 
   ComposedScheduler composed;

@@ -27,9 +27,16 @@ struct ComposedScheduler {
   bool time_sensitive() const;
 };
 
+// A plugin's own argument schema, as declarations.
+std::vector<ArgDeclaration> declarations_of(const PluginInfo& info);
+
 // Checks a stage's arguments against the plugin's schema; returns them with
 // defaults filled in. Problems go to `diagnostics`.
 PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Diagnostics& diagnostics);
+// The same for a plugin found on the search path, with the arguments its
+// hosted code declares (a Python class's), if it hosts any.
+PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
+                           const std::string& config_directory, Diagnostics& diagnostics);
 
 // A stage written as one string: a plugin name, optionally followed by its
 // arguments as a TOML inline table ("load_based { factor = 1.4 }"). Throws

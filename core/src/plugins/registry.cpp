@@ -90,6 +90,9 @@ PluginEntry PluginRegistry::inspect(const std::string& path) {
          "plugin '" + std::string(entry.info->name) + "' exports no tessel_plugin_create");
   entry.factory = reinterpret_cast<PluginFactory>(
       const_cast<void*>(entry.library->get<const void*>("tessel_plugin_create")));
+  if (exports(symbols, "tessel_plugin_arguments"))
+    entry.declare_arguments = reinterpret_cast<ArgumentDeclarer>(
+        const_cast<void*>(entry.library->get<const void*>("tessel_plugin_arguments")));
   return entry;
 }
 

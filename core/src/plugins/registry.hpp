@@ -62,6 +62,8 @@ struct PluginEntry {
   std::string path;
   std::shared_ptr<boost::dll::shared_library> library;
   PluginFactory factory = nullptr;
+  // Only for plugins that host code declaring further arguments (plugin.hpp).
+  ArgumentDeclarer declare_arguments = nullptr;
 };
 
 struct RejectedFile {

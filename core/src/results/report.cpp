@@ -173,7 +173,12 @@ void print_csv(std::ostream& out, const std::vector<std::string>& key_names, con
 
 nlohmann::json figures_json(const RunSummary& s) {
   nlohmann::json figures = nlohmann::json::object();
-  for (const Figure& f : kFigures) figures[f.csv_name] = f.value(s);
+  for (const Figure& f : kFigures) {
+    if (f.kind == Figure::count)
+      figures[f.csv_name] = std::llround(f.value(s));  // counts are integers
+    else
+      figures[f.csv_name] = f.value(s);
+  }
   return figures;
 }
 
@@ -272,11 +277,12 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
       return g.series == series && g.value == value && g.group == r.group;
     });
     if (group == groups.end()) {
-      groups.push_back({series, value, 0, {}, r.group});
+      groups.push_back({series, value, 0, {}, r.group, {}});
       members.emplace_back();
       group = groups.end() - 1;
     }
     members[group - groups.begin()].push_back(r.summary);
+    group->run_ids.push_back(r.run.id);
   }
   std::string valid;
   for (const auto& name : known_axes) valid += (valid.empty() ? "" : ", ") + name;
@@ -318,6 +324,21 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
 void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
                           ReportFormat format, JobGrouping grouping) {
   const bool by_vc = grouping == JobGrouping::vc;
+  if (format == ReportFormat::json) {
+    // JSON keeps the axis value's type and adds the runs averaged.
+    nlohmann::json list = nlohmann::json::array();
+    for (const AxisGroup& g : groups) {
+      nlohmann::json item = figures_json(g.mean);
+      item["series"] = g.series;
+      item[axis] = g.value;
+      if (by_vc) item["vc"] = g.group;
+      item["runs"] = g.runs;
+      item["run_ids"] = g.run_ids;
+      list.push_back(std::move(item));
+    }
+    out << list.dump(2) << '\n';
+    return;
+  }
   std::vector<Row> rows;
   for (const AxisGroup& g : groups) {
     Row row{{g.series, g.value.is_string() ? g.value.get<std::string>() : g.value.dump()}, g.mean};

@@ -50,6 +50,7 @@ struct AxisGroup {
   std::size_t runs = 0;  // averaged over (one per seed and `over` value)
   RunSummary mean;
   std::string group;     // RunReport::group
+  std::vector<std::int64_t> run_ids;  // the runs averaged, for spreads (error bars)
 };
 // Series in order of first appearance, values in order within a series,
 // then groups in name order. Throws UserError if no complete run has the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <sstream>
 #include <string>
 
 namespace tessel {
@@ -172,13 +173,15 @@ NodeLoss Scheduler::lose_node(NodeId node, double now) {
     remaining.mem_gb *= kept;
     const bool in_range = remaining.gpu_count() >= job.spec.min_gpus && remaining.gpu_count() <= job.spec.max_gpus;
     if (!remaining.empty() && job.spec.elastic() && in_range &&
-        plugins_.elasticity->keep_after_loss(v, job, remaining)) {
+        calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->keep_after_loss(v, job, remaining); })) {
       accrue(job, now);
       cluster_.release(id, from);
-      remaining.layout = plugins_.elasticity->arrange(v, job, remaining);
+      remaining.layout = calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, remaining); });
       job.allocation = remaining;
       cluster_.assign(id, job.allocation);
-      const double cost = plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
+      const double cost = calling(PluginKind::elasticity, now, [&] {
+        return plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
+      });
       loss.shrunk.push_back({id, from, job.allocation, cost});
       record(now, id, PluginKind::elasticity, "shrink",
              Reason::text("lost node " + node_name + "; runs on its " + std::to_string(remaining.gpu_count()) +
@@ -218,9 +221,47 @@ void Scheduler::log(double now, JobId job, PluginKind stage, std::string_view co
   log_->record(now, job, stage, plugin, code, reason);
 }
 
+const Plugin& Scheduler::stage_plugin(PluginKind stage) const {
+  switch (stage) {
+    case PluginKind::admission: return *admission_;
+    case PluginKind::allocation: return *plugins_.allocation;
+    case PluginKind::placement: return *plugins_.placement;
+    case PluginKind::elasticity: return *plugins_.elasticity;
+  }
+  return *plugins_.allocation;
+}
+
+namespace {
+
+// "allocation plugin 'python' (policies/sf.py, class SmallestFirst)"
+std::string plugin_named(PluginKind stage, std::string_view name, const Plugin& plugin) {
+  std::string text = std::string(to_string(stage)) + " plugin '" + std::string(name) + "'";
+  if (const std::string hosted = plugin.hosted_code(); !hosted.empty()) text += " (" + hosted + ")";
+  return text;
+}
+
+std::string time_text(double now) {
+  std::ostringstream text;
+  text << "t=" << now << " s";
+  return text.str();
+}
+
+}  // namespace
+
 void Scheduler::broken(PluginKind stage, const std::string& what) const {
   const std::string plugin = stage == PluginKind::admission ? admission_name_ : plugins_.stage_info(stage).name;
-  throw PluginContractError(std::string(to_string(stage)) + " plugin '" + plugin + "' broke its contract: " + what);
+  const Plugin& code = stage_plugin(stage);
+  const std::string message = plugin_named(stage, plugin, code) + " broke its contract: " + what;
+  if (!code.hosted_code().empty()) throw HostedCodeFailure(message);
+  throw PluginContractError(message);
+}
+
+void Scheduler::threw(PluginKind stage, double now, const std::exception& error) const {
+  const std::string plugin = stage == PluginKind::admission ? admission_name_ : plugins_.stage_info(stage).name;
+  const Plugin& code = stage_plugin(stage);
+  if (dynamic_cast<const HostedCodeError*>(&error) != nullptr || !code.hosted_code().empty())
+    throw HostedCodeFailure(plugin_named(stage, plugin, code) + " failed at " + time_text(now) + ": " + error.what());
+  throw PluginContractError(plugin_named(stage, plugin, code) + " threw at " + time_text(now) + ": " + error.what());
 }
 
 // ------------------------------------------------------------------ round
@@ -240,15 +281,16 @@ RoundOutcome Scheduler::run_round(double now) {
   }
   admitted_this_round_ = true;
   const SchedulerView v = view(now);
-  const AllocationPlan plan = plugins_.allocation->allocate(v);
+  const AllocationPlan plan = calling(PluginKind::allocation, now, [&] { return plugins_.allocation->allocate(v); });
   place_plan(v, plan, outcome);
-  apply_resizes(v, plugins_.elasticity->resize(v), outcome);
+  apply_resizes(v, calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->resize(v); }), outcome);
   admitted_this_round_ = false;
   return outcome;
 }
 
 void Scheduler::admit(const SchedulerView& v, RoundOutcome& outcome) {
-  const std::vector<AdmissionDecision> decisions = admission_->admit(v);
+  const std::vector<AdmissionDecision> decisions =
+      calling(PluginKind::admission, v.now(), [&] { return admission_->admit(v); });
   for (const AdmissionDecision& d : decisions) {
     if (d.job >= all_.size() || all_[d.job]->status != JobStatus::pending)
       broken(PluginKind::admission, "decided on " + job_name(d.job) + ", which is not pending");
@@ -291,7 +333,8 @@ void Scheduler::admit(const SchedulerView& v, RoundOutcome& outcome) {
 
 PlacementChoice Scheduler::ask_placement(const SchedulerView& v, const JobState& job,
                                          const Resources& want) {
-  PlacementChoice choice = plugins_.placement->place(v, job, want);
+  PlacementChoice choice =
+      calling(PluginKind::placement, v.now(), [&] { return plugins_.placement->place(v, job, want); });
   if (!choice.placed()) return choice;
   if (choice.gpus.size() != static_cast<std::size_t>(want.gpus))
     broken(PluginKind::placement, "chose " + std::to_string(choice.gpus.size()) + " GPUs for " +
@@ -420,7 +463,8 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
                        const Reason& reason, RoundOutcome& outcome) {
   const double now = v.now();
   Allocation allocation{std::move(gpus), want.gpu_milli, want.cpus, want.mem_gb};
-  allocation.layout = plugins_.elasticity->arrange(v, job, allocation);
+  allocation.layout =
+      calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, allocation); });
   begin_run(job, std::move(allocation), now);
   protect(job);
   outcome.started.push_back(job.spec.id);
@@ -445,7 +489,9 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
     Allocation to = from;
     to.layout = layout;
     job.allocation = to;
-    const double cost = plugins_.elasticity->reconfiguration_seconds(v, job, from, to);
+    const double cost = calling(PluginKind::elasticity, v.now(), [&] {
+      return plugins_.elasticity->reconfiguration_seconds(v, job, from, to);
+    });
     outcome.resized.push_back({job.spec.id, from, to, cost});
     record(v.now(), job.spec.id, PluginKind::placement, "resize", reason);
     return true;
@@ -465,10 +511,14 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
     return false;
   }
   Allocation to{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
-  to.layout = layout == JobLayout{} ? plugins_.elasticity->arrange(v, job, to) : layout;
+  to.layout = layout == JobLayout{}
+                  ? calling(PluginKind::elasticity, v.now(), [&] { return plugins_.elasticity->arrange(v, job, to); })
+                  : layout;
   job.allocation = std::move(to);
   cluster_.assign(job.spec.id, job.allocation);
-  const double cost = plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
+  const double cost = calling(PluginKind::elasticity, v.now(), [&] {
+    return plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
+  });
   outcome.resized.push_back({job.spec.id, from, job.allocation, cost});
   record(v.now(), job.spec.id, PluginKind::placement, "resize", reason);
   return true;

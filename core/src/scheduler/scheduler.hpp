@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/errors.hpp"
 #include "plugins/composition.hpp"
 #include "scheduler/decision_log.hpp"
 #include "tessel/cluster.hpp"
@@ -188,7 +189,23 @@ class Scheduler {
   }
   void log(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason,
            bool by_core);
+  // A stage's plugin broke its contract (`what` it did), or threw.
   [[noreturn]] void broken(PluginKind stage, const std::string& what) const;
+  [[noreturn]] void threw(PluginKind stage, double now, const std::exception& error) const;
+  // Calls a stage's plugin; what it throws is reported as threw() says.
+  template <class Call>
+  decltype(auto) calling(PluginKind stage, double now, Call&& call) const {
+    try {
+      return call();
+    } catch (const PluginContractError&) {
+      throw;  // a fork's plugin (what-if simulation), reported already
+    } catch (const UserError&) {
+      throw;
+    } catch (const std::exception& e) {
+      threw(stage, now, e);
+    }
+  }
+  const Plugin& stage_plugin(PluginKind stage) const;
 
   ComposedScheduler plugins_;
   AdmissionPolicy* admission_;  // plugins_.admission unless use_admission() changed it

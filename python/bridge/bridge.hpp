@@ -1,0 +1,106 @@
+// The Python bridge: policies written as Python classes, run by the core as
+// ordinary plugins. Each stage has a plugin named "python"
+// (plugins/<stage>/python.cpp) whose class is one of the four below; this
+// library holds their code, and the one embedded interpreter they share.
+//
+//   allocation = { plugin = "python", module = "policies/sf.py", class = "SmallestFirst", preemptive = true }
+//
+// The module file is loaded afresh for every plugin instance, so runs of a
+// sweep share no Python state and give the same results at any -j. Keys
+// after `class` go to the class's constructor; its signature declares them
+// (names, types from annotations or defaults, defaults, help from
+// typing.Annotated) and the core checks them as a C++ plugin's.
+//
+// Each stage call takes the GIL, crosses into Python once, converts what
+// the policy returned and releases the GIL. A Python exception, a return
+// value of the wrong type or a module that does not load is a
+// HostedCodeError that names the Python file and line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <tessel/tessel.hpp>
+
+namespace tessel::python {
+
+class LoadedClass;  // bridge.cpp: the Python class and its instance
+
+// One Python policy object: loads its module, creates the instance, calls it.
+class BOOST_SYMBOL_VISIBLE HostedPolicy {
+ public:
+  HostedPolicy(const PluginContext& context, PluginKind kind);
+  ~HostedPolicy();
+  HostedPolicy(const HostedPolicy&) = delete;
+  HostedPolicy& operator=(const HostedPolicy&) = delete;
+
+  // "policies/sf.py, class SmallestFirst"
+  std::string where() const;
+  bool time_sensitive() const { return time_sensitive_; }
+  bool defines(const char* method) const;
+  LoadedClass& loaded() const { return *loaded_; }
+
+ private:
+  LoadedClass* loaded_;
+  bool time_sensitive_ = true;
+};
+
+// The ArgumentDeclarer of every stage's "python" plugin.
+BOOST_SYMBOL_VISIBLE bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>& out,
+                                            FactoryError& error) noexcept;
+
+// The plugin's own arguments: module and class.
+extern BOOST_SYMBOL_VISIBLE const ArgSpec kBridgeArgs[2];
+
+class BOOST_SYMBOL_VISIBLE AdmissionBridge final : public AdmissionPolicy {
+ public:
+  explicit AdmissionBridge(const PluginContext& context) : policy_(context, PluginKind::admission) {}
+  std::string hosted_code() const override { return policy_.where(); }
+  bool time_sensitive() const override { return policy_.time_sensitive(); }
+  std::vector<AdmissionDecision> admit(const SchedulerView& view) override;
+
+ private:
+  HostedPolicy policy_;
+};
+
+class BOOST_SYMBOL_VISIBLE AllocationBridge final : public AllocationPolicy {
+ public:
+  explicit AllocationBridge(const PluginContext& context) : policy_(context, PluginKind::allocation) {}
+  std::string hosted_code() const override { return policy_.where(); }
+  bool time_sensitive() const override { return policy_.time_sensitive(); }
+  AllocationPlan allocate(const SchedulerView& view) override;
+
+ private:
+  HostedPolicy policy_;
+};
+
+class BOOST_SYMBOL_VISIBLE PlacementBridge final : public PlacementPolicy {
+ public:
+  explicit PlacementBridge(const PluginContext& context) : policy_(context, PluginKind::placement) {}
+  std::string hosted_code() const override { return policy_.where(); }
+  bool time_sensitive() const override { return policy_.time_sensitive(); }
+  PlacementChoice place(const SchedulerView& view, const JobState& job, const Resources& want) override;
+
+ private:
+  HostedPolicy policy_;
+};
+
+// resize() is required; arrange, reconfiguration_seconds and keep_after_loss
+// cross into Python only if the class defines them.
+class BOOST_SYMBOL_VISIBLE ElasticityBridge final : public ElasticityPolicy {
+ public:
+  explicit ElasticityBridge(const PluginContext& context);
+  std::string hosted_code() const override { return policy_.where(); }
+  bool time_sensitive() const override { return policy_.time_sensitive(); }
+  std::vector<ResizeProposal> resize(const SchedulerView& view) override;
+  JobLayout arrange(const SchedulerView& view, const JobState& job, const Allocation& allocation) override;
+  double reconfiguration_seconds(const SchedulerView& view, const JobState& job, const Allocation& from,
+                                 const Allocation& to) const override;
+  bool keep_after_loss(const SchedulerView& view, const JobState& job, const Allocation& remaining) override;
+
+ private:
+  HostedPolicy policy_;
+  bool arranges_, prices_, keeps_;
+};
+
+}  // namespace tessel::python

@@ -1,0 +1,153 @@
+// tessel._tessel: the C++ core as a Python extension module. The Python
+// package (python/tessel) wraps it; users import `tessel`, not this.
+//
+// A run releases the GIL for its whole length: simulations run in threads,
+// and a Python policy's calls take the GIL only while they run. The calling
+// thread meanwhile waits for the run, taking the GIL every 50 ms to let
+// Python handle signals, so Ctrl-C stops the run (marked 'interrupted') and
+// raises KeyboardInterrupt.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "build_config.hpp"
+#include "engine/errors.hpp"
+#include "experiment_runner.hpp"
+#include "results/report.hpp"
+#include "results/store.hpp"
+#include "sdk_types.hpp"
+#include "simulation.hpp"
+
+namespace py = pybind11;
+
+namespace tessel::python {
+
+namespace {
+
+struct RunOutcome {
+  std::string database;
+  std::vector<std::int64_t> runs;  // this call's, in point order; 0 for points skipped or not run
+  std::size_t points = 0;
+  std::size_t skipped = 0;
+};
+
+RunOutcome run(const std::string& config, const std::vector<std::string>& overrides, const std::string& database,
+               unsigned parallel, bool resume) {
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  ExperimentOutcome outcome;
+  std::exception_ptr error;
+
+  std::thread runner;
+  {
+    py::gil_scoped_release release;
+    runner = std::thread([&] {
+      try {
+        ExperimentPlan plan = plan_experiment({config, overrides, database, parallel, resume});
+        outcome = run_experiment(std::move(plan), &stop);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(mutex);
+      done = true;
+      finished.notify_all();
+    });
+  }
+  bool interrupted = false;
+  while (true) {
+    {
+      py::gil_scoped_release release;
+      std::unique_lock lock(mutex);
+      if (finished.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) break;
+    }
+    if (!interrupted && PyErr_CheckSignals() != 0) {  // Ctrl-C: KeyboardInterrupt is now pending
+      interrupted = true;
+      stop = true;
+    }
+  }
+  {
+    py::gil_scoped_release release;
+    runner.join();
+  }
+  if (interrupted) throw py::error_already_set();
+  if (error) std::rethrow_exception(error);
+  return {outcome.database, outcome.runs, outcome.points, outcome.skipped};
+}
+
+// The report of `tessel report --format json`, with or without --by.
+std::string report_json(const std::string& database, const std::vector<std::int64_t>& runs, const std::string& by,
+                        const std::vector<std::string>& over, const std::string& group) {
+  if (!std::filesystem::exists(database)) throw UserError(database + ": no such results database");
+  if (group != "" && group != "vc") throw UserError("group must be 'vc' or empty, not '" + group + "'");
+  if (by.empty() && !over.empty()) throw UserError("'over' averages over an axis within a 'by' grouping: give 'by' too");
+  ResultsStore store(database, /*create=*/false);
+  const JobGrouping grouping = group == "vc" ? JobGrouping::vc : JobGrouping::none;
+  const auto reports = load_reports(store, runs, grouping);
+  std::ostringstream out;
+  if (reports.empty()) return "[]";
+  if (by.empty())
+    print_report(out, reports, ReportFormat::json, grouping);
+  else
+    print_grouped_report(out, group_by_axis(reports, by, over), by, ReportFormat::json, grouping);
+  return out.str();
+}
+
+}  // namespace
+
+}  // namespace tessel::python
+
+PYBIND11_MODULE(_tessel, m) {
+  using namespace tessel;
+  m.doc() = "tessel's C++ core; import tessel, not this module";
+  m.attr("__version__") = kVersion;
+
+  // Most general first: pybind11 tries translators newest first.
+  static py::exception<UserError> error(m, "Error");
+  static py::exception<ConfigError> config_error(m, "ConfigError", error.ptr());
+  static py::exception<HostedCodeFailure> policy_error(m, "PolicyError", error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const HostedCodeFailure& e) {
+      policy_error(e.what());
+    } catch (const ConfigError& e) {
+      config_error(e.what());
+    } catch (const UserError& e) {
+      error(e.what());
+    } catch (const Interrupted&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+    }
+  });
+
+  python::bind_sdk(m);
+
+  m.def(
+      "run",
+      [](const std::string& config, const std::vector<std::string>& overrides, const std::string& database,
+         unsigned parallel, bool resume) {
+        const python::RunOutcome outcome = python::run(config, overrides, database, parallel, resume);
+        return py::make_tuple(outcome.database, outcome.runs, outcome.points, outcome.skipped);
+      },
+      py::arg("config"), py::arg("overrides"), py::arg("database"), py::arg("parallel"), py::arg("resume"),
+      "Runs an experiment file; returns (database, run ids, points, skipped).");
+  m.def("report_json", &python::report_json, py::arg("database"), py::arg("runs"), py::arg("by"), py::arg("over"),
+        py::arg("group"), "The report `tessel report --format json` prints.");
+  m.def(
+      "figures",
+      [] {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const std::string& name : figure_names()) out.emplace_back(name, figure_title(name));
+        return out;
+      },
+      "Every figure of a report: (name, title with its unit).");
+}

@@ -1,0 +1,78 @@
+"""tessel from Python: run experiments, read their results as pandas
+DataFrames, and write scheduling policies as Python classes.
+
+    import tessel
+    res = tessel.run("experiments/quickstart.toml", db="q.db", set={"workload.seed": 2})
+    res.jobs                                   # one row per job
+    res.report(by="workload.jobs_per_hour")    # the figures of `tessel report --by`
+    tessel.open("results/blox-fig6-7.db").runs
+
+A policy is a class with the stage's method (admit, allocate, place or
+resize), named in the experiment file:
+
+    allocation = { plugin = "python", module = "policies/sf.py", class = "SmallestFirst" }
+
+It receives a read-only SchedulerView, the C++ core's own, and returns the
+decision types below, as a C++ plugin does.
+"""
+
+import os as _os
+
+from tessel import _tessel
+from tessel._bridge import ArgumentError
+from tessel._tessel import (
+    ANY_GPU_TYPE,
+    AdmissionDecision,
+    AdmissionVerdict,
+    Allocation,
+    AllocationPlan,
+    ClusterState,
+    ConfigError,
+    Error,
+    Gpu,
+    Grant,
+    JobLayout,
+    JobList,
+    JobSpec,
+    JobState,
+    JobStatus,
+    Node,
+    NodeSpec,
+    PlacementChoice,
+    PolicyError,
+    ResizeProposal,
+    Resources,
+    SchedulerSettings,
+    SchedulerView,
+    ServiceUnit,
+    Shape,
+    ThroughputModel,
+    __version__,
+)
+
+
+def run(config, db=None, set=None, jobs=0, resume=False):
+    """Simulates the experiment file `config`, every point of its [sweep] in
+    parallel (`jobs` at once; 0: one per core), into the database `db`
+    (default: its [output] database). `set` overrides config keys, as
+    `--set` does: {"workload.seed": 2}. With `resume`, points that already
+    have a complete run are skipped.
+
+    Returns the Results of this call's runs. Ctrl-C stops the runs, marks them
+    'interrupted' and raises KeyboardInterrupt; a mistake in the experiment or
+    a policy raises tessel.Error (ConfigError, PolicyError) and marks the run
+    'failed'."""
+    from tessel._bridge import toml_value
+    from tessel.results import Results
+
+    overrides = [f"{key}={toml_value(value)}" for key, value in (set or {}).items()]
+    database, runs, _points, _skipped = _tessel.run(
+        _os.fspath(config), overrides, _os.fspath(db) if db is not None else "", int(jobs), bool(resume))
+    return Results(database, runs=[r for r in runs if r > 0])
+
+
+def open(database):  # noqa: A001 - tessel.open, as the issue's users write it
+    """The Results of every run in a results database."""
+    from tessel.results import Results
+
+    return Results(database)
