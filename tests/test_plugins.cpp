@@ -135,7 +135,22 @@ namespace {
 
 // Arguments a plugin needs to run the quickstart workload (those without
 // defaults); data files go to `scratch`.
-toml::table zoo_arguments(std::string_view plugin, const TempDir& scratch) {
+toml::table zoo_arguments(std::string_view plugin, PluginKind kind, const TempDir& scratch) {
+  if (plugin == "python") {  // a Python policy of each stage, through the bridge
+    const fs::path root = source_root();
+    switch (kind) {
+      case PluginKind::admission:
+        return toml::table{{"module", (root / "tests/python/policies/admission.py").string()}, {"class", "AtMost"}};
+      case PluginKind::allocation:
+        return toml::table{{"module", (root / "examples/python/policies/las.py").string()}, {"class", "Las"}};
+      case PluginKind::placement:
+        return toml::table{{"module", (root / "examples/python/policies/tightest_fit.py").string()},
+                           {"class", "TightestFit"}};
+      case PluginKind::elasticity:
+        return toml::table{{"module", (root / "tests/python/policies/elasticity.py").string()},
+                           {"class", "GrowWhenFree"}};
+    }
+  }
   if (plugin == "gittins") {
     // GPU-seconds spread over the synthetic jobs' sizes (30 min to 17 h on 1-8 GPUs).
     const fs::path distribution =
@@ -180,7 +195,7 @@ TEST_CASE("every plugin runs the quickstart workload, keeps the invariants and f
     ExperimentConfig config = base;
     StageConfig& stage = config.scheduler.stages[static_cast<std::size_t>(plugin.info->kind) - 1];
     stage.plugin = plugin.info->name;
-    stage.args = zoo_arguments(plugin.info->name, scratch);
+    stage.args = zoo_arguments(plugin.info->name, plugin.info->kind, scratch);
     Simulation simulation(config, registry);
     std::size_t rounds = 0;
     simulation.observe_rounds([&](double, const Scheduler& scheduler, const RoundOutcome&) {

@@ -93,6 +93,7 @@ class LoadedClass {
   py::object instance;
   std::string path;        // the module file, as the user's config resolves it
   std::string class_name;
+  std::string class_line;  // where the class is defined
 
   // A Python exception, as "file:line: Type: message" at the innermost frame
   // in the policy's own file.
@@ -147,7 +148,7 @@ class LoadedClass {
     return py::str(py::type::of(object).attr("__name__")).cast<std::string>();
   }
   std::string wrong_return(const char* method, py::handle result, const char* expected) const {
-    const std::string line = bridge.attr("line_of")(instance, method).cast<std::string>();
+    const std::string line = bridge.attr("line_of")(py::type::of(instance).attr(method)).cast<std::string>();
     return path + ":" + line + ": " + class_name + "." + method + "() returned " + type_name(result) + ", not " +
            expected;
   }
@@ -164,6 +165,7 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
   try {
     loaded->bridge = bridge_module();
     py::object cls = loaded->bridge.attr("load")(path, class_name, std::string(stage_method(kind)));
+    loaded->class_line = loaded->bridge.attr("line_of")(cls).cast<std::string>();
     py::dict arguments;
     for (const auto& [name, value] : context.args().all())
       if (name != "module" && name != "class") arguments[py::str(name)] = to_python(value);
@@ -188,7 +190,9 @@ HostedPolicy::~HostedPolicy() {
   delete loaded_;
 }
 
-std::string HostedPolicy::where() const { return loaded_->path + ", class " + loaded_->class_name; }
+std::string HostedPolicy::where() const {
+  return loaded_->path + ":" + loaded_->class_line + ", class " + loaded_->class_name;
+}
 
 bool HostedPolicy::defines(const char* method) const {
   py::gil_scoped_acquire gil;

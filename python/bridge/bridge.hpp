@@ -34,7 +34,7 @@ class BOOST_SYMBOL_VISIBLE HostedPolicy {
   HostedPolicy(const HostedPolicy&) = delete;
   HostedPolicy& operator=(const HostedPolicy&) = delete;
 
-  // "policies/sf.py, class SmallestFirst"
+  // "policies/sf.py:14, class SmallestFirst"
   std::string where() const;
   bool time_sensitive() const { return time_sensitive_; }
   bool defines(const char* method) const;

@@ -83,9 +83,9 @@ def describe(exc, path):
     return f"{where}{type(exc).__name__}: {exc}"
 
 
-def line_of(instance, method):
-    """The line where the policy's `method` is defined, as text."""
-    return str(_first_line(getattr(type(instance), method, None)))
+def line_of(definition):
+    """The line where a class or function is defined, as text ("?" if unknown)."""
+    return str(_first_line(definition))
 
 
 def toml_value(value):

@@ -162,7 +162,7 @@ class BOOST_SYMBOL_VISIBLE Plugin {
   virtual ~Plugin() = default;
 
   // For a plugin that hosts the user's own code: where that code is
-  // ("policies/sf.py, class SmallestFirst"). The core names it in every error
+  // ("policies/sf.py:14, class SmallestFirst"). The core names it in every error
   // it reports against this plugin and counts a broken contract as the
   // user's mistake (exit 2), not a bug in the plugin (exit 1). Empty for a
   // plugin whose code is all its own.

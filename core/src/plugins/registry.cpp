@@ -2,6 +2,8 @@
 
 #include "plugins/registry.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -54,7 +56,16 @@ PluginRegistry::PluginRegistry(std::vector<std::string> extra_directories)
       if (!dir.empty()) search_path_.push_back(dir);
   }
   search_path_.emplace_back(kBuildPluginDir);
-  search_path_.emplace_back(kInstallPluginDir);
+  search_path_.push_back(installed_plugin_dir());
+}
+
+std::string installed_plugin_dir() {
+  // Found from where libtessel itself is, not from the install prefix, so
+  // that a relocated install (a Python wheel) finds its own plugins.
+  Dl_info library{};
+  if (dladdr(reinterpret_cast<void*>(&installed_plugin_dir), &library) == 0 || library.dli_fname == nullptr)
+    return {};
+  return (fs::path(library.dli_fname).parent_path() / kPluginSubdir).string();
 }
 
 PluginEntry PluginRegistry::inspect(const std::string& path) {

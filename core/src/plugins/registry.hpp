@@ -2,7 +2,7 @@
 //
 // Search order: the directories in [scheduler] plugin_path, then
 // TESSEL_PLUGIN_PATH (colon-separated), then the build tree, then the
-// installed plugin directory. A stage may also name a library file with
+// installed plugin directory (installed_plugin_dir()). A stage may also name a library file with
 // `path`. The first plugin found for a (kind, name) wins.
 //
 // A file is checked before any of its code runs: its ELF export table must
@@ -36,6 +36,10 @@ enum class LoadError {
 };
 
 std::string_view describe(LoadError error);
+
+// tessel/plugins beside the libtessel this process loaded: where an install
+// (system-wide, or in a Python wheel) keeps its plugins.
+std::string installed_plugin_dir();
 
 class PluginLoadError : public UserError {
  public:

@@ -233,7 +233,7 @@ const Plugin& Scheduler::stage_plugin(PluginKind stage) const {
 
 namespace {
 
-// "allocation plugin 'python' (policies/sf.py, class SmallestFirst)"
+// "allocation plugin 'python' (policies/sf.py:14, class SmallestFirst)"
 std::string plugin_named(PluginKind stage, std::string_view name, const Plugin& plugin) {
   std::string text = std::string(to_string(stage)) + " plugin '" + std::string(name) + "'";
   if (const std::string hosted = plugin.hosted_code(); !hosted.empty()) text += " (" + hosted + ")";

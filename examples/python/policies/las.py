@@ -1,0 +1,17 @@
+"""Least attained service first, in Python: the C++ `las` plugin's rule.
+
+Every active job is ranked by the service it has had (GPU-seconds or
+seconds, as [scheduler] attained_service says), the least first, ties by
+arrival. A waiting job that does not fit preempts lower-ranked running jobs.
+"""
+
+import tessel
+
+
+class Las:
+    def allocate(self, view):
+        order = sorted(view.active(), key=lambda job: job.attained_service)  # stable: arrival among ties
+        return tessel.AllocationPlan([
+            tessel.Grant(job.spec.id, job.held() if job.running() else job.spec.request(),
+                         "the least attained service runs first")
+            for job in order])
