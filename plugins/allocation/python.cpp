@@ -5,4 +5,4 @@
 
 TESSEL_PLUGIN_HOSTING(tessel::python::AllocationBridge, allocation, "python", "1.0",
                       "an allocation policy written as a Python class (module, class)",
-                      tessel::python::kBridgeArgs, tessel::python::declare_arguments)
+                      tessel::python::kBridgeArgs, tessel::python::declare_arguments<tessel::PluginKind::allocation>)

@@ -5,4 +5,4 @@
 
 TESSEL_PLUGIN_HOSTING(tessel::python::ElasticityBridge, elasticity, "python", "1.0",
                       "an elasticity policy written as a Python class (module, class)",
-                      tessel::python::kBridgeArgs, tessel::python::declare_arguments)
+                      tessel::python::kBridgeArgs, tessel::python::declare_arguments<tessel::PluginKind::elasticity>)

@@ -199,6 +199,7 @@ bool HostedPolicy::defines(const char* method) const {
   return py::hasattr(loaded_->instance, method);
 }
 
+template <PluginKind kind>
 bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>& out, FactoryError& error) noexcept {
   try {
     ensure_interpreter();
@@ -207,7 +208,8 @@ bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>
     py::module_ bridge;
     try {
       bridge = bridge_module();
-      py::list declared = bridge.attr("declarations")(path, context.args().string("class"));
+      py::list declared =
+          bridge.attr("declarations")(path, context.args().string("class"), std::string(stage_method(kind)));
       for (const py::handle item : declared) {
         const auto fields = item.cast<py::tuple>();
         ArgDeclaration declaration;
@@ -233,6 +235,15 @@ bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>
     return false;
   }
 }
+
+template bool declare_arguments<PluginKind::admission>(const PluginContext&, std::vector<ArgDeclaration>&,
+                                                       FactoryError&) noexcept;
+template bool declare_arguments<PluginKind::allocation>(const PluginContext&, std::vector<ArgDeclaration>&,
+                                                        FactoryError&) noexcept;
+template bool declare_arguments<PluginKind::placement>(const PluginContext&, std::vector<ArgDeclaration>&,
+                                                       FactoryError&) noexcept;
+template bool declare_arguments<PluginKind::elasticity>(const PluginContext&, std::vector<ArgDeclaration>&,
+                                                        FactoryError&) noexcept;
 
 // ------------------------------------------------------------ the stages
 

@@ -45,7 +45,9 @@ class BOOST_SYMBOL_VISIBLE HostedPolicy {
   bool time_sensitive_ = true;
 };
 
-// The ArgumentDeclarer of every stage's "python" plugin.
+// The ArgumentDeclarer of a stage's "python" plugin: the class's constructor
+// parameters. A class without the stage's method cannot declare any.
+template <PluginKind kind>
 BOOST_SYMBOL_VISIBLE bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>& out,
                                             FactoryError& error) noexcept;
 

@@ -68,7 +68,7 @@ def run(config, db=None, set=None, jobs=0, resume=False):
     overrides = [f"{key}={toml_value(value)}" for key, value in (set or {}).items()]
     database, runs, _points, _skipped = _tessel.run(
         _os.fspath(config), overrides, _os.fspath(db) if db is not None else "", int(jobs), bool(resume))
-    return Results(database, runs=[r for r in runs if r > 0])
+    return Results(database, runs=sorted(r for r in runs if r > 0))
 
 
 def open(database):  # noqa: A001 - tessel.open, as the issue's users write it

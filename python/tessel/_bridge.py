@@ -136,12 +136,13 @@ def _argument_type(annotation, default, has_default, where, name):
                     "int, float, str, Literal['a', 'b'], list[float], list[str] or dict[str, float]")
 
 
-def declarations(path, class_name):
+def declarations(path, class_name, method=None):
     """The arguments the class's constructor takes, as the bridge declares
     them to the core: (name, type, default in TOML or None, help, choices).
     A parameter's type is its annotation, else its default's type; its help
-    is the first string of an Annotated[...] annotation."""
-    cls = load(path, class_name)
+    is the first string of an Annotated[...] annotation. With `method`, a
+    class without it (the stage's method) has none."""
+    cls = load(path, class_name, method)
     init = cls.__init__
     if init is object.__init__:
         return []

@@ -42,16 +42,15 @@ class Results:
     @property
     def runs(self):
         """One row per run; each sweep axis is a column of its own, named by
-        its config path ("workload.jobs_per_hour")."""
+        its config path ("workload.jobs_per_hour"); the seeds axis is `seed`."""
         runs = self._read("runs", "id")
         axes = [json.loads(text or "{}") for text in runs["axes"]]
         names = []
         for point in axes:
             names += [name for name in point if name not in names]
         for name in names:
-            if name in runs.columns:
-                raise _tessel.Error(f"{self.database}: sweep axis '{name}' has the name of a runs column")
-            runs[name] = [point.get(name) for point in axes]
+            if name not in runs.columns:  # the seeds axis is the runs' seed column already
+                runs[name] = [point.get(name) for point in axes]
         return runs
 
     @property

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <regex>
 #include <span>
 
 #include "config/experiment.hpp"
@@ -96,6 +98,55 @@ int validate(const std::string& path, const std::vector<std::string>& overrides)
   return 0;
 }
 
+namespace {
+
+void print_arguments(std::span<const ArgDeclaration> declarations, std::string_view indent) {
+  for (const ArgDeclaration& arg : declarations)
+    std::cout << indent << arg.name << " (" << to_string(arg.type)
+              << (arg.default_value ? ", default " + *arg.default_value : std::string(", required"))
+              << (arg.choices.empty() ? std::string() : ", one of " + arg.choices) << "): " << arg.help << "\n";
+}
+
+// The classes defined at the top level of a Python file, by their `class` lines.
+std::vector<std::string> python_classes(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw UserError(path + ": cannot read this Python file");
+  static const std::regex definition(R"(^class\s+([A-Za-z_]\w*))");
+  std::vector<std::string> classes;
+  std::smatch match;
+  for (std::string line; std::getline(file, line);)
+    if (std::regex_search(line, match, definition)) classes.push_back(match[1]);
+  return classes;
+}
+
+// A plugin that hosts code (the Python bridge): the classes of `files` it
+// can run, with the arguments each declares.
+void print_hosted(const PluginEntry& plugin, const std::vector<std::string>& files) {
+  if (files.empty()) {
+    std::cout << "      and the arguments its hosted code declares (--python FILE lists them)\n";
+    return;
+  }
+  for (const std::string& file : files)
+    for (const std::string& name : python_classes(file)) {
+      PluginArgs args;
+      args.set("module", file);
+      args.set("class", name);
+      SlotRegistry no_slots;
+      std::vector<ArgDeclaration> declared;
+      FactoryError error;
+      if (!plugin.declare_arguments(PluginContext(args, 0, no_slots), declared, error)) {
+        if (error.message.find("has no method") == std::string::npos)  // not a policy of this stage
+          std::cerr << "tessel: " << error.message << "\n";
+        continue;
+      }
+      std::cout << "      class " << name << " in " << file << (declared.empty() ? " (takes no arguments)" : ":")
+                << "\n";
+      print_arguments(declared, "        ");
+    }
+}
+
+}  // namespace
+
 int plugins(const PluginsOptions& options) {
   PluginRegistry registry(options.directories);
   const auto& all = registry.plugins();
@@ -118,12 +169,8 @@ int plugins(const PluginsOptions& options) {
                 << std::setw(5) << p->info->version << "  " << p->info->description << "\n";
       if (!options.verbose) continue;
       std::cout << "      file: " << p->path << "\n";
-      for (const ArgSpec& arg : std::span(p->info->args, p->info->arg_count)) {
-        std::cout << "      " << arg.name << " (" << to_string(arg.type)
-                  << (arg.default_value ? std::string(", default ") + arg.default_value : std::string(", required"))
-                  << (arg.choices ? std::string(", one of ") + arg.choices : std::string()) << "): " << arg.help
-                  << "\n";
-      }
+      print_arguments(declarations_of(*p->info), "      ");
+      if (p->declare_arguments != nullptr) print_hosted(*p, options.python_files);
     }
   }
   if (!options.kind.empty() && !any)

@@ -41,6 +41,7 @@ struct PlotOptions {
 struct PluginsOptions {
   std::string kind;  // empty: all
   std::vector<std::string> directories;
+  std::vector<std::string> python_files;  // list the policy classes these files define
   bool verbose = false;
 };
 

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"admission", "allocation", "placement", "elasticity"}));
   plugins_cmd->add_option("--path", plugins.directories, "also search this directory")->allow_extra_args(false);
   plugins_cmd->add_flag("-v,--verbose", plugins.verbose, "show files, arguments and the search path");
+  plugins_cmd->add_option("--python", plugins.python_files,
+                          "also list the Python policy classes this file defines, with their arguments")
+      ->allow_extra_args(false);
 
   tessel::cli::ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "Summarise the runs in a results database");
@@ -226,6 +229,9 @@ int main(int argc, char** argv) {
   } catch (const tessel::Interrupted&) {
     std::cerr << "tessel: interrupted; the run is marked 'interrupted'\n";
     return 130;
+  } catch (const tessel::PluginContractError& e) {
+    std::cerr << "tessel: " << e.what() << "\n";  // the plugin's bug, not tessel's
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "tessel: internal error: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,79 @@
+"""Shared set-up for the pytest suite: the build tree's tessel package and
+command, and experiments written into a temporary directory.
+
+meson test runs this suite with TESSEL_BUILD_ROOT and TESSEL_EXE set; run
+by hand it assumes ./build: PYTHONPATH=build/python python3 -m pytest tests/python
+"""
+
+import json
+import os
+import pathlib
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from contextlib import closing
+
+import pytest
+
+ROOT = pathlib.Path(os.environ.get("TESSEL_SOURCE_ROOT", pathlib.Path(__file__).resolve().parents[2]))
+BUILD = pathlib.Path(os.environ.get("TESSEL_BUILD_ROOT", ROOT / "build"))
+TESSEL = os.environ.get("TESSEL_EXE", str(BUILD / "runners" / "cli" / "tessel"))
+EXAMPLES = ROOT / "examples" / "python" / "policies"
+POLICIES = ROOT / "tests" / "python" / "policies"
+
+sys.path.insert(0, str(BUILD / "python"))
+
+
+def small_cluster(jobs=120, jobs_per_hour=10, seed=1, allocation='{ plugin = "fifo" }',
+                  placement='{ plugin = "consolidated" }', extra=""):
+    """An experiment on 16 × 4 GPUs busy enough that policies differ."""
+    return textwrap.dedent(f"""\
+        [cluster]
+        nodes = 16
+        gpus_per_node = 4
+
+        [workload]
+        kind = "synthetic"
+        jobs = {jobs}
+        jobs_per_hour = {jobs_per_hour}
+        seed = {seed}
+
+        [scheduler]
+        round_seconds = 300
+        allocation = {allocation}
+        placement = {placement}
+
+        [output]
+        database = "results.db"
+        """) + textwrap.dedent(extra)
+
+
+def python_stage(module, cls, **arguments):
+    """A stage table for a Python policy: { plugin = "python", module = ..., class = ... }."""
+    extra = "".join(f", {key} = {json.dumps(value)}" for key, value in arguments.items())
+    return f'{{ plugin = "python", module = "{module}", class = "{cls}"{extra} }}'
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Writes a file under the test's directory; returns its path."""
+
+    def write_file(name, text):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return write_file
+
+
+def cli(*args, cwd=None):
+    """Runs the tessel command; returns the CompletedProcess."""
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    return subprocess.run([TESSEL, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def query(database, sql, *params):
+    with closing(sqlite3.connect(database)) as connection:
+        return connection.execute(sql, params).fetchall()

@@ -1,0 +1,152 @@
+"""Policies written in Python, one per stage, run by the core as plugins:
+the same decisions as the C++ plugins they mirror, the same arguments
+checking, at any -j."""
+
+import re
+
+import pytest
+import tessel
+from conftest import EXAMPLES, POLICIES, cli, python_stage, query, small_cluster
+
+
+def per_job(res):
+    """(job id, first start, finish) of every job, in id order."""
+    jobs = res.jobs.sort_values(["run_id", "job_id"])
+    return list(zip(jobs["job_id"], jobs["first_start"], jobs["finish"]))
+
+
+@pytest.mark.parametrize("cpp, module, cls", [("fifo", "fifo.py", "Fifo"), ("las", "las.py", "Las")])
+@pytest.mark.parametrize("completion", ["exact", "round"])
+def test_python_fifo_and_las_equal_the_cpp_plugins_job_by_job(tmp_path, write, cpp, module, cls, completion):
+    extra = f'\n[simulation]\ncompletion = "{completion}"\n'
+    native = tessel.run(write("cpp.toml", small_cluster(allocation=f'{{ plugin = "{cpp}" }}', extra=extra)),
+                        db=tmp_path / "cpp.db")
+    python = tessel.run(write("py.toml", small_cluster(allocation=python_stage(EXAMPLES / module, cls), extra=extra)),
+                        db=tmp_path / "py.db")
+    assert per_job(python) == per_job(native)
+    assert python.report()["preemptions"][0] == native.report()["preemptions"][0]
+    if cpp == "las":
+        assert native.report()["preemptions"][0] > 0  # the workload makes LAS preempt
+
+
+def test_python_admission_rejects_what_it_says(tmp_path, write):
+    admission = python_stage(POLICIES / "admission.py", "AtMost", max_gpus=2)
+    text = small_cluster(jobs=60).replace('allocation = { plugin = "fifo" }',
+                                          f'allocation = {{ plugin = "fifo" }}\nadmission = {admission}')
+    res = tessel.run(write("a.toml", text), db=tmp_path / "a.db")
+    jobs = res.jobs
+    assert set(jobs.loc[jobs["gpus"] > 2, "status"]) == {"rejected"}
+    assert set(jobs.loc[jobs["gpus"] <= 2, "status"]) == {"finished"}
+
+
+def test_python_placement_takes_the_tightest_node(tmp_path, write):
+    # Nodes of 4 and 8 GPUs. A 2-GPU job goes to the 4-GPU node, the tightest
+    # that fits it, so a 6-GPU job arriving next starts at once.
+    write("trace.csv", "arrival,gpus,duration\n0,2,3600\n10,6,3600\n")
+    placement = python_stage(EXAMPLES / "tightest_fit.py", "TightestFit")
+    experiment = write("p.toml", f"""
+        [cluster]
+        groups = [{{ count = 1, gpus_per_node = 4 }}, {{ count = 1, gpus_per_node = 8 }}]
+        [workload]
+        kind = "csv"
+        path = "trace.csv"
+        [scheduler]
+        round_seconds = 10
+        allocation = {{ plugin = "fifo" }}
+        placement = {placement}
+        [output]
+        database = "p.db"
+        decisions = true
+        """)
+    res = tessel.run(experiment, db=tmp_path / "p.db")
+    jobs = res.jobs.set_index("job_id")
+    assert jobs.loc[1, "queueing_s"] == 0
+    placed = res.decisions
+    placed = placed[(placed["job_id"] == 0) & (placed["stage"] == "placement")]
+    assert "node n0 has 4 GPUs that fit it" in placed["reason"].iloc[0]
+
+
+def test_python_elasticity_grows_jobs_at_its_own_cost(tmp_path, write):
+    # A rigid 3-GPU job leaves at 600 s; the elastic job then grows from 1 GPU to 4.
+    write("trace.csv", "arrival,gpus,duration,name,tenant,vc,model,min_gpus,max_gpus\n"
+                       "0,3,600,r,u,v,m,3,3\n0,1,36000,e,u,v,m,1,4\n")
+    elasticity = python_stage(POLICIES / "elasticity.py", "GrowWhenFree", cost_seconds=120.0)
+    experiment = write("e.toml", f"""
+        [cluster]
+        nodes = 1
+        gpus_per_node = 4
+        [workload]
+        kind = "csv"
+        path = "trace.csv"
+        [scheduler]
+        round_seconds = 300
+        allocation = {{ plugin = "fifo" }}
+        placement = {{ plugin = "consolidated" }}
+        elasticity = {elasticity}
+        [output]
+        database = "e.db"
+        """)
+    res = tessel.run(experiment, db=tmp_path / "e.db")
+    resizes = res.resizes
+    assert list(zip(resizes["from_gpus"], resizes["to_gpus"], resizes["cost_seconds"])) == [(1, 4, 120.0)]
+    # 600 s on 1 GPU, 120 s lost to the resize, the remaining 35,400 GPU-s on 4 GPUs.
+    assert res.jobs["jct_s"][1] == pytest.approx(600 + 120 + 35400 / 4)
+
+
+def test_a_sweep_of_python_policies_gives_the_same_results_at_any_parallelism(tmp_path, write):
+    text = small_cluster(jobs=60, allocation=python_stage(EXAMPLES / "las.py", "Las"),
+                         placement=python_stage(EXAMPLES / "tightest_fit.py", "TightestFit"), extra="""
+        [sweep]
+        "workload.jobs_per_hour" = [6, 12]
+        seeds = [1, 2]
+        """)
+    experiment = write("s.toml", text)
+    one = tessel.run(experiment, db=tmp_path / "one.db", jobs=1)
+    many = tessel.run(experiment, db=tmp_path / "many.db", jobs=4)
+
+    def by_point(res):
+        runs = res.runs.set_index("id")
+        jobs = res.jobs
+        return sorted((runs.loc[r, "axes"], job, start, finish)
+                      for r, job, start, finish in zip(jobs["run_id"], jobs["job_id"], jobs["first_start"], jobs["finish"]))
+
+    assert by_point(one) == by_point(many)
+
+
+def test_the_cli_runs_python_policies_and_explains_their_decisions(tmp_path, write):
+    allocation = python_stage(EXAMPLES / "smallest_first.py", "SmallestFirst", preemptive=True)
+    experiment = write("cli.toml", small_cluster(jobs=40, allocation=allocation, extra="decisions = true\n"))
+    run = cli("run", experiment, "--db", tmp_path / "cli.db", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "python" in run.stderr
+    explained = cli("explain", tmp_path / "cli.db", "3")
+    assert "smallest demand runs first" in explained.stdout
+
+
+def test_declared_arguments_are_checked_like_a_cpp_plugins(tmp_path, write):
+    def run_with(**arguments):
+        stage = python_stage(EXAMPLES / "smallest_first.py", "SmallestFirst", **arguments)
+        return cli("run", write("args.toml", small_cluster(jobs=10, allocation=stage)), "--db", tmp_path / "a.db")
+
+    unknown = run_with(preemptve=True)
+    assert unknown.returncode == 2
+    assert re.search(r"args\.toml:13:\d+: unknown argument 'preemptve' for allocation plugin 'python' "
+                     r"\(valid: module, class, preemptive\)", unknown.stderr)
+    wrong_type = run_with(preemptive=3)
+    assert wrong_type.returncode == 2
+    assert "argument 'preemptive' of allocation plugin 'python' expects boolean, got an integer" in wrong_type.stderr
+
+    stage = python_stage(POLICIES / "admission.py", "AtMost", max_gpus=0)
+    text = small_cluster(jobs=10).replace('allocation = { plugin = "fifo" }',
+                                          f'allocation = {{ plugin = "fifo" }}\nadmission = {stage}')
+    refused = cli("run", write("refused.toml", text), "--db", tmp_path / "r.db")
+    assert refused.returncode == 2
+    assert "refused.toml:14:" in refused.stderr and "argument 'max_gpus'" in refused.stderr
+    assert "must be at least 1" in refused.stderr
+
+
+def test_plugins_lists_a_python_classes_arguments(tmp_path):
+    listed = cli("plugins", "-v", "--kind", "allocation", "--python", EXAMPLES / "smallest_first.py")
+    assert listed.returncode == 0, listed.stderr
+    assert "SmallestFirst" in listed.stdout
+    assert "preemptive (boolean, default false): rank running jobs with the rest" in listed.stdout

@@ -1,0 +1,108 @@
+"""tessel.run and the DataFrames it gives back, against what the command
+line prints for the same database."""
+
+import json
+import math
+
+import pytest
+import tessel
+from conftest import ROOT, cli, small_cluster
+
+
+def test_run_returns_jobs_with_jct_and_queueing(tmp_path):
+    res = tessel.run(ROOT / "experiments" / "quickstart.toml", db=tmp_path / "q.db", set={"workload.seed": 2})
+    jobs = res.jobs
+    assert len(jobs) == 400
+    finished = jobs[jobs["status"] == "finished"]
+    assert (finished["jct_s"] == finished["finish"] - finished["arrival"]).all()
+    assert (jobs["queueing_s"] >= 0).all()
+    assert list(res.runs["seed"]) == [2]  # the override reached the run
+
+
+def test_report_equals_tessel_report(tmp_path, write):
+    experiment = write("sweep.toml", small_cluster(jobs=60, extra="""
+        [sweep]
+        "workload.jobs_per_hour" = [6, 12]
+        "scheduler.allocation.plugin" = ["fifo", "las"]
+        seeds = [1, 2]
+        """))
+    res = tessel.run(experiment, db=tmp_path / "s.db", jobs=2)
+    assert len(res.run_ids) == 8
+
+    printed = json.loads(cli("report", tmp_path / "s.db", "--format", "json").stdout)
+    ours = res.report()
+    assert list(ours["run"]) == [row["run"] for row in printed]
+    for row, (_, mine) in zip(printed, ours.iterrows()):
+        for figure in ("jobs", "finished", "avg_jct_s", "p99_jct_s", "makespan_s", "gpu_utilization", "preemptions"):
+            assert mine[figure] == row[figure]
+        for axis, value in row["axes"].items():
+            assert mine[axis] == value
+
+    by = "workload.jobs_per_hour"
+    printed = json.loads(cli("report", tmp_path / "s.db", "--by", by, "--format", "json").stdout)
+    grouped = res.report(by=by)
+    assert len(grouped) == len(printed) == 4
+    for row, (_, mine) in zip(printed, grouped.iterrows()):
+        assert (mine["series"], mine[by], mine["runs"]) == (row["series"], row[by], row["runs"])
+        assert mine["avg_jct_s"] == row["avg_jct_s"]
+        assert len(mine["run_ids"]) == 2  # the seeds averaged
+
+
+def test_open_expands_sweep_axes_into_columns(tmp_path, write):
+    experiment = write("sweep.toml", small_cluster(jobs=30, extra="""
+        [sweep]
+        "workload.jobs_per_hour" = [6, 12]
+        """))
+    tessel.run(experiment, db=tmp_path / "s.db")
+    runs = tessel.open(tmp_path / "s.db").runs
+    assert sorted(runs["workload.jobs_per_hour"]) == [6, 12]
+    assert set(runs["status"]) == {"complete"}
+
+
+def test_counts_are_integers_in_json(tmp_path):
+    tessel.run(ROOT / "experiments" / "quickstart.toml", db=tmp_path / "q.db", set={"workload.jobs": 20})
+    row = json.loads(cli("report", tmp_path / "q.db", "--format", "json").stdout)[0]
+    assert isinstance(row["jobs"], int) and isinstance(row["preemptions"], int)
+
+
+def test_mistakes_raise_tessel_errors(tmp_path, write):
+    with pytest.raises(tessel.ConfigError, match=r"bad\.toml:2:1: unknown key 'nodez'"):
+        tessel.run(write("bad.toml", "[cluster]\nnodez = 3\n"), db=tmp_path / "x.db")
+    with pytest.raises(tessel.Error, match="no such results database"):
+        tessel.open(tmp_path / "missing.db")
+
+
+def test_plots_for_a_paper(tmp_path, write):
+    experiment = write("sweep.toml", small_cluster(jobs=40, extra="""
+        [sweep]
+        "workload.jobs_per_hour" = [6, 12]
+        "scheduler.allocation.plugin" = ["fifo", "las"]
+        seeds = [1, 2, 3]
+        """))
+    res = tessel.run(experiment, db=tmp_path / "s.db")
+    for suffix in ("pdf", "png", "svg"):
+        ax = res.plot_metric(by="workload.jobs_per_hour", output=tmp_path / f"jct.{suffix}")
+        assert (tmp_path / f"jct.{suffix}").stat().st_size > 1000
+    # One line per policy, each with error bars of the 95% CI over 3 seeds.
+    bars = ax.containers
+    assert len(bars) == 2
+    grouped = res.report(by="workload.jobs_per_hour")
+    per_run = res.report().set_index("run")["avg_jct_s"]
+    row = grouped.iloc[0]
+    values = [per_run[r] for r in row["run_ids"]]
+    mean = sum(values) / 3
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+    assert row["avg_jct_s"] == pytest.approx(mean)
+    low, high = bars[0].lines[1][0].get_ydata()[0], bars[0].lines[1][1].get_ydata()[0]
+    scale = 1 / 3600 if "(h)" in ax.get_ylabel() else 1
+    assert (high - low) / 2 == pytest.approx(4.303 * sd / math.sqrt(3) * scale)
+    assert "JCT" in ax.get_ylabel() and ("(h)" in ax.get_ylabel() or "(s)" in ax.get_ylabel())
+    legend = ax.get_legend()
+    assert legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted()).x0 > 1  # outside the data
+
+    ax = res.plot_cdf(output=tmp_path / "cdf.pdf")
+    assert len(ax.get_lines()) == 12
+    with pytest.raises(tessel.Error, match="unknown metric 'avg_jct' .*valid: .*avg_jct_s"):
+        res.plot_metric(by="workload.jobs_per_hour", metric="avg_jct")
+    with pytest.raises(tessel.Error, match="written as"):
+        res.plot_metric(by="workload.jobs_per_hour", output=tmp_path / "jct.jpeg")
