@@ -69,7 +69,7 @@ TEST_CASE("a failing factory is reported, against the argument it blames") {
   args.set("threshold", 1.0);
   CHECK_THROWS_WITH_AS(PluginRegistry::create(entry, PluginContext(args, 0, slots)),
                        (test_plugin("throwing_factory").string() +
-                        ": plugin factory failed: 'throwing_factory': cannot start: no license")
+                        ": plugin factory failed: allocation plugin 'throwing_factory': cannot start: no license")
                            .c_str(),
                        PluginLoadError);
   args.set("threshold", 2.0);

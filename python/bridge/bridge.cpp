@@ -98,7 +98,7 @@ class LoadedClass {
   // A Python exception, as "file:line: Type: message" at the innermost frame
   // in the policy's own file.
   std::string describe(py::error_already_set& error) const {
-    return bridge.attr("describe")(error.value(), path).cast<std::string>();
+    return bridge.attr("describe")(error.value(), error.trace(), path).cast<std::string>();
   }
 
   // Calls `method` and checks that it returned a T (what the message calls `expected`).
@@ -187,6 +187,7 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
 
 HostedPolicy::~HostedPolicy() {
   py::gil_scoped_acquire gil;
+  loaded_->bridge.attr("unload")(loaded_->instance);
   delete loaded_;
 }
 
@@ -226,7 +227,8 @@ bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>
         out.push_back(std::move(declaration));
       }
     } catch (py::error_already_set& e) {
-      error.message = bridge ? bridge.attr("describe")(e.value(), path).cast<std::string>() : std::string(e.what());
+      error.message =
+          bridge ? bridge.attr("describe")(e.value(), e.trace(), path).cast<std::string>() : std::string(e.what());
       return false;
     }
     return true;

@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import os
+import sys
 import traceback
 import typing
 
@@ -58,24 +59,40 @@ def load(path, class_name, method=None):
     if spec is None or spec.loader is None:
         raise LoadError(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[name] = module  # as an import would: dataclasses, pickle and inspect look there
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     cls = getattr(module, class_name, None)
     if not inspect.isclass(cls):
         classes = sorted(n for n, o in vars(module).items() if inspect.isclass(o) and o.__module__ == name)
+        unload(module)
         raise LoadError(f"{path}: defines no class '{class_name}' (classes: {', '.join(classes) or 'none'})")
     if method is not None and not callable(getattr(cls, method, None)):
-        raise LoadError(f"{path}:{_first_line(cls)}: class {class_name} has no method {_STAGE_METHODS[method]}")
+        where = f"{path}:{_first_line(cls)}"
+        unload(module)
+        raise LoadError(f"{where}: class {class_name} has no method {_STAGE_METHODS[method]}")
     return cls
 
 
-def describe(exc, path):
-    """'file:line: Type: message', at the innermost frame in the policy's own
-    file (else the innermost frame)."""
+def unload(module_or_object):
+    """Forgets a module load() made (given it, or an object of one of its classes)."""
+    name = getattr(module_or_object, "__name__", None) if inspect.ismodule(module_or_object) \
+        else type(module_or_object).__module__
+    if name and name.startswith("tessel_policy_"):
+        sys.modules.pop(name, None)
+
+
+def describe(exc, trace, path):
+    """'file:line: Type: message', at the innermost frame of the traceback
+    `trace` in the policy's own file (else the innermost frame)."""
     if isinstance(exc, LoadError):
         return str(exc)
     if isinstance(exc, SyntaxError) and exc.filename:
         return f"{exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}"
-    frames = traceback.extract_tb(exc.__traceback__)
+    frames = traceback.extract_tb(trace if trace is not None else exc.__traceback__)
     target = os.path.abspath(path)
     own = [f for f in frames if os.path.abspath(f.filename) == target]
     frame = own[-1] if own else (frames[-1] if frames else None)
@@ -143,6 +160,13 @@ def declarations(path, class_name, method=None):
     is the first string of an Annotated[...] annotation. With `method`, a
     class without it (the stage's method) has none."""
     cls = load(path, class_name, method)
+    try:
+        return _declarations(cls, path, class_name)
+    finally:
+        unload(sys.modules[cls.__module__])
+
+
+def _declarations(cls, path, class_name):
     init = cls.__init__
     if init is object.__init__:
         return []

@@ -193,7 +193,8 @@ PluginPtr<Plugin> PluginRegistry::create(const PluginEntry& entry, const PluginC
   if (plugin == nullptr) {
     if (!error.argument.empty()) throw ArgumentError(error.argument, error.message);
     fail(LoadError::factory_threw, entry.path,
-         "'" + std::string(entry.info->name) + "': " + (error.message.empty() ? "returned nothing" : error.message));
+         std::string(to_string(entry.info->kind)) + " plugin '" + entry.info->name +
+             "': " + (error.message.empty() ? "returned nothing" : error.message));
   }
   return PluginPtr<Plugin>(plugin, PluginDeleter{entry.library});
 }

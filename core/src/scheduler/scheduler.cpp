@@ -242,7 +242,7 @@ std::string plugin_named(PluginKind stage, std::string_view name, const Plugin& 
 
 std::string time_text(double now) {
   std::ostringstream text;
-  text << "t=" << now << " s";
+  text << "t=" << (now == 0 ? 0.0 : now) << " s";  // never "-0"
   return text.str();
 }
 

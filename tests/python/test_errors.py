@@ -1,0 +1,155 @@
+"""Every mistake in a Python policy is the user's to fix: exit code 2, one
+message that names the plugin, the Python file and line, and what went
+wrong; the run is marked failed and keeps no half-written rows."""
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+import tessel
+from conftest import BUILD, EXAMPLES, cli, python_stage, query, small_cluster
+
+GOOD = """\
+import tessel
+
+
+class Policy:
+    def allocate(self, view):
+        return tessel.AllocationPlan([tessel.Grant(j.spec.id, j.spec.request()) for j in view.active()])
+"""
+
+# (policy source, class, what stderr must say)
+MISTAKES = {
+    "raises": ("""\
+        class Policy:
+            def allocate(self, view):
+                jobs = list(view.active())
+                return len(jobs) / 0
+        """, "Policy", r"bad\.py:4: ZeroDivisionError: division by zero"),
+    "wrong return type": ("""\
+        class Policy:
+            def allocate(self, view):
+                return []
+        """, "Policy", r"bad\.py:2: Policy\.allocate\(\) returned list, not a tessel\.AllocationPlan"),
+    "wrong element type": ("""\
+        import tessel
+        class Policy:
+            def allocate(self, view):
+                return tessel.AllocationPlan([j.spec.id for j in view.active()])
+        """, "Policy", r"bad\.py:4: TypeError: AllocationPlan ranks tessel\.Grant objects, not int"),
+    "contract broken": ("""\
+        import tessel
+        class Policy:
+            def allocate(self, view):
+                job = view.active()[0]
+                return tessel.AllocationPlan([tessel.Grant(job.spec.id, job.spec.request())] * 2)
+        """, "Policy", r"allocation plugin 'python' \(.*bad\.py:2, class Policy\) broke its contract: ranked job 0 twice"),
+    "failed import": ("""\
+        import no_such_module
+        class Policy:
+            def allocate(self, view):
+                pass
+        """, "Policy", r"bad\.py:1: ModuleNotFoundError: No module named 'no_such_module'"),
+    "syntax error": ("""\
+        class Policy:
+            def allocate(self, view)
+                pass
+        """, "Policy", r"bad\.py:2: SyntaxError: expected ':'"),
+    "missing class": (GOOD, "Polcy", r"bad\.py: defines no class 'Polcy' \(classes: Policy\)"),
+    "missing method": ("""\
+        class Policy:
+            def allocat(self, view):
+                pass
+        """, "Policy", r"bad\.py:1: class Policy has no method allocate\(view\), which an allocation policy needs"),
+    "constructor raises": ("""\
+        class Policy:
+            def __init__(self):
+                raise RuntimeError("no GPUs today")
+            def allocate(self, view):
+                pass
+        """, "Policy", r"bad\.py:3: RuntimeError: no GPUs today"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_a_python_mistake_exits_2_naming_the_file_and_line(tmp_path, write, mistake):
+    source, cls, says = MISTAKES[mistake]
+    write("policies/bad.py", source)
+    experiment = write("exp.toml", small_cluster(jobs=20, allocation=python_stage("policies/bad.py", cls)))
+    run = cli("run", experiment, "--db", tmp_path / "r.db")
+    assert run.returncode == 2, run.stderr
+    assert "allocation plugin 'python'" in run.stderr
+    said = [line for line in run.stderr.splitlines() if line and "simulating" not in line]
+    assert len(said) == 1, run.stderr  # one message
+    assert re.search(says, run.stderr), run.stderr
+    if os.path.exists(tmp_path / "r.db"):  # a mistake found while running: the run failed, with no rows
+        for status, run_id in query(tmp_path / "r.db", "SELECT status, id FROM runs"):
+            assert status == "failed"
+            assert query(tmp_path / "r.db", "SELECT COUNT(*) FROM jobs WHERE run_id = ?", run_id) == [(0,)]
+
+
+def test_a_missing_module_file(tmp_path, write):
+    experiment = write("exp.toml", small_cluster(jobs=20, allocation=python_stage("policies/nope.py", "Policy")))
+    run = cli("run", experiment, "--db", tmp_path / "r.db")
+    assert run.returncode == 2
+    assert "exp.toml:13:" in run.stderr and "policies/nope.py: no such file" in run.stderr
+
+
+def test_from_python_a_policy_error_raises_and_the_run_is_failed(tmp_path, write):
+    write("policies/bad.py", MISTAKES["raises"][0])
+    experiment = write("exp.toml", small_cluster(jobs=20, allocation=python_stage("policies/bad.py", "Policy")))
+    with pytest.raises(tessel.PolicyError, match=r"failed at t=0 s: .*bad\.py:4: ZeroDivisionError"):
+        tessel.run(experiment, db=tmp_path / "r.db")
+    assert query(tmp_path / "r.db", "SELECT status FROM runs") == [("failed",)]
+
+
+def test_a_view_kept_past_its_call_refuses_to_be_read(tmp_path, write):
+    write("policies/keeper.py", """\
+        import tessel
+        class Keeper:
+            kept = None
+            def allocate(self, view):
+                if Keeper.kept is not None:
+                    Keeper.kept.active()
+                Keeper.kept = view
+                return tessel.AllocationPlan([])
+        """)
+    experiment = write("exp.toml", small_cluster(jobs=20, allocation=python_stage("policies/keeper.py", "Keeper")))
+    run = cli("run", experiment, "--db", tmp_path / "r.db")
+    assert run.returncode == 2
+    assert "keeper.py:6: RuntimeError: this view belonged to a stage call that has returned" in run.stderr
+
+
+def test_ctrl_c_in_python_raises_keyboardinterrupt_and_leaves_no_run_half_written(tmp_path, write):
+    experiment = write("long.toml", small_cluster(jobs=20000, jobs_per_hour=200,
+                                                  allocation=python_stage(EXAMPLES / "las.py", "Las"), extra="""
+        [sweep]
+        seeds = [1, 2, 3, 4]
+        """))
+    database = tmp_path / "long.db"
+    script = f"import tessel; tessel.run({str(experiment)!r}, db={str(database)!r}, jobs=2)"
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    child = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until runs are under way
+        try:
+            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'")[0][0] > 0:
+                break
+        except sqlite3.OperationalError:  # not created yet
+            pass
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode != 0
+    assert "KeyboardInterrupt" in stderr
+    statuses = query(database, "SELECT id, status FROM runs")
+    assert statuses and all(status in ("interrupted", "complete") for _, status in statuses)
+    assert any(status == "interrupted" for _, status in statuses)
+    for run_id, status in statuses:
+        if status == "interrupted":
+            assert query(database, "SELECT COUNT(*) FROM jobs WHERE run_id = ?", run_id) == [(0,)]
