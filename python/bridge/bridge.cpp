@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -91,6 +92,8 @@ class LoadedClass {
  public:
   py::module_ bridge;
   py::object instance;
+  // The classes of tessel/decisions.py, by name.
+  std::map<std::string, py::object, std::less<>> decision_classes;
   std::string path;        // the module file, as the user's config resolves it
   std::string class_name;
   std::string class_line;  // where the class is defined
@@ -101,58 +104,106 @@ class LoadedClass {
     return bridge.attr("describe")(error.value(), error.trace(), path).cast<std::string>();
   }
 
-  // Calls `method` and checks that it returned a T (what the message calls `expected`).
-  template <class T, class... Args>
-  T call(const char* method, const char* expected, Args&&... args) const {
-    py::object result;
+  // Calls the policy's `method`; a Python exception becomes a HostedCodeError.
+  template <class... Args>
+  py::object call(const char* method, Args&&... args) const {
     try {
-      result = instance.attr(method)(std::forward<Args>(args)...);
+      return instance.attr(method)(std::forward<Args>(args)...);
     } catch (py::error_already_set& error) {
       throw HostedCodeError(describe(error));
     }
-    if constexpr (std::is_same_v<T, double>) {
-      if (PyFloat_Check(result.ptr()) || (PyLong_Check(result.ptr()) && !PyBool_Check(result.ptr())))
-        return result.cast<double>();
-    } else if constexpr (std::is_same_v<T, bool>) {
-      if (PyBool_Check(result.ptr())) return result.cast<bool>();
-    } else {
-      if (py::isinstance<T>(result)) return result.cast<T>();
-    }
-    throw HostedCodeError(wrong_return(method, result, expected));
   }
 
-  // Calls `method`, which returns a list of T.
-  template <class T, class... Args>
-  std::vector<T> call_list(const char* method, const char* expected, Args&&... args) const {
-    py::object result;
+  // "policies/sf.py:12: SmallestFirst.allocate() returned <what>"
+  [[noreturn]] void returned(const char* method, const std::string& what) const {
+    const std::string line = bridge.attr("line_of")(py::type::of(instance).attr(method)).cast<std::string>();
+    throw HostedCodeError(path + ":" + line + ": " + class_name + "." + method + "() returned " + what);
+  }
+
+  // An object of the decision class `name` (tessel/decisions.py), or nothing.
+  bool is(py::handle object, std::string_view name) const {
+    return PyObject_IsInstance(object.ptr(), decision_classes.find(name)->second.ptr()) == 1;
+  }
+};
+
+namespace {
+
+std::string type_name(py::handle object) { return py::str(py::type::of(object).attr("__name__")).cast<std::string>(); }
+
+// "an int", "a list": the type of `object`, with its article.
+std::string a_type(py::handle object) {
+  const std::string name = type_name(object);
+  return (std::string("aeiouAEIOU").find(name.front()) == std::string::npos ? "a " : "an ") + name;
+}
+
+// A decision's field, by an interned name made once (and never freed: it
+// must outlive the interpreter's shutdown).
+py::object field(py::handle decision, const char* name) {
+  static std::map<std::string_view, PyObject*> names;
+  auto it = names.find(name);
+  if (it == names.end()) it = names.emplace(name, PyUnicode_InternFromString(name)).first;
+  PyObject* value = PyObject_GetAttr(decision.ptr(), it->second);
+  if (value == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(value);
+}
+
+// What a policy returned, read into the core's decisions: each reader says
+// what is wrong with the value, in the policy's terms.
+class Reader {
+ public:
+  Reader(const LoadedClass& policy, const char* method) : policy_(policy), method_(method) {}
+
+  [[noreturn]] void wrong(const std::string& what) const { policy_.returned(method_, what); }
+
+  py::list list_of(py::handle result, const char* item_class) const {
+    if (!PyList_Check(result.ptr()) && !PyTuple_Check(result.ptr()))
+      wrong(a_type(result) + ", not a list of tessel." + item_class);
+    py::list items = py::reinterpret_borrow<py::object>(result);  // a tuple becomes a list
+    for (const py::handle item : items)
+      if (!policy_.is(item, item_class)) wrong("a list holding " + a_type(item) + ", not only tessel." + item_class);
+    return items;
+  }
+
+  void expect(py::handle result, const char* decision_class) const {
+    if (!policy_.is(result, decision_class)) wrong(type_name(result) + ", not a tessel." + decision_class);
+  }
+
+  Reason reason(py::handle decision) const {
+    const py::object text = field(decision, "reason");
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_Check(text.ptr()) ? PyUnicode_AsUTF8AndSize(text.ptr(), &size) : nullptr;
+    if (utf8 == nullptr) {
+      PyErr_Clear();
+      wrong("a decision whose reason is " + a_type(text) + ", not a str");
+    }
+    return Reason::text(std::string(utf8, static_cast<std::size_t>(size)));
+  }
+
+  JobId job(py::handle job) const {
+    if (const JobState* state = job_state_of(job)) return state->spec.id;
+    if (PyLong_Check(job.ptr()) && !PyBool_Check(job.ptr())) {
+      const long long id = PyLong_AsLongLong(job.ptr());
+      if (id >= 0 && id < static_cast<long long>(kNoJob)) return static_cast<JobId>(id);
+      PyErr_Clear();
+    }
+    wrong("a decision for job " + py::repr(job).cast<std::string>() + ", which is neither a JobState nor a job id");
+  }
+
+  template <class T>
+  T value(py::handle object, const char* what) const {
     try {
-      result = instance.attr(method)(std::forward<Args>(args)...);
-    } catch (py::error_already_set& error) {
-      throw HostedCodeError(describe(error));
+      return object.cast<T>();
+    } catch (const py::cast_error&) {
+      wrong(std::string("a decision whose ") + what + " is " + a_type(object));
     }
-    if (!py::isinstance<py::list>(result) && !py::isinstance<py::tuple>(result))
-      throw HostedCodeError(wrong_return(method, result, (std::string("a list of ") + expected).c_str()));
-    std::vector<T> out;
-    out.reserve(py::len(result));
-    for (const py::handle item : result) {
-      if (!py::isinstance<T>(item))
-        throw HostedCodeError(wrong_return(method, result, (std::string("a list of ") + expected).c_str()) +
-                              " (it holds a " + type_name(item) + ")");
-      out.push_back(item.cast<T>());
-    }
-    return out;
   }
 
  private:
-  static std::string type_name(py::handle object) {
-    return py::str(py::type::of(object).attr("__name__")).cast<std::string>();
-  }
-  std::string wrong_return(const char* method, py::handle result, const char* expected) const {
-    const std::string line = bridge.attr("line_of")(py::type::of(instance).attr(method)).cast<std::string>();
-    return path + ":" + line + ": " + class_name + "." + method + "() returned " + type_name(result) + ", not " +
-           expected;
-  }
+  const LoadedClass& policy_;
+  const char* method_;
 };
+
+}  // namespace
 
 HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
   ensure_interpreter();
@@ -164,6 +215,9 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
   loaded->class_name = class_name;
   try {
     loaded->bridge = bridge_module();
+    const py::module_ decisions = py::module_::import("tessel.decisions");
+    for (const char* name : {"AdmissionDecision", "AllocationPlan", "Grant", "PlacementChoice", "ResizeProposal"})
+      loaded->decision_classes.emplace(name, decisions.attr(name));
     py::object cls = loaded->bridge.attr("load")(path, class_name, std::string(stage_method(kind)));
     loaded->class_line = loaded->bridge.attr("line_of")(cls).cast<std::string>();
     py::dict arguments;
@@ -183,11 +237,13 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
     throw std::runtime_error(loaded->bridge ? loaded->describe(error) : std::string(error.what()));
   }
   loaded_ = loaded.release();
+  jobs_ = new JobObjects;
 }
 
 HostedPolicy::~HostedPolicy() {
   py::gil_scoped_acquire gil;
   loaded_->bridge.attr("unload")(loaded_->instance);
+  delete jobs_;
   delete loaded_;
 }
 
@@ -254,8 +310,8 @@ namespace {
 // The view handed to one call, closed when the call returns.
 class ViewCall {
  public:
-  explicit ViewCall(const SchedulerView& view)
-      : object_(py::cast(PolicyView(view))), view_(object_.cast<PolicyView*>()) {}
+  ViewCall(const SchedulerView& view, JobObjects& jobs)
+      : object_(py::cast(PolicyView(view, jobs))), view_(object_.cast<PolicyView*>()) {}
   ~ViewCall() { view_->close(); }
   const py::object& object() const { return object_; }
 
@@ -264,27 +320,55 @@ class ViewCall {
   PolicyView* view_;
 };
 
-constexpr auto kRef = py::return_value_policy::reference;
-
 }  // namespace
 
 std::vector<AdmissionDecision> AdmissionBridge::admit(const SchedulerView& view) {
   py::gil_scoped_acquire gil;
-  const ViewCall call(view);
-  return policy_.loaded().call_list<AdmissionDecision>("admit", "tessel.AdmissionDecision", call.object());
+  const ViewCall call(view, policy_.jobs());
+  const LoadedClass& policy = policy_.loaded();
+  const Reader read(policy, "admit");
+  std::vector<AdmissionDecision> decisions;
+  for (const py::handle d : read.list_of(policy.call("admit", call.object()), "AdmissionDecision"))
+    decisions.push_back({read.job(field(d, "job")), read.value<AdmissionVerdict>(field(d, "verdict"), "verdict"),
+                         read.reason(d)});
+  return decisions;
 }
 
 AllocationPlan AllocationBridge::allocate(const SchedulerView& view) {
   py::gil_scoped_acquire gil;
-  const ViewCall call(view);
-  return policy_.loaded().call<AllocationPlan>("allocate", "a tessel.AllocationPlan", call.object());
+  const ViewCall call(view, policy_.jobs());
+  const LoadedClass& policy = policy_.loaded();
+  const Reader read(policy, "allocate");
+  const py::object result = policy.call("allocate", call.object());
+  read.expect(result, "AllocationPlan");
+  AllocationPlan plan;
+  plan.stop_at_first_unplaced = read.value<bool>(field(result, "stop_at_first_unplaced"), "stop_at_first_unplaced");
+  const py::list ranked = read.list_of(field(result, "ranked"), "Grant");
+  plan.ranked.reserve(ranked.size());
+  for (const py::handle g : ranked) {
+    const py::object job = field(g, "job"), resources = field(g, "resources");
+    Grant grant{read.job(job), {}, read.reason(g)};
+    if (!resources.is_none()) {
+      grant.resources = read.value<Resources>(resources, "resources");
+    } else if (const JobState* state = job_state_of(job)) {
+      grant.resources = state->running() ? state->held() : state->spec.request();  // current_or_requested
+    } else {
+      read.wrong("a Grant for job id " + std::to_string(grant.job) +
+                 " without resources; Grant(job) takes the job's own, Grant(job_id, resources) needs them");
+    }
+    plan.ranked.push_back(std::move(grant));
+  }
+  return plan;
 }
 
 PlacementChoice PlacementBridge::place(const SchedulerView& view, const JobState& job, const Resources& want) {
   py::gil_scoped_acquire gil;
-  const ViewCall call(view);
-  return policy_.loaded().call<PlacementChoice>("place", "a tessel.PlacementChoice", call.object(),
-                                                py::cast(&job, kRef), py::cast(want));
+  const ViewCall call(view, policy_.jobs());
+  const LoadedClass& policy = policy_.loaded();
+  const Reader read(policy, "place");
+  const py::object result = policy.call("place", call.object(), policy_.jobs().get(job), py::cast(want));
+  read.expect(result, "PlacementChoice");
+  return {read.value<std::vector<GpuId>>(field(result, "gpus"), "gpus"), read.reason(result)};
 }
 
 ElasticityBridge::ElasticityBridge(const PluginContext& context)
@@ -295,33 +379,49 @@ ElasticityBridge::ElasticityBridge(const PluginContext& context)
 
 std::vector<ResizeProposal> ElasticityBridge::resize(const SchedulerView& view) {
   py::gil_scoped_acquire gil;
-  const ViewCall call(view);
-  return policy_.loaded().call_list<ResizeProposal>("resize", "tessel.ResizeProposal", call.object());
+  const ViewCall call(view, policy_.jobs());
+  const LoadedClass& policy = policy_.loaded();
+  const Reader read(policy, "resize");
+  std::vector<ResizeProposal> proposals;
+  for (const py::handle p : read.list_of(policy.call("resize", call.object()), "ResizeProposal")) {
+    const py::object layout = field(p, "layout");
+    proposals.push_back({read.job(field(p, "job")), read.value<int>(field(p, "gpus"), "gpus"),
+                         layout.is_none() ? JobLayout{} : read.value<JobLayout>(layout, "layout"), read.reason(p)});
+  }
+  return proposals;
 }
 
 JobLayout ElasticityBridge::arrange(const SchedulerView& view, const JobState& job, const Allocation& allocation) {
   if (!arranges_) return ElasticityPolicy::arrange(view, job, allocation);
   py::gil_scoped_acquire gil;
-  const ViewCall call(view);
-  return policy_.loaded().call<JobLayout>("arrange", "a tessel.JobLayout", call.object(), py::cast(&job, kRef),
-                                          py::cast(allocation));
+  const ViewCall call(view, policy_.jobs());
+  const LoadedClass& policy = policy_.loaded();
+  const py::object result = policy.call("arrange", call.object(), policy_.jobs().get(job), py::cast(allocation));
+  if (!py::isinstance<JobLayout>(result)) policy.returned("arrange", type_name(result) + ", not a tessel.JobLayout");
+  return result.cast<JobLayout>();
 }
 
 double ElasticityBridge::reconfiguration_seconds(const SchedulerView& view, const JobState& job,
                                                  const Allocation& from, const Allocation& to) const {
   if (!prices_) return ElasticityPolicy::reconfiguration_seconds(view, job, from, to);
   py::gil_scoped_acquire gil;
-  const ViewCall call(view);
-  return policy_.loaded().call<double>("reconfiguration_seconds", "a number of seconds", call.object(),
-                                       py::cast(&job, kRef), py::cast(from), py::cast(to));
+  const ViewCall call(view, policy_.jobs());
+  const LoadedClass& policy = policy_.loaded();
+  const py::object result = policy.call("reconfiguration_seconds", call.object(), policy_.jobs().get(job),
+                                        py::cast(from), py::cast(to));
+  if (!(PyFloat_Check(result.ptr()) || PyLong_Check(result.ptr())) || PyBool_Check(result.ptr()))
+    policy.returned("reconfiguration_seconds", type_name(result) + ", not a number of seconds");
+  return result.cast<double>();
 }
 
 bool ElasticityBridge::keep_after_loss(const SchedulerView& view, const JobState& job, const Allocation& remaining) {
   if (!keeps_) return ElasticityPolicy::keep_after_loss(view, job, remaining);
   py::gil_scoped_acquire gil;
-  const ViewCall call(view);
-  return policy_.loaded().call<bool>("keep_after_loss", "True or False", call.object(), py::cast(&job, kRef),
-                                     py::cast(remaining));
+  const ViewCall call(view, policy_.jobs());
+  const LoadedClass& policy = policy_.loaded();
+  const py::object result = policy.call("keep_after_loss", call.object(), policy_.jobs().get(job), py::cast(remaining));
+  if (!PyBool_Check(result.ptr())) policy.returned("keep_after_loss", type_name(result) + ", not True or False");
+  return result.cast<bool>();
 }
 
 }  // namespace tessel::python

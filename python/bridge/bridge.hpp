@@ -25,6 +25,7 @@
 namespace tessel::python {
 
 class LoadedClass;  // bridge.cpp: the Python class and its instance
+class JobObjects;   // python/src/sdk_types.hpp
 
 // One Python policy object: loads its module, creates the instance, calls it.
 class BOOST_SYMBOL_VISIBLE HostedPolicy {
@@ -39,9 +40,11 @@ class BOOST_SYMBOL_VISIBLE HostedPolicy {
   bool time_sensitive() const { return time_sensitive_; }
   bool defines(const char* method) const;
   LoadedClass& loaded() const { return *loaded_; }
+  JobObjects& jobs() const { return *jobs_; }
 
  private:
   LoadedClass* loaded_;
+  JobObjects* jobs_;  // the Python objects of the jobs this policy has seen
   bool time_sensitive_ = true;
 };
 

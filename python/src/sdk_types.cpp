@@ -1,5 +1,7 @@
 #include "sdk_types.hpp"
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,13 +24,106 @@ namespace {
 // Objects of the core's state, handed out without copying or ownership.
 constexpr auto kRef = py::return_value_policy::reference;
 
-std::string reason_text(const Reason& reason) { return reason.str(); }
+// ------------------------------------------------------------ fast paths
+//
+// What a policy reads of every job in every round goes through CPython's own
+// descriptors rather than pybind11's dispatcher, which costs several times
+// more per call: a policy's round is mostly these reads.
+
+// The C++ object behind a pybind11 instance of T.
+template <class T>
+const T& cpp(PyObject* self) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(self);
+  return *static_cast<const T*>(instance->simple_layout ? instance->simple_value_holder[0]
+                                                        : instance->get_value_and_holder().value_ptr());
+}
+
+PyObject* to_python(double value) { return PyFloat_FromDouble(value); }
+PyObject* to_python(bool value) { return PyBool_FromLong(value); }
+PyObject* to_python(int value) { return PyLong_FromLong(value); }
+PyObject* to_python(std::uint32_t value) { return PyLong_FromUnsignedLong(value); }
+PyObject* to_python(const std::string& value) {
+  return PyUnicode_FromStringAndSize(value.data(), static_cast<Py_ssize_t>(value.size()));
+}
+PyObject* to_python(const std::optional<double>& value) {
+  if (value) return PyFloat_FromDouble(*value);
+  Py_RETURN_NONE;
+}
+
+template <class>
+struct member_of;
+template <class Owner, class Type>
+struct member_of<Type Owner::*> {
+  using owner = Owner;
+};
+template <class>
+struct method_of;
+template <class Owner, class Result>
+struct method_of<Result (Owner::*)() const> {
+  using owner = Owner;
+};
+
+template <auto Member>
+PyObject* read_member(PyObject* self, void*) {
+  return to_python(cpp<typename member_of<decltype(Member)>::owner>(self).*Member);
+}
+
+template <auto Method>
+PyObject* call_method(PyObject* self, PyObject*) {
+  return to_python((cpp<typename method_of<decltype(Method)>::owner>(self).*Method)());
+}
+
+// A read-only attribute of `cls` that reads the C++ member directly.
+template <auto Member>
+void fast_attribute(py::handle cls, const char* name) {
+  static PyGetSetDef definition{name, read_member<Member>, nullptr, nullptr, nullptr};
+  py::setattr(cls, name,
+              py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                                                  &definition)));
+}
+
+// A method of `cls`, taking no arguments, that calls the C++ const method directly.
+template <auto Method>
+void fast_method(py::handle cls, const char* name) {
+  static PyMethodDef definition{name, call_method<Method>, METH_NOARGS, nullptr};
+  py::setattr(cls, name,
+              py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                                                  &definition)));
+}
+
+// JobStatus values as Python objects, made once: a job's status is read often.
+PyObject* status_objects[7] = {};
+
+PyObject* read_status(PyObject* self, void*) {
+  PyObject* status = status_objects[static_cast<std::size_t>(cpp<JobState>(self).status)];
+  Py_INCREF(status);
+  return status;
+}
 
 }  // namespace
+
+const JobState* job_state_of(py::handle object) {
+  // Looked up, not remembered from bind_sdk: the bridge has its own copy of this file.
+  static PyTypeObject* const job_state = reinterpret_cast<PyTypeObject*>(py::type::of<JobState>().ptr());
+  if (!PyObject_TypeCheck(object.ptr(), job_state)) return nullptr;
+  return &cpp<JobState>(object.ptr());
+}
 
 const SchedulerView& PolicyView::get() const {
   if (view_ == nullptr) closed();
   return *view_;
+}
+
+py::object JobObjects::get(const JobState& job) {
+  const JobId id = job.spec.id;
+  if (id >= by_id_.size()) by_id_.resize(id + 1);
+  Entry& entry = by_id_[id];
+  if (entry.job != &job) {
+    entry.job = &job;
+    entry.object = py::cast(&job, kRef);
+    entry.object.attr("spec") = py::cast(&job.spec, kRef);  // an attribute of its own: read without a call
+  }
+  return entry.object;
 }
 
 std::span<const JobState* const> JobList::get() const {
@@ -104,69 +199,72 @@ void bind_sdk(py::module_& m) {
       .def_readwrite("layout", &Shape::layout);
 
   // ------------------------------------------------------------- jobs
-  py::class_<JobSpec>(m, "JobSpec", "What the user asked for; never changes.")
-      .def_readonly("id", &JobSpec::id)
-      .def_readonly("name", &JobSpec::name)
-      .def_readonly("tenant", &JobSpec::tenant)
-      .def_readonly("vc", &JobSpec::vc)
-      .def_readonly("model", &JobSpec::model)
-      .def_readonly("arrival", &JobSpec::arrival)
-      .def_readonly("gpus", &JobSpec::gpus)
-      .def_readonly("min_gpus", &JobSpec::min_gpus)
-      .def_readonly("max_gpus", &JobSpec::max_gpus)
-      .def_readonly("gpu_milli", &JobSpec::gpu_milli)
-      .def_readonly("total_work", &JobSpec::total_work)
-      .def_readonly("cpus", &JobSpec::cpus)
-      .def_readonly("mem_gb", &JobSpec::mem_gb)
-      .def_readonly("batch_size", &JobSpec::batch_size)
-      .def_readonly("parameters", &JobSpec::parameters)
-      .def_readonly("priority", &JobSpec::priority)
-      .def_readonly("tracked", &JobSpec::tracked)
-      .def("elastic", &JobSpec::elastic)
-      .def("request", &JobSpec::request);
+  py::class_<JobSpec> job_spec(m, "JobSpec", "What the user asked for; never changes.");
+  job_spec.def("request", &JobSpec::request);
+  fast_method<&JobSpec::elastic>(job_spec, "elastic");
+  fast_attribute<&JobSpec::id>(job_spec, "id");
+  fast_attribute<&JobSpec::name>(job_spec, "name");
+  fast_attribute<&JobSpec::tenant>(job_spec, "tenant");
+  fast_attribute<&JobSpec::vc>(job_spec, "vc");
+  fast_attribute<&JobSpec::model>(job_spec, "model");
+  fast_attribute<&JobSpec::arrival>(job_spec, "arrival");
+  fast_attribute<&JobSpec::gpus>(job_spec, "gpus");
+  fast_attribute<&JobSpec::min_gpus>(job_spec, "min_gpus");
+  fast_attribute<&JobSpec::max_gpus>(job_spec, "max_gpus");
+  fast_attribute<&JobSpec::gpu_milli>(job_spec, "gpu_milli");
+  fast_attribute<&JobSpec::total_work>(job_spec, "total_work");
+  fast_attribute<&JobSpec::cpus>(job_spec, "cpus");
+  fast_attribute<&JobSpec::mem_gb>(job_spec, "mem_gb");
+  fast_attribute<&JobSpec::batch_size>(job_spec, "batch_size");
+  fast_attribute<&JobSpec::parameters>(job_spec, "parameters");
+  fast_attribute<&JobSpec::priority>(job_spec, "priority");
+  fast_attribute<&JobSpec::tracked>(job_spec, "tracked");
 
-  py::class_<JobState>(m, "JobState", "What the core has done with a job so far.")
-      .def_property_readonly("spec", [](const JobState& j) { return &j.spec; }, kRef)
-      .def_readonly("status", &JobState::status)
-      .def_property_readonly("allocation", [](const JobState& j) { return &j.allocation; }, kRef)
-      .def_readonly("attained_service", &JobState::attained_service)
-      .def_readonly("executed_work", &JobState::executed_work)
-      .def_readonly("gpu_seconds", &JobState::gpu_seconds)
-      .def_readonly("first_start", &JobState::first_start)
-      .def_readonly("finish", &JobState::finish)
-      .def_readonly("waiting_since", &JobState::waiting_since)
-      .def_readonly("last_run_seconds", &JobState::last_run_seconds)
-      .def_readonly("preemptions", &JobState::preemptions)
-      .def_readonly("attempts", &JobState::attempts)
-      .def("running", &JobState::running)
-      .def("waiting", &JobState::waiting)
-      .def("active", &JobState::active)
-      .def("done", &JobState::done)
-      .def("remaining_work", &JobState::remaining_work)
+  // A job's `spec` is set on its object when JobObjects makes it.
+  py::class_<JobState> job_state(m, "JobState", py::dynamic_attr(), "What the core has done with a job so far.");
+  job_state.def_property_readonly("allocation", [](const JobState& j) { return &j.allocation; }, kRef)
       .def("held", &JobState::held)
       .def("__repr__", [](const JobState& j) {
         return "<JobState " + std::to_string(j.spec.id) + " " + std::string(to_string(j.status)) + ">";
       });
+  for (JobStatus status : {JobStatus::pending, JobStatus::queued, JobStatus::running, JobStatus::preempted,
+                           JobStatus::finished, JobStatus::failed, JobStatus::rejected})
+    status_objects[static_cast<std::size_t>(status)] = py::cast(status).release().ptr();
+  static PyGetSetDef status_definition{"status", read_status, nullptr, nullptr, nullptr};
+  py::setattr(job_state, "status",
+              py::reinterpret_steal<py::object>(
+                  PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(job_state.ptr()), &status_definition)));
+  fast_attribute<&JobState::attained_service>(job_state, "attained_service");
+  fast_attribute<&JobState::executed_work>(job_state, "executed_work");
+  fast_attribute<&JobState::gpu_seconds>(job_state, "gpu_seconds");
+  fast_attribute<&JobState::first_start>(job_state, "first_start");
+  fast_attribute<&JobState::finish>(job_state, "finish");
+  fast_attribute<&JobState::waiting_since>(job_state, "waiting_since");
+  fast_attribute<&JobState::last_run_seconds>(job_state, "last_run_seconds");
+  fast_attribute<&JobState::preemptions>(job_state, "preemptions");
+  fast_attribute<&JobState::attempts>(job_state, "attempts");
+  fast_method<&JobState::running>(job_state, "running");
+  fast_method<&JobState::waiting>(job_state, "waiting");
+  fast_method<&JobState::active>(job_state, "active");
+  fast_method<&JobState::done>(job_state, "done");
+  fast_method<&JobState::remaining_work>(job_state, "remaining_work");
 
   py::class_<JobList>(m, "JobList", "A read-only sequence of jobs, in the order the view gives them.")
       .def("__len__", [](const JobList& list) { return list.get().size(); })
-      .def(
-          "__getitem__",
-          [](const JobList& list, std::ptrdiff_t i) {
-            const auto jobs = list.get();
-            const auto n = static_cast<std::ptrdiff_t>(jobs.size());
-            if (i < 0) i += n;
-            if (i < 0 || i >= n) throw py::index_error("job list index out of range");
-            return jobs[static_cast<std::size_t>(i)];
-          },
-          kRef)
-      .def(
-          "__iter__",
-          [](const JobList& list) {
-            const auto jobs = list.get();
-            return py::make_iterator<kRef>(jobs.begin(), jobs.end());
-          },
-          py::keep_alive<0, 1>());
+      .def("__getitem__",
+           [](const JobList& list, std::ptrdiff_t i) {
+             const auto jobs = list.get();
+             const auto n = static_cast<std::ptrdiff_t>(jobs.size());
+             if (i < 0) i += n;
+             if (i < 0 || i >= n) throw py::index_error("job list index out of range");
+             return list.objects().get(*jobs[static_cast<std::size_t>(i)]);
+           })
+      .def("__iter__", [](const JobList& list) {
+        const auto jobs = list.get();
+        py::list objects(jobs.size());
+        for (std::size_t i = 0; i < jobs.size(); ++i) objects[i] = list.objects().get(*jobs[i]);
+        return py::iter(objects);
+      });
 
   // ---------------------------------------------------------- cluster
   py::class_<NodeSpec>(m, "NodeSpec")
@@ -257,75 +355,22 @@ void bind_sdk(py::module_& m) {
       .def("settings", [](const PolicyView& v) { return &v.get().settings(); }, kRef)
       .def("cluster", [](const PolicyView& v) { return &v.get().cluster(); }, kRef)
       .def("throughput", [](const PolicyView& v) { return &v.get().throughput(); }, kRef)
-      .def("pending", [](const PolicyView& v) { return JobList(v.get().pending(), v.scope()); })
-      .def("active", [](const PolicyView& v) { return JobList(v.get().active(), v.scope()); })
-      .def("jobs", [](const PolicyView& v) { return JobList(v.get().jobs(), v.scope()); })
-      .def(
-          "job",
-          [](const PolicyView& v, JobId id) {
-            const SchedulerView& view = v.get();
-            if (id >= view.jobs().size()) throw py::index_error("no job " + std::to_string(id));
-            return &view.job(id);
-          },
-          kRef)
+      .def("pending", [](const PolicyView& v) { return JobList(v.get().pending(), v); })
+      .def("active", [](const PolicyView& v) { return JobList(v.get().active(), v); })
+      .def("jobs", [](const PolicyView& v) { return JobList(v.get().jobs(), v); })
+      .def("job",
+           [](const PolicyView& v, JobId id) {
+             const SchedulerView& view = v.get();
+             if (id >= view.jobs().size()) throw py::index_error("no job " + std::to_string(id));
+             return v.jobs().get(view.job(id));
+           })
       .def("remaining_seconds",
            [](const PolicyView& v, const JobState& job, const Shape& shape) {
              return v.get().remaining_seconds(job, shape);
            });
 
-  // --------------------------------------------------------- decisions
-  py::class_<AdmissionDecision>(m, "AdmissionDecision")
-      .def(py::init([](JobId job, AdmissionVerdict verdict, std::string reason) {
-             return AdmissionDecision{job, verdict, Reason::text(std::move(reason))};
-           }),
-           py::arg("job"), py::arg("verdict"), py::arg("reason") = "")
-      .def_readonly("job", &AdmissionDecision::job)
-      .def_readonly("verdict", &AdmissionDecision::verdict)
-      .def_property_readonly("reason", [](const AdmissionDecision& d) { return reason_text(d.reason); });
-
-  py::class_<Grant>(m, "Grant", "A job the policy wants running, with what it should get.")
-      .def(py::init([](JobId job, const Resources& resources, std::string reason) {
-             return Grant{job, resources, Reason::text(std::move(reason))};
-           }),
-           py::arg("job"), py::arg("resources"), py::arg("reason") = "")
-      .def_readonly("job", &Grant::job)
-      .def_readonly("resources", &Grant::resources)
-      .def_property_readonly("reason", [](const Grant& g) { return reason_text(g.reason); });
-
-  py::class_<AllocationPlan>(m, "AllocationPlan", "Grants, highest priority first.")
-      .def(py::init([](const py::iterable& ranked, bool stop_at_first_unplaced) {
-             AllocationPlan plan;
-             plan.stop_at_first_unplaced = stop_at_first_unplaced;
-             for (const py::handle item : ranked) {
-               if (!py::isinstance<Grant>(item))
-                 throw py::type_error("AllocationPlan ranks tessel.Grant objects, not " +
-                                      std::string(py::str(py::type::of(item).attr("__name__"))));
-               plan.ranked.push_back(item.cast<const Grant&>());
-             }
-             return plan;
-           }),
-           py::arg("ranked"), py::arg("stop_at_first_unplaced") = false)
-      .def_readonly("ranked", &AllocationPlan::ranked)
-      .def_readonly("stop_at_first_unplaced", &AllocationPlan::stop_at_first_unplaced);
-
-  py::class_<PlacementChoice>(m, "PlacementChoice", "The GPUs chosen, or none (does not fit now), with the reason.")
-      .def(py::init([](std::vector<GpuId> gpus, std::string reason) {
-             return PlacementChoice{std::move(gpus), Reason::text(std::move(reason))};
-           }),
-           py::arg("gpus"), py::arg("reason") = "")
-      .def_readonly("gpus", &PlacementChoice::gpus)
-      .def_property_readonly("reason", [](const PlacementChoice& c) { return reason_text(c.reason); })
-      .def("placed", &PlacementChoice::placed);
-
-  py::class_<ResizeProposal>(m, "ResizeProposal", "A new size (or layout) for a running elastic job.")
-      .def(py::init([](JobId job, int gpus, const JobLayout& layout, std::string reason) {
-             return ResizeProposal{job, gpus, layout, Reason::text(std::move(reason))};
-           }),
-           py::arg("job"), py::arg("gpus"), py::arg("layout") = JobLayout{}, py::arg("reason") = "")
-      .def_readonly("job", &ResizeProposal::job)
-      .def_readonly("gpus", &ResizeProposal::gpus)
-      .def_readonly("layout", &ResizeProposal::layout)
-      .def_property_readonly("reason", [](const ResizeProposal& p) { return reason_text(p.reason); });
+  // Decisions are plain Python classes (tessel/decisions.py); the bridge
+  // reads them.
 }
 
 }  // namespace tessel::python

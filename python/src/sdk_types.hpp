@@ -12,12 +12,28 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
 #include <tessel/tessel.hpp>
 
 namespace tessel::python {
+
+// The Python object of each job a policy has seen, made on first sight and
+// kept for the policy's life (its `spec` too), so that reading a job in a
+// later round costs a lookup, not an allocation. Used with the GIL held.
+class JobObjects {
+ public:
+  pybind11::object get(const JobState& job);
+
+ private:
+  struct Entry {
+    const JobState* job = nullptr;  // another scheduler's job (a fork's) may reuse an id
+    pybind11::object object;
+  };
+  std::vector<Entry> by_id_;
+};
 
 // Open while the stage call that handed out a view runs. Every object
 // whose C++ data may move after the call (the view, its job lists) checks it.
@@ -28,10 +44,12 @@ struct CallScope {
 // The SchedulerView of one stage call.
 class PolicyView {
  public:
-  explicit PolicyView(const SchedulerView& view) : view_(&view), scope_(std::make_shared<CallScope>()) {}
+  PolicyView(const SchedulerView& view, JobObjects& jobs)
+      : view_(&view), jobs_(&jobs), scope_(std::make_shared<CallScope>()) {}
 
   // Throws RuntimeError (in Python) once the call has returned.
   const SchedulerView& get() const;
+  JobObjects& jobs() const { return *jobs_; }
   const std::shared_ptr<CallScope>& scope() const { return scope_; }
   // The call returned: what it handed out may no longer be read.
   void close() {
@@ -41,20 +59,26 @@ class PolicyView {
 
  private:
   const SchedulerView* view_;
+  JobObjects* jobs_;
   std::shared_ptr<CallScope> scope_;
 };
 
 // view.pending(), view.active(), view.jobs(): a sequence of jobs, read lazily.
 class JobList {
  public:
-  JobList(std::span<const JobState* const> jobs, std::shared_ptr<CallScope> scope)
-      : jobs_(jobs), scope_(std::move(scope)) {}
+  JobList(std::span<const JobState* const> jobs, const PolicyView& view)
+      : jobs_(jobs), objects_(&view.jobs()), scope_(view.scope()) {}
   std::span<const JobState* const> get() const;
+  JobObjects& objects() const { return *objects_; }
 
  private:
   std::span<const JobState* const> jobs_;
+  JobObjects* objects_;
   std::shared_ptr<CallScope> scope_;
 };
+
+// The JobState behind a Python job object, or null for any other object.
+const JobState* job_state_of(pybind11::handle object);
 
 // Registers the SDK types in `module`.
 void bind_sdk(pybind11::module_& module);

@@ -13,7 +13,7 @@ resize), named in the experiment file:
     allocation = { plugin = "python", module = "policies/sf.py", class = "SmallestFirst" }
 
 It receives a read-only SchedulerView, the C++ core's own, and returns the
-decision types below, as a C++ plugin does.
+decisions of tessel.decisions, as a C++ plugin does.
 """
 
 import os as _os
@@ -22,15 +22,12 @@ from tessel import _tessel
 from tessel._bridge import ArgumentError
 from tessel._tessel import (
     ANY_GPU_TYPE,
-    AdmissionDecision,
     AdmissionVerdict,
     Allocation,
-    AllocationPlan,
     ClusterState,
     ConfigError,
     Error,
     Gpu,
-    Grant,
     JobLayout,
     JobList,
     JobSpec,
@@ -38,9 +35,7 @@ from tessel._tessel import (
     JobStatus,
     Node,
     NodeSpec,
-    PlacementChoice,
     PolicyError,
-    ResizeProposal,
     Resources,
     SchedulerSettings,
     SchedulerView,
@@ -49,6 +44,7 @@ from tessel._tessel import (
     ThroughputModel,
     __version__,
 )
+from tessel.decisions import AdmissionDecision, AllocationPlan, Grant, PlacementChoice, ResizeProposal
 
 
 def run(config, db=None, set=None, jobs=0, resume=False):

@@ -20,7 +20,7 @@ import tessel
 
 class Policy:
     def allocate(self, view):
-        return tessel.AllocationPlan([tessel.Grant(j.spec.id, j.spec.request()) for j in view.active()])
+        return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
 """
 
 # (policy source, class, what stderr must say)
@@ -36,18 +36,24 @@ MISTAKES = {
             def allocate(self, view):
                 return []
         """, "Policy", r"bad\.py:2: Policy\.allocate\(\) returned list, not a tessel\.AllocationPlan"),
+    "reason not text": ("""\
+        import tessel
+        class Policy:
+            def allocate(self, view):
+                return tessel.AllocationPlan([tessel.Grant(job, reason=3) for job in view.active()])
+        """, "Policy", r"bad\.py:3: Policy\.allocate\(\) returned a decision whose reason is an int, not a str"),
     "wrong element type": ("""\
         import tessel
         class Policy:
             def allocate(self, view):
                 return tessel.AllocationPlan([j.spec.id for j in view.active()])
-        """, "Policy", r"bad\.py:4: TypeError: AllocationPlan ranks tessel\.Grant objects, not int"),
+        """, "Policy", r"bad\.py:3: Policy\.allocate\(\) returned a list holding an int, not only tessel\.Grant"),
     "contract broken": ("""\
         import tessel
         class Policy:
             def allocate(self, view):
                 job = view.active()[0]
-                return tessel.AllocationPlan([tessel.Grant(job.spec.id, job.spec.request())] * 2)
+                return tessel.AllocationPlan([tessel.Grant(job)] * 2)
         """, "Policy", r"allocation plugin 'python' \(.*bad\.py:2, class Policy\) broke its contract: ranked job 0 twice"),
     "failed import": ("""\
         import no_such_module

@@ -17,8 +17,7 @@ class Fifo:
 
     def allocate(self, view):
         active = view.active()  # in arrival order
-        ranked = [tessel.Grant(job.spec.id, job.held(), "running; FIFO never preempts")
-                  for job in active if job.running()]
-        ranked += [tessel.Grant(job.spec.id, job.spec.request(), "served in arrival order")
-                   for job in active if job.waiting()]
+        # Grant(job): what it holds if it runs, else what it asks for.
+        ranked = [tessel.Grant(job, reason="running; FIFO never preempts") for job in active if job.running()]
+        ranked += [tessel.Grant(job, reason="served in arrival order") for job in active if job.waiting()]
         return tessel.AllocationPlan(ranked, stop_at_first_unplaced=not self.backfill)

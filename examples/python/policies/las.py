@@ -11,7 +11,5 @@ import tessel
 class Las:
     def allocate(self, view):
         order = sorted(view.active(), key=lambda job: job.attained_service)  # stable: arrival among ties
-        return tessel.AllocationPlan([
-            tessel.Grant(job.spec.id, job.held() if job.running() else job.spec.request(),
-                         "the least attained service runs first")
-            for job in order])
+        return tessel.AllocationPlan([tessel.Grant(job, reason="the least attained service runs first")
+                                      for job in order])

@@ -25,7 +25,6 @@ class SmallestFirst:
         else:
             order = [job for job in jobs if job.running()]
             order += sorted((job for job in jobs if not job.running()), key=lambda job: job.spec.gpus)
+        # Grant(job): what it holds if it runs, else what it asks for.
         return tessel.AllocationPlan(
-            [tessel.Grant(job.spec.id, job.held() if job.running() else job.spec.request(),
-                          f"asks for {job.spec.gpus} GPUs; the smallest demand runs first")
-             for job in order])
+            [tessel.Grant(job, reason=f"asks for {job.spec.gpus} GPUs; the smallest demand runs first") for job in order])
