@@ -102,6 +102,9 @@ def plot_metric(results, by, metric="avg_jct_s", over=(), output=None, ax=None):
             y.append(row[metric] * scale)
             err.append(confidence_95(values))
         ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=series)
+    values = sorted(set(grouped[by]), key=str)
+    if len(values) <= 12 and all(isinstance(v, (int, float)) for v in values):
+        ax.set_xticks(sorted(values))  # the sweep's points, not a tick every 0.25
     ax.set_xlabel(by.split(".")[-1].replace("_", " "))
     ax.set_ylabel(ylabel)
     return _finish(ax, output)
