@@ -39,7 +39,7 @@ void ensure_interpreter() {
     if (dladdr(reinterpret_cast<void*>(&Py_InitializeEx), &libpython) != 0 && libpython.dli_fname != nullptr)
       dlopen(libpython.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
     Py_InitializeEx(0);  // no signal handlers: Ctrl-C stays tessel's
-    PyEval_SaveThread();             // each call takes the GIL, from whichever thread
+    PyEval_SaveThread();  // each call takes the GIL, from whichever thread
   });
 }
 

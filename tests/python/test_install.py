@@ -1,0 +1,48 @@
+"""`pip install --no-build-isolation .` from a fresh clone, then tessel from
+another directory: the wheel holds the core, its plugins (found beside
+libtessel, wherever pip put it), the bridge and the package."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import ROOT
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the repository, to clone it")
+def test_pip_install_from_a_fresh_clone(tmp_path):
+    clone, venv = tmp_path / "clone", tmp_path / "venv"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    # Debian's packages (meson-python, pybind11, pandas) are all it needs: no index.
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    installed = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index",
+                                "--quiet", str(clone)], capture_output=True, text=True, timeout=1500)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "sf.toml").write_text(textwrap.dedent(f"""\
+        [cluster]
+        nodes = 4
+        gpus_per_node = 4
+        [workload]
+        kind = "synthetic"
+        jobs = 30
+        jobs_per_hour = 8
+        [scheduler]
+        allocation = {{ plugin = "python", module = "{ROOT}/examples/python/policies/smallest_first.py", class = "SmallestFirst" }}
+        placement = {{ plugin = "consolidated" }}
+        """))
+    script = textwrap.dedent("""\
+        import tessel
+        assert "site-packages" in tessel.__file__, tessel.__file__
+        res = tessel.run("sf.toml", db="sf.db")
+        print(res.report()["finished"][0])
+        """)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TESSEL_PLUGIN_PATH")}
+    ran = subprocess.run([str(venv / "bin" / "python"), "-c", script], cwd=elsewhere, capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "30"
