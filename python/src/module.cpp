@@ -37,6 +37,7 @@ struct RunOutcome {
   std::vector<std::int64_t> runs;  // this call's, in point order; 0 for points skipped or not run
   std::size_t points = 0;
   std::size_t skipped = 0;
+  std::vector<std::string> notes;
 };
 
 RunOutcome run(const std::string& config, const std::vector<std::string>& overrides, const std::string& database,
@@ -81,7 +82,7 @@ RunOutcome run(const std::string& config, const std::vector<std::string>& overri
   }
   if (interrupted) throw py::error_already_set();
   if (error) std::rethrow_exception(error);
-  return {outcome.database, outcome.runs, outcome.points, outcome.skipped};
+  return {outcome.database, outcome.runs, outcome.points, outcome.skipped, outcome.notes};
 }
 
 // The report of `tessel report --format json`, with or without --by.
@@ -136,10 +137,10 @@ PYBIND11_MODULE(_tessel, m) {
       [](const std::string& config, const std::vector<std::string>& overrides, const std::string& database,
          unsigned parallel, bool resume) {
         const python::RunOutcome outcome = python::run(config, overrides, database, parallel, resume);
-        return py::make_tuple(outcome.database, outcome.runs, outcome.points, outcome.skipped);
+        return py::make_tuple(outcome.database, outcome.runs, outcome.points, outcome.skipped, outcome.notes);
       },
       py::arg("config"), py::arg("overrides"), py::arg("database"), py::arg("parallel"), py::arg("resume"),
-      "Runs an experiment file; returns (database, run ids, points, skipped).");
+      "Runs an experiment file; returns (database, run ids, points, skipped, notes).");
   m.def("report_json", &python::report_json, py::arg("database"), py::arg("runs"), py::arg("by"), py::arg("over"),
         py::arg("group"), "The report `tessel report --format json` prints.");
   m.def(

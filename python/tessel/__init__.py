@@ -17,6 +17,7 @@ decisions of tessel.decisions, as a C++ plugin does.
 """
 
 import os as _os
+import warnings as _warnings
 
 from tessel import _tessel
 from tessel._bridge import ArgumentError
@@ -62,8 +63,10 @@ def run(config, db=None, set=None, jobs=0, resume=False):
     from tessel.results import Results
 
     overrides = [f"{key}={toml_value(value)}" for key, value in (set or {}).items()]
-    database, runs, _points, _skipped = _tessel.run(
+    database, runs, _points, _skipped, notes = _tessel.run(
         _os.fspath(config), overrides, _os.fspath(db) if db is not None else "", int(jobs), bool(resume))
+    for note in notes:  # points run again with resume, and why
+        _warnings.warn(note, stacklevel=2)
     return Results(database, runs=sorted(r for r in runs if r > 0))
 
 

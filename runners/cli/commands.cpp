@@ -70,6 +70,7 @@ int run(const RunOptions& options, const std::atomic<bool>& stop) {
   const bool terminal = isatty(STDERR_FILENO) && !options.quiet;
   const ExperimentOutcome outcome = run_experiment(
       std::move(plan), &stop, terminal ? draw_progress : std::function<void(const ExperimentProgress&)>{});
+  for (const std::string& note : outcome.notes) std::cerr << "tessel: " << note << "\n";
   if (options.quiet) return 0;
   if (outcome.skipped > 0)
     std::cerr << "tessel: " << outcome.skipped << " of " << outcome.points

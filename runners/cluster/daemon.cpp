@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "config/sweep.hpp"
 #include "engine/errors.hpp"
 #include "plugins/composition.hpp"
 #include "daemon_state.hpp"
@@ -29,7 +30,8 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
                                  Secret secret, DaemonOptions options)
     : io_(io), config_(config), serve_(config.serve), secret_(std::move(secret)),
       journal_(options.database, RunInfo{options.label.empty() ? config.output.label : options.label, "{}",
-                                         config.document->text(), 0, "cluster"},
+                                         config.document->text(), 0, "cluster",
+                                         configuration_fingerprint(*config.document, {})},
                options.new_run),
       decisions_(config.output.decisions), round_timer_(io), watch_timer_(io) {
   ComposedScheduler plugins =

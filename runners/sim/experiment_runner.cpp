@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "config/sweep.hpp"
 #include "engine/errors.hpp"
 #include "plugins/registry.hpp"
+#include "results/report.hpp"
 #include "results/store.hpp"
 #include "simulation.hpp"
 
@@ -26,6 +28,7 @@ ExperimentPlan plan_experiment(const ExperimentOptions& options) {
     try {
       PlannedRun run{load_experiment(options.config, options.overrides, point.overrides), {}};
       run.info.axes = point.axes;
+      run.info.fingerprint = configuration_fingerprint(*run.config.document, point.overrides);
       run.info.label = run.config.output.label.empty()
                            ? std::filesystem::path(options.config).stem().string()
                            : run.config.output.label;
@@ -60,10 +63,27 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   registry.plugins();
 
   if (options.resume) {
-    std::set<std::pair<std::string, std::string>> complete;
-    for (const RunRow& row : store.runs())
-      if (row.status == "complete") complete.emplace(row.label, row.axes);
-    std::erase_if(runs, [&](const PlannedRun& run) { return complete.contains({run.info.label, run.info.axes}); });
+    // A point is done when a complete run of it ran the same configuration;
+    // one that ran another is run again, and the user told why.
+    std::map<std::pair<std::string, std::string>, std::vector<const RunRow*>> complete;
+    const std::vector<RunRow> stored = store.runs();
+    for (const RunRow& row : stored)
+      if (row.status == "complete") complete[{row.label, row.axes}].push_back(&row);
+    std::erase_if(runs, [&](const PlannedRun& run) {
+      const auto found = complete.find({run.info.label, run.info.axes});
+      if (found == complete.end()) return false;
+      for (const RunRow* row : found->second)
+        if (row->fingerprint == run.info.fingerprint) return true;
+      const RunRow& other = *found->second.back();
+      std::string keys;
+      for (const std::string& key : differing_keys(other.config, without_sweep(*run.config.document)))
+        keys += (keys.empty() ? "" : ", ") + key;
+      outcome.notes.push_back("point " + axes_text(run.info.axes) + ": run " + std::to_string(other.id) +
+                              " ran another configuration (" +
+                              (keys.empty() ? std::string("it predates fingerprints") : "it differs in " + keys) +
+                              "); running it again");
+      return false;
+    });
     outcome.skipped = outcome.points - runs.size();
   }
   outcome.runs.assign(runs.size(), 0);

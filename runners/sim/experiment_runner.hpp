@@ -3,8 +3,8 @@
 //
 // Every point's config is read and checked before any run starts, so a
 // mistake in the 40th point costs nothing. With `resume`, points that
-// already have a complete run in the database (same label and axes) are
-// skipped. When `stop` is raised (Ctrl-C), running simulations stop at
+// already have a complete run in the database (same label, axes and
+// configuration fingerprint) are skipped. When `stop` is raised (Ctrl-C), running simulations stop at
 // their next event and are marked 'interrupted'; no run is left 'running'.
 #pragma once
 
@@ -39,6 +39,7 @@ struct ExperimentOutcome {
   std::vector<std::int64_t> runs;  // this invocation's, in point order
   std::size_t points = 0;
   std::size_t skipped = 0;
+  std::vector<std::string> notes;  // what the user should know: points run again, and why
 };
 
 struct PlannedRun {

@@ -1,6 +1,9 @@
 #include "config/sweep.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -152,6 +155,73 @@ std::string without_sweep(const TomlDocument& document) {
   std::ostringstream out;
   out << copy;
   return out.str();
+}
+
+namespace {
+
+// What a run's results depend on: the document without [sweep] and [output].
+toml::table results_relevant(toml::table table) {
+  table.erase("sweep");
+  table.erase("output");
+  return table;
+}
+
+std::string node_text(const toml::node& node) {
+  std::ostringstream out;
+  node.visit([&](auto&& value) { out << value; });
+  return out.str();
+}
+
+void collect_differences(const toml::table& a, const toml::table& b, const std::string& prefix,
+                         std::vector<std::string>& out) {
+  std::set<std::string> keys;
+  for (auto&& [key, value] : a) keys.emplace(key.str());
+  for (auto&& [key, value] : b) keys.emplace(key.str());
+  for (const std::string& key : keys) {
+    const toml::node* x = a.get(key);
+    const toml::node* y = b.get(key);
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (x != nullptr && y != nullptr && x->is_table() && y->is_table())
+      collect_differences(*x->as_table(), *y->as_table(), path, out);
+    else if (x == nullptr || y == nullptr || node_text(*x) != node_text(*y))
+      out.push_back(path);
+  }
+}
+
+}  // namespace
+
+std::string configuration_fingerprint(const TomlDocument& document, const std::vector<std::string>& swept) {
+  toml::table relevant = results_relevant(document.root());
+  for (const std::string& setting : swept) {
+    const auto path = config_path_segments(std::string_view(setting).substr(0, setting.find('=')));
+    if (!path) continue;
+    toml::table* table = &relevant;
+    for (std::size_t i = 0; table != nullptr && i + 1 < path->size(); ++i) {
+      toml::node* next = table->get((*path)[i]);
+      table = next != nullptr ? next->as_table() : nullptr;
+    }
+    if (table != nullptr) table->erase(path->back());
+  }
+  std::ostringstream text;
+  text << relevant;  // tables print their keys in order: the same configuration, the same text
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (const unsigned char c : text.str()) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+std::vector<std::string> differing_keys(const std::string& config_a, const std::string& config_b) {
+  std::vector<std::string> out;
+  try {
+    collect_differences(results_relevant(toml::parse(config_a)), results_relevant(toml::parse(config_b)), "", out);
+  } catch (const toml::parse_error&) {
+    out.push_back("(a stored configuration that does not parse)");
+  }
+  return out;
 }
 
 }  // namespace tessel

@@ -39,4 +39,14 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document);
 // The document without its [sweep] table, as TOML text.
 std::string without_sweep(const TomlDocument& document);
 
+// A hash of the configuration a run ran, leaving out what its sweep axes set
+// (`swept`: the point's overrides, "path=value") and [output], which says
+// where results go, not what they are. The runs of one sweep share it; a run
+// of the same point under another configuration does not.
+std::string configuration_fingerprint(const TomlDocument& document, const std::vector<std::string>& swept);
+
+// The config paths ("workload.jobs") whose values differ between two
+// effective configurations (the runs table's `config`), [output] aside.
+std::vector<std::string> differing_keys(const std::string& config_a, const std::string& config_b);
+
 }  // namespace tessel

@@ -103,6 +103,26 @@ toml::source_position TomlDocument::written_at(const toml::node& node) const {
   return node.source().begin;
 }
 
+std::optional<std::vector<std::string>> config_path_segments(std::string_view key) {
+  // Dotted key segments; a quoted segment ("..." or '...') may hold dots,
+  // as the [sweep] axes do: sweep."workload.jobs_per_hour"=[2, 4].
+  std::vector<std::string> path(1);
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    if (c == '.') {
+      path.emplace_back();
+    } else if (c == '"' || c == '\'') {
+      const auto close = key.find(c, i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      path.back() += key.substr(i + 1, close - i - 1);
+      i = close;
+    } else {
+      path.back() += c;
+    }
+  }
+  return path;
+}
+
 std::string TomlDocument::text() const {
   std::ostringstream out;
   out << root_;
@@ -118,30 +138,12 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, co
       diagnostics.error(origin, "expected key=value, e.g. --set workload.seed=7");
       continue;
     }
-    // Dotted key segments; a quoted segment ("..." or '...') may hold dots,
-    // as the [sweep] axes do: sweep."workload.jobs_per_hour"=[2, 4].
-    std::vector<std::string> path(1);
-    bool unclosed = false;
-    for (std::size_t i = 0; i < equals; ++i) {
-      const char c = override_text[i];
-      if (c == '.') {
-        path.emplace_back();
-      } else if (c == '"' || c == '\'') {
-        const auto close = override_text.find(c, i + 1);
-        if (close == std::string::npos || close >= equals) {
-          unclosed = true;
-          break;
-        }
-        path.back() += override_text.substr(i + 1, close - i - 1);
-        i = close;
-      } else {
-        path.back() += c;
-      }
-    }
-    if (unclosed) {
+    const auto segments = config_path_segments(std::string_view(override_text).substr(0, equals));
+    if (!segments) {
       diagnostics.error(origin, "unclosed quote in the key");
       continue;
     }
+    const std::vector<std::string>& path = *segments;
     const std::string value_text = override_text.substr(equals + 1);
 
     toml::table parsed;

@@ -60,6 +60,11 @@ class TomlDocument {
 
 std::string_view type_name(const toml::node& node);
 
+// The segments of a config path as --set and [sweep] write it
+// ("scheduler.allocation.plugin", sweep."workload.jobs"); nullopt for an
+// unclosed quote.
+std::optional<std::vector<std::string>> config_path_segments(std::string_view key);
+
 class TableReader {
  public:
   // `table` may be null when the section is absent: reads return fallbacks,

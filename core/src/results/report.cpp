@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/sweep.hpp"
 #include "engine/errors.hpp"
 
 namespace tessel {
@@ -260,6 +261,7 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
                                      const std::vector<std::string>& over) {
   std::vector<AxisGroup> groups;
   std::vector<std::vector<RunSummary>> members;
+  std::vector<const RunRow*> first_run;  // by group
   std::vector<std::string> known_axes;
   for (const RunReport& r : reports) {
     if (r.run.status != "complete") continue;
@@ -279,7 +281,19 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
     if (group == groups.end()) {
       groups.push_back({series, value, 0, {}, r.group, {}});
       members.emplace_back();
+      first_run.push_back(&r.run);
       group = groups.end() - 1;
+    }
+    // Seeds and `over` values are averaged; runs of another configuration never are.
+    if (const RunRow& first = *first_run[group - groups.begin()]; first.fingerprint != r.run.fingerprint) {
+      std::string keys;
+      for (const std::string& key : differing_keys(first.config, r.run.config))
+        if (key != "workload.seed" && std::find(over.begin(), over.end(), key) == over.end())
+          keys += (keys.empty() ? "" : ", ") + key;
+      throw UserError("runs " + std::to_string(first.id) + " and " + std::to_string(r.run.id) + " are both " +
+                      series + " at " + axis + "=" + value.dump() + " but ran different configurations (" +
+                      (keys.empty() ? std::string("their fingerprints differ") : "they differ in " + keys) +
+                      "); choose the runs to average with --run");
     }
     members[group - groups.begin()].push_back(r.summary);
     group->run_ids.push_back(r.run.id);

@@ -144,6 +144,11 @@ CREATE TABLE cluster_nodes (
     R"sql(
 ALTER TABLE jobs ADD COLUMN gpu_milli INTEGER NOT NULL DEFAULT 1000;
 ALTER TABLE jobs ADD COLUMN held_gpus INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 4 -> 5: the configuration's fingerprint, so that runs of different
+    // configurations are never taken for one another.
+    R"sql(
+ALTER TABLE runs ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
 )sql"};
 
 std::string utc_now() {
@@ -198,15 +203,16 @@ void ResultsStore::migrate() {
 std::int64_t ResultsStore::begin_run(const RunInfo& info) {
   std::lock_guard lock(mutex_);
   auto insert = db_.prepare(
-      "INSERT INTO runs (label, axes, config, seed, version, mode, started_at, status) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running')");
+      "INSERT INTO runs (label, axes, config, seed, version, mode, started_at, status, fingerprint) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)");
   insert.bind(1, info.label)
       .bind(2, info.axes)
       .bind(3, info.config)
       .bind(4, static_cast<std::int64_t>(info.seed))
       .bind(5, std::string_view(kVersion))
       .bind(6, info.mode)
-      .bind(7, utc_now());
+      .bind(7, utc_now())
+      .bind(8, info.fingerprint);
   insert.run();
   return db_.last_insert_id();
 }
@@ -318,11 +324,12 @@ RunRow read_run(const sql::Statement& s) {
   row.capacity_gpu_seconds = s.real(12);
   row.end_time = s.real(13);
   row.events = s.integer(14);
+  row.fingerprint = s.text(15);
   return row;
 }
 constexpr const char* kRunColumns =
     "SELECT id, label, axes, config, seed, version, mode, started_at, wall_seconds, status, note, "
-    "cluster_gpus, capacity_gpu_seconds, end_time, events FROM runs";
+    "cluster_gpus, capacity_gpu_seconds, end_time, events, fingerprint FROM runs";
 }  // namespace
 
 std::vector<RunRow> ResultsStore::runs() {

@@ -37,7 +37,7 @@
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // One `jobs` row, inserted or replaced: a simulation writes each job's once
 // at the end, the real-node journal rewrites it whenever the job changes.
@@ -57,6 +57,7 @@ struct RunInfo {
   std::string config;       // the effective TOML
   std::uint64_t seed = 0;
   std::string mode = "simulation";
+  std::string fingerprint;  // configuration_fingerprint (config/sweep.hpp)
 };
 
 struct Sample {
@@ -94,6 +95,7 @@ struct RunResults {
 struct RunRow {
   std::int64_t id = 0;
   std::string label, axes, config, version, mode, started_at, status, note;
+  std::string fingerprint;  // "" for runs stored before schema 5
   std::uint64_t seed = 0;
   double wall_seconds = 0;
   int cluster_gpus = 0;
