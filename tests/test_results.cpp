@@ -295,7 +295,8 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
     sql::Database raw(db.string(), false);
     raw.exec("DROP TABLE resizes; DROP TABLE cluster_runs; DROP TABLE cluster_jobs; DROP TABLE cluster_launches; "
              "DROP TABLE cluster_ranks; DROP TABLE cluster_nodes; ALTER TABLE jobs DROP COLUMN gpu_milli; "
-             "ALTER TABLE jobs DROP COLUMN held_gpus; PRAGMA user_version = 1");
+             "ALTER TABLE jobs DROP COLUMN held_gpus; ALTER TABLE runs DROP COLUMN fingerprint; "
+             "PRAGMA user_version = 1");
   }
   CHECK(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
   CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
@@ -303,6 +304,9 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
   // The old run's jobs get the defaults: whole GPUs, nothing held at the end.
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND gpu_milli = 1000 AND held_gpus = 0") == 250);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
+  // The old run has no fingerprint (schema 5); the new one has.
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE id = 1 AND fingerprint = ''") == 1);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE id = 2 AND length(fingerprint) = 16") == 1);
 }
 
 TEST_CASE("files that are not tessel databases are refused") {

@@ -241,6 +241,37 @@ TEST_CASE("every point is stored as a run labelled by its axes, and --resume ski
   CHECK(count(db, "SELECT count(*) FROM runs") == 13);
 }
 
+TEST_CASE("--resume reruns a point whose run ran another configuration, and says which keys differ") {
+  TempDir dir;
+  dir.write("s.toml", kSweep);
+  REQUIRE(run_tessel({"run", "s.toml", "-q"}, dir.path()).code == 0);
+  const fs::path db = dir.path() / "sweep.db";
+  CHECK(count(db, "SELECT count(DISTINCT fingerprint) FROM runs") == 1);  // the axes' values aside, one configuration
+
+  auto result = run_tessel({"run", "s.toml", "--resume", "--set", "workload.jobs=20"}, dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(result.err.find("ran another configuration (it differs in workload.jobs); running it again") !=
+        std::string::npos);
+  CHECK(result.err.find("complete already") == std::string::npos);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 24);
+  CHECK(count(db, "SELECT count(DISTINCT fingerprint) FROM runs") == 2);
+
+  // The same configuration again: every point is done.
+  result = run_tessel({"run", "s.toml", "--resume", "--set", "workload.jobs=20"}, dir.path());
+  CHECK(result.err.find("12 of 12 runs were complete already") != std::string::npos);
+
+  // Grouping never averages the two configurations together.
+  result = run_tessel({"report", "sweep.db", "--by", "workload.jobs_per_hour"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.find("ran different configurations (they differ in workload.jobs); choose the runs to average "
+                        "with --run") != std::string::npos);
+  result = run_tessel({"plot", "sweep.db", "--kind", "metric", "--by", "workload.jobs_per_hour"}, dir.path());
+  CHECK(result.code == 2);
+  result = run_tessel({"report", "sweep.db", "--by", "workload.jobs_per_hour", "--run", "1", "--run", "2"},
+                      dir.path());
+  CHECK(result.code == 0);
+}
+
 TEST_CASE("Ctrl-C stops a sweep and leaves no run half-marked") {
   TempDir dir;
   std::string big = kSweep;
