@@ -252,10 +252,47 @@ decisions = true
         "    0 s  placement   first_fit   wait   needs 4 GPUs, 2 free\n"
         "  300 s  placement   first_fit   place  first free GPUs, on 1 node(s)\n");
 
+  // Filters: a window of time, one stage.
+  const auto window = run_tessel({"explain", "e.db", "1", "--from", "100", "--to", "300"}, dir.path());
+  CHECK(window.out.ends_with("  300 s  placement   first_fit  place  first free GPUs, on 1 node(s)\n"));
+  CHECK(window.out.find("admission") == std::string::npos);
+  const auto stage = run_tessel({"explain", "e.db", "1", "--stage", "allocation"}, dir.path());
+  CHECK(stage.out.ends_with("  0 s  allocation  fifo  grant  arrived at 0 s; served in arrival order\n"));
+  CHECK(run_tessel({"explain", "e.db", "1", "--stage", "elasticity"}, dir.path()).out.ends_with(
+      "none of its 4 recorded decisions is in the window and stage asked for\n"));
+  CHECK(run_tessel({"explain", "e.db", "1", "--stage", "alocation"}, dir.path()).code == 2);
+
   CHECK(run_tessel({"explain", "e.db", "9"}, dir.path()).err == "tessel: run 1 has no job 9 (ids 0..2)\n");
   REQUIRE(run_tessel({"run", "e.toml", "-q", "--set", "output.decisions=false"}, dir.path()).code == 0);
   CHECK(run_tessel({"explain", "e.db", "1"}, dir.path()).out.ends_with(
       "no decisions were recorded for this run; rerun it with --set output.decisions=true\n"));
+}
+
+TEST_CASE("a decision is recorded when it changes, not when only its numbers move") {
+  TempDir dir;
+  // LAS's reason names the service attained, which grows every round.
+  dir.write("trace.csv", "arrival,gpus,duration\n0,4,3000\n0,4,3000\n");
+  dir.write("e.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "csv"
+path = "trace.csv"
+[scheduler]
+round_seconds = 100
+allocation = { plugin = "las" }
+placement = { plugin = "first_fit" }
+[output]
+database = "e.db"
+decisions = true
+)");
+  REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  // Two jobs taking turns on 4 GPUs for 60 rounds: each turn is a change
+  // (place, wait, preempt), each round of the same decision is not.
+  const fs::path db = dir.path() / "e.db";
+  const std::int64_t rounds = count(db, "SELECT count(*) FROM samples");
+  CHECK(rounds >= 55);
+  CHECK(count(db, "SELECT count(*) FROM decisions WHERE stage = 2") <= 4);  // allocation: one grant each, kept
 }
 
 TEST_CASE("plot writes well-formed SVG and PNG files with labelled axes") {

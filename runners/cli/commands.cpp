@@ -216,14 +216,19 @@ int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b)
   return 0;
 }
 
-int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run) {
+int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run,
+            std::optional<double> from, std::optional<double> to, const std::string& stage) {
   ResultsStore store = open_existing(database);
   if (!run) {
     const auto runs = store.runs();
     if (runs.empty()) throw UserError(database + ": no runs yet");
     run = runs.back().id;
   }
-  print_explanation(std::cout, store, *run, static_cast<JobId>(job));
+  ExplainFilter filter{from, to, std::nullopt};
+  for (const PluginKind kind :
+       {PluginKind::admission, PluginKind::allocation, PluginKind::placement, PluginKind::elasticity})
+    if (stage == to_string(kind)) filter.stage = kind;
+  print_explanation(std::cout, store, *run, static_cast<JobId>(job), filter);
   return 0;
 }
 

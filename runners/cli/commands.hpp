@@ -50,7 +50,8 @@ int validate(const std::string& config, const std::vector<std::string>& override
 int plugins(const PluginsOptions& options);
 int report(const ReportOptions& options);
 int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b);
-int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run);
+int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run,
+            std::optional<double> from, std::optional<double> to, const std::string& stage);
 int plot(const PlotOptions& options);
 
 }  // namespace tessel::cli

@@ -82,6 +82,12 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("database", explain_db, "results database")->required();
   explain_cmd->add_option("job", explain_job, "job id")->required();
   explain_cmd->add_option("--run", explain_run, "run id (default: the last run)");
+  std::optional<double> explain_from, explain_to;
+  std::string explain_stage;
+  explain_cmd->add_option("--from", explain_from, "only decisions at or after this time (seconds into the run)");
+  explain_cmd->add_option("--to", explain_to, "only decisions at or before this time (seconds into the run)");
+  explain_cmd->add_option("--stage", explain_stage, "only this stage's decisions")
+      ->check(CLI::IsMember({"admission", "allocation", "placement", "elasticity"}));
 
   tessel::cli::PlotOptions plot;
   auto* plot_cmd = app.add_subcommand("plot", "Draw figures with gnuplot (SVG or PNG)");
@@ -203,7 +209,7 @@ int main(int argc, char** argv) {
     if (*plugins_cmd) return tessel::cli::plugins(plugins);
     if (*report_cmd) return tessel::cli::report(report);
     if (*compare_cmd) return tessel::cli::compare(compare_db, compare_a, compare_b);
-    if (*explain_cmd) return tessel::cli::explain(explain_db, explain_job, explain_run);
+    if (*explain_cmd) return tessel::cli::explain(explain_db, explain_job, explain_run, explain_from, explain_to, explain_stage);
     if (*plot_cmd) return tessel::cli::plot(plot);
     if (*serve_cmd) return tessel::cli::serve(serve);
     if (*agent_cmd) return tessel::cli::agent(agent);

@@ -41,6 +41,10 @@ class Reason {
 
   bool empty() const { return format_ == nullptr && (!text_ || text_->empty()) && !who_; }
   std::string str() const;
+  // The reason without its numbers: its format (or its words, for a reason
+  // built at run time). A waiting job's reason keeps its kind from round to
+  // round while its numbers move; the decision log records changes of kind.
+  std::string kind() const;
 
  private:
   const char* format_ = nullptr;

@@ -20,7 +20,8 @@ std::string when(double seconds) {
 }
 }  // namespace
 
-void print_explanation(std::ostream& out, ResultsStore& store, std::int64_t run_id, JobId job_id) {
+void print_explanation(std::ostream& out, ResultsStore& store, std::int64_t run_id, JobId job_id,
+                       const ExplainFilter& filter) {
   const auto run = store.run(run_id);
   if (!run) throw UserError(store.path() + ": no run " + std::to_string(run_id));
   const std::vector<JobRecord> jobs = store.jobs(run_id);
@@ -38,9 +39,18 @@ void print_explanation(std::ostream& out, ResultsStore& store, std::int64_t run_
   if (job->finish) out << ", ended " << when(*job->finish) << " (JCT " << when(*job->finish - job->arrival) << ")";
   out << ", preempted " << job->preemptions << " time" << (job->preemptions == 1 ? "" : "s") << "\n";
 
-  const std::vector<DecisionRecord> decisions = store.decisions(run_id, job_id);
+  std::vector<DecisionRecord> decisions = store.decisions(run_id, job_id);
   if (decisions.empty()) {
     out << "no decisions were recorded for this run; rerun it with --set output.decisions=true\n";
+    return;
+  }
+  const std::size_t recorded = decisions.size();
+  std::erase_if(decisions, [&](const DecisionRecord& d) {
+    return (filter.from && d.time < *filter.from) || (filter.to && d.time > *filter.to) ||
+           (filter.stage && d.stage != *filter.stage);
+  });
+  if (decisions.empty()) {
+    out << "none of its " << recorded << " recorded decisions is in the window and stage asked for\n";
     return;
   }
   std::size_t time_width = 0, plugin_width = 0, code_width = 0;

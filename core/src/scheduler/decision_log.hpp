@@ -2,7 +2,9 @@
 //
 // A waiting job gets the same decision every round; recording each would
 // flood the database. The log keeps a decision only when it differs from the
-// last one kept for the same job and stage. When disabled, it costs one
+// last one kept for the same job and stage: in its plugin, its code or the
+// kind of its reason (Reason::kind), not merely in the reason's numbers, so
+// "attained 3600 GPU-s" and "attained 3900 GPU-s" are one decision. When disabled, it costs one
 // branch per decision and reasons are never turned into text.
 #pragma once
 
@@ -38,7 +40,11 @@ class DecisionLog {
  private:
   bool enabled_;
   std::vector<DecisionRecord> records_;
-  std::unordered_map<std::uint64_t, std::size_t> last_;  // (job, stage) -> index in records_
+  struct Last {
+    std::size_t index;  // in records_
+    std::string kind;   // of its reason
+  };
+  std::unordered_map<std::uint64_t, Last> last_;  // by (job, stage)
 };
 
 }  // namespace tessel

@@ -80,4 +80,10 @@ std::string Reason::str() const {
   return out.empty() ? *who_ : *who_ + ": " + out;
 }
 
+std::string Reason::kind() const {
+  std::string out = who_ ? *who_ + ": " : std::string();
+  if (format_ != nullptr) return out + format_;
+  return text_ ? out + *text_ : out;
+}
+
 }  // namespace tessel
