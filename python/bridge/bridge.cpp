@@ -43,9 +43,18 @@ void ensure_interpreter() {
   });
 }
 
+// The directory above this library's: in a wheel the library sits in the
+// tessel package, so this is where the package is.
+std::string above_this_library() {
+  Dl_info library{};
+  if (dladdr(reinterpret_cast<void*>(&above_this_library), &library) == 0 || library.dli_fname == nullptr) return {};
+  return std::filesystem::path(library.dli_fname).parent_path().parent_path().string();
+}
+
 // tessel._bridge, the Python half of the bridge. From a tessel started on
 // the command line the package may not be on sys.path yet: the build tree's
-// and the install's copies are tried in turn.
+// copy, the one this library came with (a wheel) and the install's are
+// tried in turn.
 py::module_ bridge_module() {
   try {
     return py::module_::import("tessel._bridge");
@@ -54,7 +63,9 @@ py::module_ bridge_module() {
   }
   py::list path = py::module_::import("sys").attr("path");
   std::string tried;
-  for (const char* dir : {kPythonBuildDir, kPythonInstallDir}) {
+  const std::string beside = above_this_library();
+  for (const std::string& dir : {std::string(kPythonBuildDir), beside, std::string(kPythonInstallDir)}) {
+    if (dir.empty()) continue;
     tried += std::string(tried.empty() ? "" : ", ") + dir;
     std::error_code ec;
     if (!std::filesystem::is_directory(std::filesystem::path(dir) / "tessel", ec)) continue;
@@ -63,7 +74,7 @@ py::module_ bridge_module() {
       return py::module_::import("tessel._bridge");
     } catch (py::error_already_set& e) {
       if (!e.matches(PyExc_ImportError)) throw;
-      throw std::runtime_error("the tessel Python package in " + std::string(dir) + " does not import: " + e.what());
+      throw std::runtime_error("the tessel Python package in " + dir + " does not import: " + e.what());
     }
   }
   throw std::runtime_error("the tessel Python package is not importable (looked on PYTHONPATH and in " + tried +
