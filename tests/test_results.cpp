@@ -2,6 +2,8 @@
 // and what an interrupted run leaves behind.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -264,6 +266,14 @@ TEST_CASE("a run killed mid-way is visibly not complete and leaves no rows") {
   const auto report = run_tessel({"report", "r.db"}, dir.path());
   CHECK(report.code == 0);
   CHECK(report.out.find("note: run 1 is running; it has no results") != std::string::npos);
+  // Its figures are absent, not zeros: "-" in a table, empty in CSV, null in JSON.
+  const std::string row = report.out.substr(report.out.find("\n") + 1);
+  CHECK(row.find(" 0 ") == std::string::npos);
+  CHECK(row.find("  -  ") != std::string::npos);
+  CHECK(run_tessel({"report", "r.db", "--format", "csv"}, dir.path()).out.find(",running,,,,") != std::string::npos);
+  const auto json = nlohmann::json::parse(run_tessel({"report", "r.db", "--format", "json"}, dir.path()).out);
+  CHECK(json[0]["avg_jct_s"].is_null());
+  CHECK(json[0]["jobs"].is_null());
 }
 
 TEST_CASE("Ctrl-C stops a run cleanly and marks it interrupted") {

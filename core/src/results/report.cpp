@@ -57,7 +57,12 @@ namespace {
 struct Row {
   std::vector<std::string> keys;
   RunSummary summary;
+  bool has_figures = true;  // false: a run that stopped before its results (shown as "-", not zeros)
 };
+
+// A simulated run has figures once complete; a real-node run keeps its rows
+// up to date, so its figures so far are real whatever its status.
+bool has_figures(const RunRow& run) { return run.status == "complete" || run.mode == "cluster"; }
 
 struct Figure {
   enum Kind { count, time, fraction };
@@ -143,7 +148,7 @@ void print_table(std::ostream& out, const std::vector<std::string>& key_names, c
   std::vector<std::vector<std::string>> cells;
   for (const Row& row : rows) {
     std::vector<std::string> line = row.keys;
-    for (const Figure* f : shown) line.push_back(table_cell(*f, row.summary, unit));
+    for (const Figure* f : shown) line.push_back(row.has_figures ? table_cell(*f, row.summary, unit) : "-");
     cells.push_back(std::move(line));
   }
   std::vector<std::size_t> width(header.size());
@@ -167,7 +172,7 @@ void print_csv(std::ostream& out, const std::vector<std::string>& key_names, con
   out << '\n';
   for (const Row& row : rows) {
     for (std::size_t k = 0; k < row.keys.size(); ++k) out << (k ? "," : "") << csv_field(row.keys[k]);
-    for (const Figure& f : kFigures) out << ',' << machine_value(f, row.summary);
+    for (const Figure& f : kFigures) out << ',' << (row.has_figures ? machine_value(f, row.summary) : "");
     out << '\n';
   }
 }
@@ -213,7 +218,8 @@ void print_report(std::ostream& out, const std::vector<RunReport>& reports, Repo
   if (by_vc) keys.push_back("vc");
   std::vector<Row> rows;
   for (const RunReport& r : reports) {
-    Row row{{std::to_string(r.run.id), r.run.label.empty() ? "-" : r.run.label, r.run.status}, r.summary};
+    Row row{{std::to_string(r.run.id), r.run.label.empty() ? "-" : r.run.label, r.run.status}, r.summary,
+            has_figures(r.run)};
     if (any_axes) row.keys.insert(row.keys.begin() + 2, axes_text(r.run.axes));
     if (by_vc) row.keys.push_back(group_text(r.group));
     rows.push_back(std::move(row));
@@ -223,6 +229,8 @@ void print_report(std::ostream& out, const std::vector<RunReport>& reports, Repo
     nlohmann::json list = nlohmann::json::array();
     for (const RunReport& r : reports) {
       nlohmann::json item = figures_json(r.summary);
+      if (!has_figures(r.run))
+        for (auto& [name, value] : item.items()) value = nullptr;
       nlohmann::json axes = nlohmann::json::parse(r.run.axes, nullptr, false);
       item["run"] = r.run.id;
       item["label"] = r.run.label;
