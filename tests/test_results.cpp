@@ -305,7 +305,8 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
     sql::Database raw(db.string(), false);
     raw.exec("DROP TABLE resizes; DROP TABLE cluster_runs; DROP TABLE cluster_jobs; DROP TABLE cluster_launches; "
              "DROP TABLE cluster_ranks; DROP TABLE cluster_nodes; ALTER TABLE jobs DROP COLUMN gpu_milli; "
-             "ALTER TABLE jobs DROP COLUMN held_gpus; ALTER TABLE runs DROP COLUMN fingerprint; "
+             "ALTER TABLE jobs DROP COLUMN held_gpus; ALTER TABLE jobs DROP COLUMN priority; "
+             "ALTER TABLE runs DROP COLUMN fingerprint; "
              "PRAGMA user_version = 1");
   }
   CHECK(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
@@ -313,10 +314,63 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
   CHECK(count(db, "SELECT count(*) FROM resizes") == 0);
   // The old run's jobs get the defaults: whole GPUs, nothing held at the end.
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND gpu_milli = 1000 AND held_gpus = 0") == 250);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND priority = 1") == 250);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
   // The old run has no fingerprint (schema 5); the new one has.
   CHECK(count(db, "SELECT count(*) FROM runs WHERE id = 1 AND fingerprint = ''") == 1);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE id = 2 AND length(fingerprint) = 16") == 1);
+}
+
+TEST_CASE("a job row keeps every field, the schema and the row codec agree, and a record restores its job") {
+  TempDir dir;
+  const fs::path path = dir.path() / "codec.db";
+  JobState state;
+  JobSpec& spec = state.spec;
+  spec.id = 7, spec.name = "bert-7", spec.tenant = "alice", spec.vc = "research", spec.model = "bert";
+  spec.arrival = 12.5, spec.gpus = 4, spec.min_gpus = 2, spec.max_gpus = 8, spec.gpu_milli = 500;
+  spec.total_work = 1e6, spec.tracked = false, spec.priority = 2.5;
+  state.status = JobStatus::preempted;
+  state.first_start = 20.0, state.executed_work = 300, state.attained_service = 4000, state.gpu_seconds = 3900;
+  state.preemptions = 3, state.attempts = 2;
+  {
+    ResultsStore store(path.string());
+    const std::int64_t run = store.begin_run(RunInfo{"codec", "{}", "", 1});
+    RunResults results;
+    results.jobs.push_back(job_record(state));
+    store.complete_run(run, results);
+  }
+  ResultsStore store(path.string());
+  const std::vector<JobRecord> read = store.jobs(1);
+  REQUIRE(read.size() == 1);
+  const JobState back = job_state(read[0]);
+  CHECK(back.spec.id == 7);
+  CHECK(back.spec.name == "bert-7");
+  CHECK(back.spec.tenant == "alice");
+  CHECK(back.spec.vc == "research");
+  CHECK(back.spec.model == "bert");
+  CHECK(back.spec.arrival == 12.5);
+  CHECK(back.spec.gpus == 4);
+  CHECK(back.spec.min_gpus == 2);
+  CHECK(back.spec.max_gpus == 8);
+  CHECK(back.spec.gpu_milli == 500);
+  CHECK(back.spec.total_work == 1e6);
+  CHECK_FALSE(back.spec.tracked);
+  CHECK(back.spec.priority == 2.5);  // gavel weighs jobs by it: a restart must keep it
+  CHECK(back.status == JobStatus::preempted);
+  CHECK(back.first_start == 20.0);
+  CHECK_FALSE(back.finish);
+  CHECK(back.executed_work == 300);
+  CHECK(back.attained_service == 4000);
+  CHECK(back.gpu_seconds == 3900);
+  CHECK(back.preemptions == 3);
+  CHECK(back.attempts == 2);
+
+  // The table's columns are the codec's, in its order, after run_id.
+  std::string columns;
+  sql::Database raw(path.string(), false);
+  auto info = raw.prepare("SELECT name FROM pragma_table_info('jobs')");
+  while (info.step()) columns += (columns.empty() ? "" : ", ") + info.text(0);
+  CHECK(columns == "run_id, " + job_row_columns());
 }
 
 TEST_CASE("files that are not tessel databases are refused") {

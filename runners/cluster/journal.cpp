@@ -34,13 +34,6 @@ std::vector<int> split(const std::string& text) {
   return values;
 }
 
-JobStatus status_from(const std::string& text) {
-  for (JobStatus s : {JobStatus::pending, JobStatus::queued, JobStatus::running, JobStatus::preempted,
-                      JobStatus::finished, JobStatus::failed, JobStatus::rejected})
-    if (to_string(s) == text) return s;
-  return JobStatus::failed;  // 'cancelled': the core saw it fail
-}
-
 }  // namespace
 
 Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(path) {
@@ -191,39 +184,23 @@ void Journal::mark_run(const std::string& status, const std::string& note) {
 RecoveredRun Journal::recover() {
   RecoveredRun recovered;
   // The jobs row first (read_job_row), then the daemon's own columns.
-  auto jobs = db_.prepare("SELECT " + std::string(kJobRowColumns) +
+  auto jobs = db_.prepare("SELECT " + job_row_columns() +
                           ", c.command, c.env, c.workdir, c.iterations, c.processes, c.grace_seconds "
                           "FROM jobs JOIN cluster_jobs c USING (run_id, job_id) WHERE run_id = ? ORDER BY job_id");
   jobs.bind(1, run_);
   while (jobs.step()) {
     const JobRecord row = read_job_row(jobs);
-    const int own = kJobRowColumnCount;  // the first of the daemon's columns
+    const int own = job_row_column_count();  // the first of the daemon's columns
     JobRecordFull full;
-    JobState& state = full.state;
-    JobSpec& spec = state.spec;
-    spec.id = row.id;
-    spec.name = row.name;
-    spec.tenant = row.tenant;
-    spec.vc = row.vc;
-    spec.arrival = row.arrival;
-    state.first_start = row.first_start;
-    state.finish = row.finish;
-    spec.gpus = row.gpus;
-    spec.min_gpus = row.min_gpus;
-    spec.max_gpus = row.max_gpus;
-    spec.total_work = row.total_work;
-    state.executed_work = row.executed_work;
-    state.attained_service = row.attained_service;
-    state.gpu_seconds = row.gpu_seconds;
-    state.preemptions = row.preemptions;
-    state.attempts = row.attempts;
-    state.status = status_from(row.status);
+    full.state = job_state(row);  // 'cancelled' reads as failed: the core saw it fail
+    const JobSpec& spec = full.state.spec;
     full.cancelled = row.status == "cancelled";
     JobRequest& request = full.request;
     request.name = spec.name;
     request.tenant = spec.tenant;
     request.vc = spec.vc;
     request.gpus = spec.gpus;
+    request.priority = spec.priority;
     if (spec.elastic()) request.min_gpus = spec.min_gpus, request.max_gpus = spec.max_gpus;
     request.command = json::parse(jobs.text(own + 0)).get<std::vector<std::string>>();
     request.env = json::parse(jobs.text(own + 1)).get<std::map<std::string, std::string>>();

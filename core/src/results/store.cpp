@@ -2,6 +2,9 @@
 
 #include <array>
 #include <ctime>
+#include <set>
+#include <type_traits>
+#include <variant>
 
 #include "build_config.hpp"
 #include "engine/errors.hpp"
@@ -146,10 +149,13 @@ ALTER TABLE jobs ADD COLUMN gpu_milli INTEGER NOT NULL DEFAULT 1000;
 ALTER TABLE jobs ADD COLUMN held_gpus INTEGER NOT NULL DEFAULT 0;
 )sql",
     // 4 -> 5: the configuration's fingerprint, so that runs of different
-    // configurations are never taken for one another.
+    // configurations are never taken for one another; jobs keep their
+    // priority (add_job_columns).
     R"sql(
 ALTER TABLE runs ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
 )sql"};
+
+void add_job_columns(sql::Database& db);  // below, with the columns
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -195,6 +201,7 @@ void ResultsStore::migrate() {
   if (version == kSchemaVersion) return;
   sql::Transaction transaction(db_);
   for (std::int64_t v = version; v < kSchemaVersion; ++v) db_.exec(kMigrations[v]);
+  add_job_columns(db_);
   db_.exec("PRAGMA application_id=" + std::to_string(kApplicationId));
   db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
   transaction.commit();
@@ -217,42 +224,117 @@ std::int64_t ResultsStore::begin_run(const RunInfo& info) {
   return db_.last_insert_id();
 }
 
+namespace {
+
+using JobField = std::variant<JobId JobRecord::*, int JobRecord::*, double JobRecord::*, bool JobRecord::*,
+                              std::string JobRecord::*, std::optional<double> JobRecord::*>;
+
+struct JobColumn {
+  const char* name;
+  const char* sql_type;  // as ALTER TABLE ADD COLUMN takes it: new columns need a default
+  JobField field;
+};
+
+// The `jobs` table after run_id, in its order.
+const JobColumn kJobColumns[] = {
+    {"job_id", "INTEGER NOT NULL", &JobRecord::id},
+    {"name", "TEXT NOT NULL", &JobRecord::name},
+    {"tenant", "TEXT NOT NULL", &JobRecord::tenant},
+    {"vc", "TEXT NOT NULL", &JobRecord::vc},
+    {"model", "TEXT NOT NULL", &JobRecord::model},
+    {"arrival", "REAL NOT NULL", &JobRecord::arrival},
+    {"first_start", "REAL", &JobRecord::first_start},
+    {"finish", "REAL", &JobRecord::finish},
+    {"gpus", "INTEGER NOT NULL", &JobRecord::gpus},
+    {"min_gpus", "INTEGER NOT NULL", &JobRecord::min_gpus},
+    {"max_gpus", "INTEGER NOT NULL", &JobRecord::max_gpus},
+    {"total_work", "REAL NOT NULL", &JobRecord::total_work},
+    {"executed_work", "REAL NOT NULL", &JobRecord::executed_work},
+    {"attained_service", "REAL NOT NULL", &JobRecord::attained_service},
+    {"gpu_seconds", "REAL NOT NULL", &JobRecord::gpu_seconds},
+    {"preemptions", "INTEGER NOT NULL", &JobRecord::preemptions},
+    {"attempts", "INTEGER NOT NULL", &JobRecord::attempts},
+    {"status", "TEXT NOT NULL", &JobRecord::status},
+    {"tracked", "INTEGER NOT NULL", &JobRecord::tracked},
+    {"gpu_milli", "INTEGER NOT NULL DEFAULT 1000", &JobRecord::gpu_milli},
+    {"held_gpus", "INTEGER NOT NULL DEFAULT 0", &JobRecord::held_gpus},
+    {"priority", "REAL NOT NULL DEFAULT 1", &JobRecord::priority},
+};
+
+}  // namespace
+
+const std::string& job_row_columns() {
+  static const std::string columns = [] {
+    std::string text;
+    for (const JobColumn& c : kJobColumns) text += (text.empty() ? "" : ", ") + std::string(c.name);
+    return text;
+  }();
+  return columns;
+}
+
+int job_row_column_count() { return static_cast<int>(std::size(kJobColumns)); }
+
+namespace {
+
+// The columns of kJobColumns that an older database's `jobs` lacks, added
+// with their defaults (part of each migration).
+void add_job_columns(sql::Database& db) {
+  std::set<std::string> present;
+  auto columns = db.prepare("SELECT name FROM pragma_table_info('jobs')");
+  while (columns.step()) present.insert(columns.text(0));
+  for (const JobColumn& column : kJobColumns)
+    if (!present.contains(column.name))
+      db.exec("ALTER TABLE jobs ADD COLUMN " + std::string(column.name) + " " + column.sql_type);
+}
+
+}  // namespace
+
 sql::Statement prepare_job_row(sql::Database& db) {
-  return db.prepare("INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  std::string values = "?";
+  for (std::size_t i = 0; i < std::size(kJobColumns); ++i) values += ", ?";
+  return db.prepare("INSERT OR REPLACE INTO jobs (run_id, " + job_row_columns() + ") VALUES (" + values + ")");
 }
 
 void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& j) {
-  row.bind(1, run).bind(2, static_cast<std::int64_t>(j.id)).bind(3, j.name).bind(4, j.tenant);
-  row.bind(5, j.vc).bind(6, j.model).bind(7, j.arrival).bind(8, j.first_start).bind(9, j.finish);
-  row.bind(10, j.gpus).bind(11, j.min_gpus).bind(12, j.max_gpus).bind(13, j.total_work);
-  row.bind(14, j.executed_work).bind(15, j.attained_service).bind(16, j.gpu_seconds);
-  row.bind(17, j.preemptions).bind(18, j.attempts).bind(19, j.status).bind(20, j.tracked ? 1 : 0);
-  row.bind(21, j.gpu_milli).bind(22, j.held_gpus);
+  row.bind(1, run);
+  int index = 2;
+  for (const JobColumn& column : kJobColumns) {
+    std::visit(
+        [&](auto member) {
+          const auto& value = j.*member;
+          using Value = std::remove_cvref_t<decltype(value)>;
+          if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, JobId>)
+            row.bind(index, static_cast<std::int64_t>(value));
+          else
+            row.bind(index, value);
+        },
+        column.field);
+    ++index;
+  }
 }
 
 JobRecord read_job_row(const sql::Statement& row) {
   JobRecord j;
-  j.id = static_cast<JobId>(row.integer(0));
-  j.name = row.text(1);
-  j.tenant = row.text(2);
-  j.vc = row.text(3);
-  j.model = row.text(4);
-  j.arrival = row.real(5);
-  j.first_start = row.optional_real(6);
-  j.finish = row.optional_real(7);
-  j.gpus = static_cast<int>(row.integer(8));
-  j.min_gpus = static_cast<int>(row.integer(9));
-  j.max_gpus = static_cast<int>(row.integer(10));
-  j.total_work = row.real(11);
-  j.executed_work = row.real(12);
-  j.attained_service = row.real(13);
-  j.gpu_seconds = row.real(14);
-  j.preemptions = static_cast<int>(row.integer(15));
-  j.attempts = static_cast<int>(row.integer(16));
-  j.status = row.text(17);
-  j.tracked = row.integer(18) != 0;
-  j.gpu_milli = static_cast<int>(row.integer(19));
-  j.held_gpus = static_cast<int>(row.integer(20));
+  int index = 0;
+  for (const JobColumn& column : kJobColumns) {
+    std::visit(
+        [&](auto member) {
+          auto& value = j.*member;
+          using Value = std::remove_cvref_t<decltype(value)>;
+          if constexpr (std::is_same_v<Value, std::string>)
+            value = row.text(index);
+          else if constexpr (std::is_same_v<Value, std::optional<double>>)
+            value = row.optional_real(index);
+          else if constexpr (std::is_same_v<Value, double>)
+            value = row.real(index);
+          else if constexpr (std::is_same_v<Value, bool>)
+            value = row.integer(index) != 0;
+          else
+            value = static_cast<Value>(row.integer(index));
+        },
+        column.field);
+    ++index;
+  }
   return j;
 }
 
@@ -350,7 +432,7 @@ std::optional<RunRow> ResultsStore::run(std::int64_t id) {
 
 std::vector<JobRecord> ResultsStore::jobs(std::int64_t run) {
   std::lock_guard lock(mutex_);
-  auto query = db_.prepare("SELECT " + std::string(kJobRowColumns) + " FROM jobs WHERE run_id = ? ORDER BY job_id");
+  auto query = db_.prepare("SELECT " + job_row_columns() + " FROM jobs WHERE run_id = ? ORDER BY job_id");
   query.bind(1, run);
   std::vector<JobRecord> rows;
   while (query.step()) rows.push_back(read_job_row(query));

@@ -39,16 +39,21 @@ namespace tessel {
 
 inline constexpr int kSchemaVersion = 5;
 
+// A `jobs` row is written and read through one table of its columns
+// (store.cpp: kJobColumns, each a name, an SQL type and a JobRecord member):
+// the INSERT, the SELECT, reading a row back, and the columns a database
+// of an older schema gains all come from it. A new job field is a JobRecord
+// member (summary.hpp, with job_record and job_state) and a row there.
+
 // One `jobs` row, inserted or replaced: a simulation writes each job's once
 // at the end, the real-node journal rewrites it whenever the job changes.
 sql::Statement prepare_job_row(sql::Database& db);
 void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& job);
-// The columns read_job_row reads, in its order, for a SELECT of `jobs` rows.
-inline constexpr std::string_view kJobRowColumns =
-    "job_id, name, tenant, vc, model, arrival, first_start, finish, gpus, min_gpus, max_gpus, total_work, "
-    "executed_work, attained_service, gpu_seconds, preemptions, attempts, status, tracked, gpu_milli, held_gpus";
-inline constexpr int kJobRowColumnCount = static_cast<int>(std::ranges::count(kJobRowColumns, ',')) + 1;
-// One `jobs` row of a SELECT that starts with kJobRowColumns.
+// The columns read_job_row reads, in its order, for a SELECT of `jobs` rows,
+// and how many they are.
+const std::string& job_row_columns();
+int job_row_column_count();
+// One `jobs` row of a SELECT that starts with job_row_columns().
 JobRecord read_job_row(const sql::Statement& row);
 
 struct RunInfo {

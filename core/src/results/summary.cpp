@@ -39,7 +39,38 @@ JobRecord job_record(const JobState& job) {
   r.attempts = job.attempts;
   r.status = std::string(to_string(job.status));
   r.tracked = s.tracked;
+  r.priority = s.priority;
   return r;
+}
+
+JobState job_state(const JobRecord& r) {
+  JobState job;
+  JobSpec& s = job.spec;
+  s.id = r.id;
+  s.name = r.name;
+  s.tenant = r.tenant;
+  s.vc = r.vc;
+  s.model = r.model;
+  s.arrival = r.arrival;
+  s.gpus = r.gpus;
+  s.min_gpus = r.min_gpus;
+  s.max_gpus = r.max_gpus;
+  s.gpu_milli = r.gpu_milli;
+  s.total_work = r.total_work;
+  s.tracked = r.tracked;
+  s.priority = r.priority;
+  job.first_start = r.first_start;
+  job.finish = r.finish;
+  job.executed_work = r.executed_work;
+  job.attained_service = r.attained_service;
+  job.gpu_seconds = r.gpu_seconds;
+  job.preemptions = r.preemptions;
+  job.attempts = r.attempts;
+  job.status = JobStatus::failed;
+  for (JobStatus status : {JobStatus::pending, JobStatus::queued, JobStatus::running, JobStatus::preempted,
+                           JobStatus::finished, JobStatus::failed, JobStatus::rejected})
+    if (to_string(status) == r.status) job.status = status;
+  return job;
 }
 
 RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds, int cluster_gpus) {

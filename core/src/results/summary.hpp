@@ -36,10 +36,16 @@ struct JobRecord {
   int preemptions = 0, attempts = 0;
   std::string status;
   bool tracked = true;
+  double priority = 1;
 };
 
 // `job` as it stands: its spec, its progress, and the GPUs it holds now.
 JobRecord job_record(const JobState& job);
+// The job a record describes, as far as a record can: spec, progress and
+// counters, but no GPUs (a running job comes back waiting), for a runner
+// that restores its jobs from the database. A status tessel does not know
+// (a real-node job's 'cancelled') reads as failed.
+JobState job_state(const JobRecord& record);
 
 struct RunSummary {
   std::size_t jobs = 0;        // tracked
