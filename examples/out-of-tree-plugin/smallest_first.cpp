@@ -20,7 +20,7 @@ class SmallestFirst final : public tessel::AllocationPolicy {
     });
     tessel::AllocationPlan plan;
     for (const tessel::JobState* job : jobs)
-      plan.ranked.push_back({job->spec.id, job->running() ? job->held() : job->spec.request(),
+      plan.ranked.push_back({job->spec.id, tessel::allocation::current_or_requested(*job),
                              tessel::Reason("asks for {} GPUs; the smallest go first", job->spec.gpus)});
     return plan;
   }

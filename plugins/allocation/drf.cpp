@@ -34,7 +34,7 @@
 
 #include <tessel/tessel.hpp>
 
-#include "allocation_common.hpp"
+#include <tessel/allocation.hpp>
 
 namespace {
 

@@ -79,7 +79,7 @@
 
 #include <tessel/tessel.hpp>
 
-#include "lp.hpp"
+#include <tessel/lp.hpp>
 
 namespace {
 
@@ -144,18 +144,18 @@ class TargetProgram {
  public:
   TargetProgram(const std::string& name, const std::vector<Planned>& jobs, const std::vector<int>& capacity,
                 const Shares& unit)
-      : program_(name, lp::Direction::maximize),
+      : program_(name, tessel::lp::Direction::maximize),
         column_(jobs.size(), std::vector<int>(capacity.size(), -1)),
         target_row_(jobs.size(), -1) {
     std::vector<int> type_row(capacity.size());
-    for (std::size_t t = 0; t < capacity.size(); ++t) type_row[t] = program_.add_row(lp::Bounds::at_most(capacity[t]));
+    for (std::size_t t = 0; t < capacity.size(); ++t) type_row[t] = program_.add_row(tessel::lp::Bounds::at_most(capacity[t]));
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const int time_row = program_.add_row(lp::Bounds::at_most(1));
-      target_row_[j] = program_.add_row(lp::Bounds::none());
+      const int time_row = program_.add_row(tessel::lp::Bounds::at_most(1));
+      target_row_[j] = program_.add_row(tessel::lp::Bounds::none());
       int fastest = -1;
       for (std::size_t t = 0; t < capacity.size(); ++t) {
         if (jobs[j].rate[t] <= 0) continue;
-        const int x = program_.add_column(lp::Bounds::between(0, 1));
+        const int x = program_.add_column(tessel::lp::Bounds::between(0, 1));
         column_[j][t] = x;
         program_.add_term(time_row, x, 1);
         program_.add_term(type_row[t], x, jobs[j].gpus);
@@ -172,8 +172,8 @@ class TargetProgram {
   // A target of 0 or less asks nothing.
   bool reaches(const std::vector<double>& target) {
     for (std::size_t j = 0; j < target_row_.size(); ++j)
-      program_.set_row_bounds(target_row_[j], target[j] > 0 ? lp::Bounds::at_least(target[j]) : lp::Bounds::none());
-    return program_.solve() == lp::Outcome::optimal;
+      program_.set_row_bounds(target_row_[j], target[j] > 0 ? tessel::lp::Bounds::at_least(target[j]) : tessel::lp::Bounds::none());
+    return program_.solve() == tessel::lp::Outcome::optimal;
   }
 
   // X of the last solve that reached its targets. The searches stop a hair
@@ -190,7 +190,7 @@ class TargetProgram {
   }
 
  private:
-  lp::LinearProgram program_;
+  tessel::lp::LinearProgram program_;
   std::vector<std::vector<int>> column_;  // [job][type], -1 where the job cannot run
   std::vector<int> target_row_;
 };
@@ -391,7 +391,7 @@ class Gavel final : public tessel::AllocationPolicy {
     // optimum, where the first solve is hardest.
     double z = 0;  // giving nothing reaches it
     const Shares x = bisect(program, z, ceiling, 1e-9, level);
-    if (x.empty()) throw lp::SolverError("gavel max_min_fairness: no allocation found, even giving nothing");
+    if (x.empty()) throw tessel::lp::SolverError("gavel max_min_fairness: no allocation found, even giving nothing");
     summary_ = "; every job gets at least " + decimal(z) +
                " times its equal-share throughput, weighted by GPUs and priority)";
     return x;
@@ -471,7 +471,7 @@ class Gavel final : public tessel::AllocationPolicy {
         }
       }
       if (!best.empty()) break;
-      if (widest > 1e18) throw lp::SolverError("gavel min_total_duration: no makespan below 10^18 s is feasible");
+      if (widest > 1e18) throw tessel::lp::SolverError("gavel min_total_duration: no makespan below 10^18 s is feasible");
       shortest = widest;
       longest = widest * 10;
       widest *= 10;

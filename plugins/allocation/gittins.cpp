@@ -60,8 +60,8 @@
 
 #include <tessel/tessel.hpp>
 
-#include "allocation_common.hpp"
-#include "discretized_queues.hpp"
+#include <tessel/allocation.hpp>
+#include <tessel/discretized_queues.hpp>
 
 namespace {
 
@@ -70,8 +70,8 @@ constexpr tessel::ArgSpec kArgs[] = {
      "CSV file of past jobs' GPU-seconds in a 'duration' column, such as Tiresias's yarn-gput1000.csv; "
      "relative to the config file"},
     {"delta", tessel::ArgType::number, "3250", "service quantum of the Gittins index, in GPU-seconds"},
-    discretized::kThresholdsArg,
-    discretized::kPromoteKnobArg,
+    tessel::discretized::kThresholdsArg,
+    tessel::discretized::kPromoteKnobArg,
 };
 
 // Fields of one CSV line (no quoting: the distribution files hold numbers).
@@ -176,7 +176,7 @@ class Gittins final : public tessel::AllocationPolicy {
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     order_.clear();
     for (const tessel::JobState* job : view.active()) {
-      const discretized::Standing standing = queues_.update(*job, view.now());
+      const tessel::discretized::Standing standing = queues_.update(*job, view.now());
       const double index = table_.index(standing.service);
       order_.push_back({job, standing.queue, index, reason(standing, index)});
     }
@@ -201,7 +201,7 @@ class Gittins final : public tessel::AllocationPolicy {
     tessel::Reason reason;
   };
 
-  tessel::Reason reason(const discretized::Standing& standing, double index) const {
+  tessel::Reason reason(const tessel::discretized::Standing& standing, double index) const {
     if (standing.promoted_now) return queues_.reason(standing);
     const int queue = standing.queue + 1;
     if (standing.service >= table_.largest_sample())
@@ -212,7 +212,7 @@ class Gittins final : public tessel::AllocationPolicy {
                           queues_.count(), index * 1e6, standing.service);
   }
 
-  discretized::Queues queues_;
+  tessel::discretized::Queues queues_;
   GittinsTable table_;
   std::vector<Ranked> order_;  // reused across rounds
 };

@@ -20,7 +20,7 @@
 
 #include <tessel/tessel.hpp>
 
-#include "allocation_common.hpp"
+#include <tessel/allocation.hpp>
 
 namespace {
 
@@ -44,8 +44,8 @@ class Las final : public tessel::AllocationPolicy {
       const double attained = job->attained_service;
       plan.ranked.push_back(
           {job->spec.id, tessel::allocation::current_or_requested(*job),
-           gpu_seconds ? tessel::Reason("attained {} GPU-s; the least attained service runs first", attained)
-                       : tessel::Reason("attained {} s of running; the least attained service runs first", attained)});
+           gpu_seconds ? tessel::Reason("attained {~} GPU-s; the least attained service runs first", attained)
+                       : tessel::Reason("attained {~} s of running; the least attained service runs first", attained)});
     }
     return plan;
   }

@@ -69,7 +69,7 @@
 
 #include <tessel/tessel.hpp>
 
-#include "allocation_common.hpp"
+#include <tessel/allocation.hpp>
 
 namespace {
 

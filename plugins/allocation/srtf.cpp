@@ -23,7 +23,7 @@
 
 #include <tessel/tessel.hpp>
 
-#include "allocation_common.hpp"
+#include <tessel/allocation.hpp>
 
 namespace {
 
@@ -50,7 +50,7 @@ class Srtf final : public tessel::AllocationPolicy {
     for (const Ranked& entry : order_) {
       const tessel::JobState& job = *entry.job;
       plan.ranked.push_back({job.spec.id, tessel::allocation::current_or_requested(job),
-                             tessel::Reason("{} s left on {} GPUs; the shortest remaining time runs first",
+                             tessel::Reason("{~} s left on {} GPUs; the shortest remaining time runs first",
                                             entry.remaining, job.spec.gpus)});
     }
     return plan;

@@ -88,9 +88,9 @@
 
 #include <tessel/tessel.hpp>
 
-#include "allocation_common.hpp"
+#include <tessel/allocation.hpp>
 
-#include "lp.hpp"
+#include <tessel/lp.hpp>
 
 namespace {
 
@@ -552,16 +552,16 @@ class Synergy final : public tessel::AllocationPolicy {
   // Synergy-OPT's first LP, relaxed.
   void optimise() {
     if (round_.empty()) return;
-    lp::LinearProgram program("synergy opt", lp::Direction::maximize);
-    const int cpu_row = program.add_row(lp::Bounds::at_most(total_cpus_));
-    const int mem_row = program.add_row(lp::Bounds::at_most(total_mem_gb_));
+    tessel::lp::LinearProgram program("synergy opt", tessel::lp::Direction::maximize);
+    const int cpu_row = program.add_row(tessel::lp::Bounds::at_most(total_cpus_));
+    const int mem_row = program.add_row(tessel::lp::Bounds::at_most(total_mem_gb_));
     std::vector<std::vector<int>> weight(round_.size());
     for (std::size_t j = 0; j < round_.size(); ++j) {
       const Profile& found = profile_of(round_[j]);
-      const int one_row = program.add_row(lp::Bounds::exactly(1));
-      const int fair_row = program.add_row(lp::Bounds::at_least(1));
+      const int one_row = program.add_row(tessel::lp::Bounds::exactly(1));
+      const int fair_row = program.add_row(tessel::lp::Bounds::at_least(1));
       for (std::size_t p = 0; p < found.points.size(); ++p) {
-        const int y = program.add_column(lp::Bounds::between(0, 1), found.relative[p]);
+        const int y = program.add_column(tessel::lp::Bounds::between(0, 1), found.relative[p]);
         weight[j].push_back(y);
         program.add_term(one_row, y, 1);
         program.add_term(fair_row, y, found.relative[p]);
@@ -569,8 +569,8 @@ class Synergy final : public tessel::AllocationPolicy {
         program.add_term(mem_row, y, round_[j].gpus * found.points[p].mem_gb);
       }
     }
-    if (program.solve() != lp::Outcome::optimal)
-      throw lp::SolverError("synergy opt: the LP has no optimum; the proportional share should always be feasible");
+    if (program.solve() != tessel::lp::Outcome::optimal)
+      throw tessel::lp::SolverError("synergy opt: the LP has no optimum; the proportional share should always be feasible");
     for (std::size_t j = 0; j < round_.size(); ++j) {
       const Profile& found = profile_of(round_[j]);
       PerGpu demand;

@@ -42,13 +42,13 @@
 
 #include <tessel/tessel.hpp>
 
-#include "allocation_common.hpp"
-#include "discretized_queues.hpp"
+#include <tessel/allocation.hpp>
+#include <tessel/discretized_queues.hpp>
 
 namespace {
 
 constexpr tessel::ArgSpec kArgs[] = {
-    discretized::kThresholdsArg, discretized::kPromoteKnobArg,
+    tessel::discretized::kThresholdsArg, tessel::discretized::kPromoteKnobArg,
     {"running_first", tessel::ArgType::boolean, "true",
      "within a queue, running jobs before waiting ones (Tiresias's simulator); false: by arrival only, so "
      "an earlier job preempts later ones of its queue (Pollux's simulator)"}};
@@ -68,7 +68,7 @@ class Tiresias final : public tessel::AllocationPolicy {
     buckets_.resize(2 * static_cast<std::size_t>(queues_.count()));
     for (auto& bucket : buckets_) bucket.clear();
     for (const tessel::JobState* job : view.active()) {
-      const discretized::Standing standing = queues_.update(*job, view.now());
+      const tessel::discretized::Standing standing = queues_.update(*job, view.now());
       const bool behind_running = running_first_ && !job->running();
       buckets_[2 * standing.queue + (behind_running ? 1 : 0)].push_back({job, queues_.reason(standing)});
     }
@@ -87,7 +87,7 @@ class Tiresias final : public tessel::AllocationPolicy {
     tessel::Reason reason;
   };
 
-  discretized::Queues queues_;
+  tessel::discretized::Queues queues_;
   bool running_first_;
   std::vector<std::vector<Ranked>> buckets_;  // reused across rounds
 };

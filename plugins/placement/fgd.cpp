@@ -69,8 +69,8 @@
 
 #include <tessel/tessel.hpp>
 
-#include "gpu_choice.hpp"
-#include "kube_score.hpp"
+#include <tessel/gpu_choice.hpp>
+#include <tessel/kube_score.hpp>
 
 namespace {
 

@@ -32,7 +32,7 @@
 
 #include <tessel/tessel.hpp>
 
-#include "kube_score.hpp"
+#include <tessel/kube_score.hpp>
 
 namespace {
 

@@ -34,7 +34,7 @@
 
 #include <tessel/tessel.hpp>
 
-#include "gpu_choice.hpp"
+#include <tessel/gpu_choice.hpp>
 
 namespace {
 

@@ -48,7 +48,8 @@ void ensure_interpreter() {
 std::string above_this_library() {
   Dl_info library{};
   if (dladdr(reinterpret_cast<void*>(&above_this_library), &library) == 0 || library.dli_fname == nullptr) return {};
-  return std::filesystem::path(library.dli_fname).parent_path().parent_path().string();
+  // Loaded through a plugin's RPATH, the name may read ".../plugins/kind/../../lib.so".
+  return std::filesystem::path(library.dli_fname).lexically_normal().parent_path().parent_path().string();
 }
 
 // tessel._bridge, the Python half of the bridge. From a tessel started on
@@ -282,12 +283,16 @@ bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>
         const auto fields = item.cast<py::tuple>();
         ArgDeclaration declaration;
         declaration.name = fields[0].cast<std::string>();
+        // tessel._bridge names the types as ArgType does.
+        static const std::map<std::string, ArgType, std::less<>> kTypes = {
+            {"boolean", ArgType::boolean},         {"integer", ArgType::integer},
+            {"number", ArgType::number},           {"string", ArgType::string},
+            {"number_list", ArgType::number_list}, {"string_list", ArgType::string_list},
+            {"number_table", ArgType::number_table}};
         const std::string type = fields[1].cast<std::string>();
-        bool known = false;
-        for (ArgType t : {ArgType::boolean, ArgType::integer, ArgType::number, ArgType::string, ArgType::number_list,
-                          ArgType::string_list, ArgType::number_table})
-          if (to_string(t) == type) declaration.type = t, known = true;
-        if (!known) throw std::logic_error("tessel._bridge declared unknown type " + type);
+        const auto known = kTypes.find(type);
+        if (known == kTypes.end()) throw std::logic_error("tessel._bridge declared unknown type " + type);
+        declaration.type = known->second;
         if (!fields[2].is_none()) declaration.default_value = fields[2].cast<std::string>();
         declaration.help = fields[3].cast<std::string>();
         declaration.choices = fields[4].cast<std::string>();

@@ -1,5 +1,8 @@
 // Why a decision was made, in words a user can act on:
 //   Reason("needs {} GPUs on one node, largest free block is {}", 8, 4)
+// A `{~}` placeholder prints like `{}` but marks a measurement that moves
+// while the decision stands ("attained {~} GPU-s"): the decision log records
+// a decision again when its words or its `{}` numbers change, not its `{~}`.
 //
 // Every decision carries one. Most rounds record none of them, so a Reason
 // keeps its format string and numbers and only builds text when asked; that
@@ -41,12 +44,13 @@ class Reason {
 
   bool empty() const { return format_ == nullptr && (!text_ || text_->empty()) && !who_; }
   std::string str() const;
-  // The reason without its numbers: its format (or its words, for a reason
-  // built at run time). A waiting job's reason keeps its kind from round to
-  // round while its numbers move; the decision log records changes of kind.
+  // The reason with its measurements (`{~}`) left out: the same decision
+  // while only they move. The decision log records changes of kind.
   std::string kind() const;
 
  private:
+  std::string render(bool measurements) const;
+
   const char* format_ = nullptr;
   std::array<double, 4> args_{};
   unsigned char arg_count_ = 0;

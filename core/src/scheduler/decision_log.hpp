@@ -3,7 +3,7 @@
 // A waiting job gets the same decision every round; recording each would
 // flood the database. The log keeps a decision only when it differs from the
 // last one kept for the same job and stage: in its plugin, its code or the
-// kind of its reason (Reason::kind), not merely in the reason's numbers, so
+// kind of its reason (Reason::kind), not merely in its measurements, so LAS's
 // "attained 3600 GPU-s" and "attained 3900 GPU-s" are one decision. When disabled, it costs one
 // branch per decision and reasons are never turned into text.
 #pragma once

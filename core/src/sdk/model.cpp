@@ -61,7 +61,9 @@ void append_number(std::string& out, double value) {
 }
 }  // namespace
 
-std::string Reason::str() const {
+// The text of a formatted reason; with `measurements` false, `{~}`
+// placeholders stay as they are.
+std::string Reason::render(bool measurements) const {
   std::string out;
   if (format_ == nullptr) {
     if (text_) out = *text_;
@@ -71,6 +73,11 @@ std::string Reason::str() const {
       if (p[0] == '{' && p[1] == '}' && next < arg_count_) {
         append_number(out, args_[next++]);
         ++p;
+      } else if (p[0] == '{' && p[1] == '~' && p[2] == '}' && next < arg_count_) {
+        if (measurements) append_number(out, args_[next]);
+        else out += "{~}";
+        ++next;
+        p += 2;
       } else {
         out += *p;
       }
@@ -80,10 +87,8 @@ std::string Reason::str() const {
   return out.empty() ? *who_ : *who_ + ": " + out;
 }
 
-std::string Reason::kind() const {
-  std::string out = who_ ? *who_ + ": " : std::string();
-  if (format_ != nullptr) return out + format_;
-  return text_ ? out + *text_ : out;
-}
+std::string Reason::str() const { return render(true); }
+
+std::string Reason::kind() const { return render(false); }
 
 }  // namespace tessel

@@ -1,7 +1,7 @@
-// Discretized priority queues on attained GPU service, with Tiresias's
-// starvation guard. Shared by the `tiresias` (2D-LAS) and `gittins`
-// (2D-Gittins) allocation plugins, which differ only in how they order jobs
-// within one queue.
+// For allocation plugins: discretized priority queues on attained GPU
+// service, with Tiresias's starvation guard. The `tiresias` (2D-LAS) and
+// `gittins` (2D-Gittins) plugins build on them and differ only in how they
+// order jobs within one queue.
 //
 // Tiresias (Gu et al., NSDI'19, §3.2 "Discretized 2DAS") replaces a job's
 // continuous priority by one of K queues: a job enters the top queue and moves
@@ -43,11 +43,11 @@
 #include <string>
 #include <vector>
 
-#include <tessel/tessel.hpp>
+#include "tessel/allocation.hpp"
+#include "tessel/rng.hpp"
+#include "tessel/stages.hpp"
 
-#include "allocation_common.hpp"
-
-namespace discretized {
+namespace tessel::discretized {
 
 inline constexpr tessel::ArgSpec kThresholdsArg = {
     "queue_thresholds_gpu_seconds", tessel::ArgType::number_list, "[3600]",
@@ -175,4 +175,4 @@ class Queues {
   tessel::Slot<Book> book_;
 };
 
-}  // namespace discretized
+}  // namespace tessel::discretized

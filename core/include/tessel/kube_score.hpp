@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include <tessel/tessel.hpp>
-
-#include "gpu_choice.hpp"
+#include "tessel/gpu_choice.hpp"
+#include "tessel/rng.hpp"
+#include "tessel/stages.hpp"
 
 namespace tessel::kube_score {
 

@@ -1,5 +1,6 @@
-// A linear program solved with GLPK's simplex method, for the allocation
-// plugins that optimise (gavel, synergy's `opt` mode).
+// A linear program solved with GLPK's simplex method, for allocation plugins
+// that optimise (gavel, synergy's `opt` mode). Not part of tessel.hpp: a
+// plugin that includes it links GLPK too (-lglpk; Debian: libglpk-dev).
 //
 // The class owns its glp_prob, numbers rows and columns from 0, and keeps
 // GLPK quiet: GLPK prints progress to the terminal unless told otherwise,
@@ -22,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace lp {
+namespace tessel::lp {
 
 class SolverError : public std::runtime_error {
  public:
@@ -212,4 +213,4 @@ class LinearProgram {
   bool solved_before_ = false;
 };
 
-}  // namespace lp
+}  // namespace tessel::lp

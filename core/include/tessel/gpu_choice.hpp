@@ -1,6 +1,6 @@
-// GPU choices shared by the placement plugins of this directory: which nodes
-// can take a job now, the tightest GPUs of a node, and spreading a job over
-// the fewest nodes when no single node can take it.
+// For placement plugins: which nodes can take a job now, the tightest GPUs
+// of a node, and spreading a job over the fewest nodes when no single node
+// can take it.
 //
 // Everything here reads the cluster and writes only its output arguments, so
 // the plugins built on it stay pure functions of the view, as the placement
@@ -11,7 +11,8 @@
 #include <span>
 #include <vector>
 
-#include <tessel/tessel.hpp>
+#include "tessel/rng.hpp"
+#include "tessel/stages.hpp"
 
 namespace tessel::gpu_choice {
 

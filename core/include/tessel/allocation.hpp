@@ -1,6 +1,6 @@
-// Pieces shared by the allocation plugins: what a job runs on if it runs
-// now, a denial, the cluster's capacity, and dense indices for tenant and VC
-// names. Header-only, so each plugin library stays self-contained.
+// For allocation plugins: what a job runs on if it runs now, a denial, the
+// cluster's capacity, and dense indices for tenant and VC names.
+// Header-only, so each plugin library stays self-contained.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include <tessel/tessel.hpp>
+#include "tessel/rng.hpp"
+#include "tessel/stages.hpp"
 
 namespace tessel::allocation {
 
