@@ -51,7 +51,9 @@ def small_cluster(jobs=120, jobs_per_hour=10, seed=1, allocation='{ plugin = "fi
 
 def python_stage(module, cls, **arguments):
     """A stage table for a Python policy: { plugin = "python", module = ..., class = ... }."""
-    extra = "".join(f", {key} = {json.dumps(value)}" for key, value in arguments.items())
+    from tessel._bridge import toml_value
+
+    extra = "".join(f", {key} = {toml_value(value)}" for key, value in arguments.items())
     return f'{{ plugin = "python", module = "{module}", class = "{cls}"{extra} }}'
 
 

@@ -150,3 +150,34 @@ def test_plugins_lists_a_python_classes_arguments(tmp_path):
     assert listed.returncode == 0, listed.stderr
     assert "SmallestFirst" in listed.stdout
     assert "preemptive (boolean, default false): rank running jobs with the rest" in listed.stdout
+
+
+def test_every_argument_type_a_class_can_declare(tmp_path, write):
+    write("policies/typed.py", """\
+        from typing import Annotated, Literal
+        import tessel
+
+        class Typed:
+            def __init__(self, thresholds: list[float] = [3600.0], names: list[str] = [],
+                         weights: dict[str, float] = {}, mode: Literal["fast", "slow"] = "fast",
+                         rounds: Annotated[int, "how many rounds"] = 1, scale: float = 1.0, on: bool = True,
+                         label: str = "x"):
+                self.seen = (thresholds, names, weights, mode, rounds, scale, on, label)
+                assert self.seen == ([60.0, 120.0], ["a"], {"vc": 0.5}, "slow", 3, 2.0, False, "y"), self.seen
+
+            def allocate(self, view):
+                return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
+        """)
+    stage = python_stage("policies/typed.py", "Typed", thresholds=[60, 120], names=["a"], weights={"vc": 0.5},
+                         mode="slow", rounds=3, scale=2, on=False, label="y")
+    run = cli("run", write("typed.toml", small_cluster(jobs=5, allocation=stage)), "--db", tmp_path / "t.db")
+    assert run.returncode == 0, run.stderr
+    listed = cli("plugins", "-v", "--kind", "allocation", "--python", tmp_path / "policies" / "typed.py")
+    assert "thresholds (list of numbers, default [3600.0])" in listed.stdout
+    assert "mode (string, default \"fast\", one of fast|slow)" in listed.stdout
+    assert "rounds (integer, default 1): how many rounds" in listed.stdout
+
+    stage = python_stage("policies/typed.py", "Typed", mode="medium")
+    wrong = cli("run", write("wrong.toml", small_cluster(jobs=5, allocation=stage)), "--db", tmp_path / "w.db")
+    assert wrong.returncode == 2
+    assert "unknown value 'medium' (valid: fast, slow)" in wrong.stderr
