@@ -91,8 +91,8 @@ TEST_CASE("in a growing cluster a job larger than today's waits for nodes instea
   growing->expect_growing_cluster();
   CHECK(growing->submit(job(8, 10), 0).status == JobStatus::pending);
   CHECK(growing->run_round(1).started.empty());
-  growing->cluster().add_node(NodeSpec{"n0", "v100", 4, 32, 256, 0});
+  growing->add_node(NodeSpec{"n0", "v100", 4, 32, 256, 0});
   CHECK(growing->run_round(2).started.empty());
-  growing->cluster().add_node(NodeSpec{"n1", "v100", 4, 32, 256, 0});
+  growing->add_node(NodeSpec{"n1", "v100", 4, 32, 256, 0});
   CHECK(growing->run_round(3).started == std::vector<JobId>{0});
 }

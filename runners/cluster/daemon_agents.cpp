@@ -66,13 +66,13 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
     spec.gpus = static_cast<int>(indices.size());
     spec.cpus = cpus;
     spec.mem_gb = mem_gb;
-    entry->id = core_->cluster().add_node(spec);
+    entry->id = core_->add_node(spec);
     entry->up = true;
     node = entry.get();
     nodes_.push_back(std::move(entry));
     log("node " + name + " joined with " + std::to_string(indices.size()) + " " + gpu_type + " GPUs");
   } else if (!node->up) {
-    core_->cluster().set_up(node->id, true);
+    core_->repair_node(node->id);
     node->up = true;
     log("node " + name + " is back");
   }
@@ -188,7 +188,7 @@ void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
 
 void SchedulerDaemon::node_down(NodeEntry& node, const std::string& why) {
   node.up = false;
-  core_->cluster().set_up(node.id, false);
+  core_->node_down(node.id);
   log("node " + node.name + " is down: " + why);
   if (node.agent) {
     auto agent = node.agent;

@@ -264,7 +264,7 @@ void Simulation::lose_node(NodeId node, double now, bool crash) {
 
 void Simulation::handle(const Event& event) {
   const double now = event.time;
-  ClusterState& cluster = scheduler_->cluster();
+  const ClusterState& cluster = scheduler_->cluster();
   switch (event.kind) {
     case EventKind::completion: {
       const JobId id = event.subject;
@@ -314,7 +314,7 @@ void Simulation::handle(const Event& event) {
     }
     case EventKind::node_repair: {
       const NodeId node = event.subject;
-      cluster.set_up(node, true);
+      scheduler_->repair_node(node);
       schedule_node_failure(node, now);
       break;
     }
@@ -327,7 +327,7 @@ void Simulation::handle(const Event& event) {
       };
       for (const NodeSpec& spec : change.added) {
         node_generation_.push_back(0);
-        schedule_node_failure(cluster.add_node(spec), now);
+        schedule_node_failure(scheduler_->add_node(spec), now);
       }
       for (const std::string& name : change.nodes) {
         const NodeId node = node_named(name);
@@ -344,7 +344,7 @@ void Simulation::handle(const Event& event) {
             break;
           case ClusterEvent::Action::repair:
             ++node_generation_[node];  // cancels a pending repair
-            cluster.set_up(node, true);
+            scheduler_->repair_node(node);
             schedule_node_failure(node, now);
             break;
           case ClusterEvent::Action::add: break;

@@ -195,6 +195,12 @@ NodeLoss Scheduler::lose_node(NodeId node, double now) {
   return loss;
 }
 
+NodeId Scheduler::add_node(const NodeSpec& spec) { return cluster_.add_node(spec); }
+
+void Scheduler::repair_node(NodeId node) { cluster_.set_up(node, true); }
+
+void Scheduler::node_down(NodeId node) { cluster_.set_up(node, false); }
+
 void Scheduler::compact() {
   if (!needs_compaction_) return;
   std::erase_if(active_, [](const JobState* job) { return job->done(); });

@@ -102,6 +102,13 @@ class Scheduler {
   // running on its other GPUs if it is elastic, stays within its range and
   // the elasticity plugin agrees (keep_after_loss); the others wait again.
   NodeLoss lose_node(NodeId node, double now);
+  // A node joins the cluster, up; its id is the next one.
+  NodeId add_node(const NodeSpec& spec);
+  // A node that was down is up again, with every GPU free.
+  void repair_node(NodeId node);
+  // A node goes down while the runner, not the core, settles its jobs: the
+  // real-node daemon counts their processes as lost and ends them itself.
+  void node_down(NodeId node);
 
   RoundOutcome run_round(double now);
 
@@ -115,8 +122,9 @@ class Scheduler {
   // again, in the same attempt, without a round deciding it.
   void adopt(JobId id, Allocation allocation, double now);
 
+  // Only the core changes the cluster: runners report nodes through the
+  // calls above.
   const ClusterState& cluster() const { return cluster_; }
-  ClusterState& cluster() { return cluster_; }
   const SchedulerSettings& settings() const { return settings_; }
   const ThroughputModel& model() const { return *model_; }
   const ComposedScheduler& plugins() const { return plugins_; }
