@@ -272,6 +272,30 @@ TEST_CASE("--resume reruns a point whose run ran another configuration, and says
   CHECK(result.code == 0);
 }
 
+TEST_CASE("a name that comes to mean another configuration is not the same point") {
+  TempDir dir;
+  const std::string base = R"([cluster]
+nodes = 4
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 20
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+[output]
+database = "named.db"
+[sweep."scheduler.placement"]
+)";
+  dir.write("n.toml", base + "packed = { plugin = \"consolidated\" }\n");
+  REQUIRE(run_tessel({"run", "n.toml", "-q"}, dir.path()).code == 0);
+  dir.write("n.toml", base + "packed = { plugin = \"spread\" }\n");  // same name, another policy
+  const auto result = run_tessel({"run", "n.toml", "--resume"}, dir.path());
+  REQUIRE(result.code == 0);
+  CHECK(result.err.find("running it again") != std::string::npos);
+  CHECK(count(dir.path() / "named.db", "SELECT count(DISTINCT fingerprint) FROM runs") == 2);
+}
+
 TEST_CASE("Ctrl-C stops a sweep and leaves no run half-marked") {
   TempDir dir;
   std::string big = kSweep;

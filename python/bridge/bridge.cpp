@@ -106,6 +106,7 @@ class LoadedClass {
   py::object instance;
   // The classes of tessel/decisions.py, by name.
   std::map<std::string, py::object, std::less<>> decision_classes;
+  std::string module_name;  // what the module was loaded under (tessel._bridge.load)
   std::string path;        // the module file, as the user's config resolves it
   std::string class_name;
   std::string class_line;  // where the class is defined
@@ -155,7 +156,10 @@ py::object field(py::handle decision, const char* name) {
   auto it = names.find(name);
   if (it == names.end()) it = names.emplace(name, PyUnicode_InternFromString(name)).first;
   PyObject* value = PyObject_GetAttr(decision.ptr(), it->second);
-  if (value == nullptr) throw py::error_already_set();
+  if (value == nullptr) {
+    py::error_already_set error;
+    throw HostedCodeError(std::string("a returned decision has no '") + name + "': " + error.what());
+  }
   return py::reinterpret_steal<py::object>(value);
 }
 
@@ -177,7 +181,7 @@ class Reader {
   }
 
   void expect(py::handle result, const char* decision_class) const {
-    if (!policy_.is(result, decision_class)) wrong(type_name(result) + ", not a tessel." + decision_class);
+    if (!policy_.is(result, decision_class)) wrong(a_type(result) + ", not a tessel." + decision_class);
   }
 
   Reason reason(py::handle decision) const {
@@ -230,18 +234,25 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
     const py::module_ decisions = py::module_::import("tessel.decisions");
     for (const char* name : {"AdmissionDecision", "AllocationPlan", "Grant", "PlacementChoice", "ResizeProposal"})
       loaded->decision_classes.emplace(name, decisions.attr(name));
-    py::object cls = loaded->bridge.attr("load")(path, class_name, std::string(stage_method(kind)));
+    const py::tuple found = loaded->bridge.attr("load")(path, class_name, std::string(stage_method(kind)));
+    const py::object cls = found[0];
+    loaded->module_name = found[1].cast<std::string>();
     loaded->class_line = loaded->bridge.attr("line_of")(cls).cast<std::string>();
     py::dict arguments;
     for (const auto& [name, value] : context.args().all())
       if (name != "module" && name != "class") arguments[py::str(name)] = to_python(value);
+    if (loaded->bridge.attr("takes_seed")(cls).cast<bool>()) arguments["seed"] = context.seed();
     loaded->instance = cls(**arguments);
     py::object sensitive = py::getattr(loaded->instance, "time_sensitive", py::none());
     if (!sensitive.is_none()) {
       if (PyCallable_Check(sensitive.ptr())) sensitive = sensitive();
+      if (!PyBool_Check(sensitive.ptr()))
+        throw std::runtime_error(path + ":" + loaded->class_line + ": " + class_name + ".time_sensitive() returned " +
+                                 a_type(sensitive) + ", not True or False");
       time_sensitive_ = sensitive.cast<bool>();
     }
   } catch (py::error_already_set& error) {
+    if (!loaded->module_name.empty()) loaded->bridge.attr("unload")(loaded->module_name);
     if (loaded->bridge && error.matches(loaded->bridge.attr("ArgumentError"))) {
       py::object value = error.value();
       throw ArgumentError(value.attr("argument").cast<std::string>(), py::str(value).cast<std::string>());
@@ -254,7 +265,11 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
 
 HostedPolicy::~HostedPolicy() {
   py::gil_scoped_acquire gil;
-  loaded_->bridge.attr("unload")(loaded_->instance);
+  try {
+    loaded_->bridge.attr("unload")(loaded_->module_name);
+  } catch (const py::error_already_set&) {
+    // Forgetting the module is tidiness; a destructor must not throw.
+  }
   delete jobs_;
   delete loaded_;
 }
@@ -367,7 +382,7 @@ AllocationPlan AllocationBridge::allocate(const SchedulerView& view) {
     if (!resources.is_none()) {
       grant.resources = read.value<Resources>(resources, "resources");
     } else if (const JobState* state = job_state_of(job)) {
-      grant.resources = state->running() ? state->held() : state->spec.request();  // current_or_requested
+      grant.resources = allocation::current_or_requested(*state);
     } else {
       read.wrong("a Grant for job id " + std::to_string(grant.job) +
                  " without resources; Grant(job) takes the job's own, Grant(job_id, resources) needs them");

@@ -6,15 +6,17 @@
 //   allocation = { plugin = "python", module = "policies/sf.py", class = "SmallestFirst", preemptive = true }
 //
 // The module file is loaded afresh for every plugin instance, so runs of a
-// sweep share no Python state and give the same results at any -j. Keys
+// sweep share none of its state; a policy that draws random numbers takes
+// a `seed` parameter (the run's seed for this plugin, not an argument), and
+// a sweep then gives the same results at any -j. Keys
 // after `class` go to the class's constructor; its signature declares them
 // (names, types from annotations or defaults, defaults, help from
 // typing.Annotated) and the core checks them as a C++ plugin's.
 //
 // Each stage call takes the GIL, crosses into Python once, converts what
-// the policy returned and releases the GIL. A Python exception, a return
-// value of the wrong type or a module that does not load is a
-// HostedCodeError that names the Python file and line.
+// the policy returned and releases the GIL. A Python exception or a return
+// value of the wrong type is a HostedCodeError, and a module that does not
+// load a factory error; each names the Python file and line.
 #pragma once
 
 #include <string>

@@ -32,6 +32,11 @@ namespace tessel::python {
 
 namespace {
 
+// tessel.Error, tessel.ConfigError and tessel.PolicyError.
+PyObject* error_type = nullptr;
+PyObject* config_error_type = nullptr;
+PyObject* policy_error_type = nullptr;
+
 struct RunOutcome {
   std::string database;
   std::vector<std::int64_t> runs;  // this call's, in point order; 0 for points skipped or not run
@@ -112,19 +117,20 @@ PYBIND11_MODULE(_tessel, m) {
   m.doc() = "tessel's C++ core; import tessel, not this module";
   m.attr("__version__") = kVersion;
 
-  // Most general first: pybind11 tries translators newest first.
-  static py::exception<UserError> error(m, "Error");
-  static py::exception<ConfigError> config_error(m, "ConfigError", error.ptr());
-  static py::exception<HostedCodeFailure> policy_error(m, "PolicyError", error.ptr());
+  // The exception types are never freed: a static py::object would be
+  // released after the interpreter is gone. The most specific is caught first.
+  python::error_type = (new py::exception<UserError>(m, "Error"))->ptr();
+  python::config_error_type = (new py::exception<ConfigError>(m, "ConfigError", python::error_type))->ptr();
+  python::policy_error_type = (new py::exception<HostedCodeFailure>(m, "PolicyError", python::error_type))->ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const HostedCodeFailure& e) {
-      policy_error(e.what());
+      PyErr_SetString(python::policy_error_type, e.what());
     } catch (const ConfigError& e) {
-      config_error(e.what());
+      PyErr_SetString(python::config_error_type, e.what());
     } catch (const UserError& e) {
-      error(e.what());
+      PyErr_SetString(python::error_type, e.what());
     } catch (const Interrupted&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);
     }

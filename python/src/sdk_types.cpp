@@ -278,7 +278,7 @@ void bind_sdk(py::module_& m) {
 
   py::class_<Node>(m, "Node")
       .def_readonly("id", &Node::id)
-      .def_property_readonly("spec", [](const Node& n) { return &n.spec; }, kRef)
+      .def_property_readonly("spec", [](const Node& n) { return &n.spec; }, py::return_value_policy::reference_internal)
       .def_readonly("type", &Node::type)
       .def_readonly("up", &Node::up)
       .def_readonly("first_gpu", &Node::first_gpu)
@@ -293,21 +293,23 @@ void bind_sdk(py::module_& m) {
       .def("free", &Gpu::free)
       .def("free_milli", &Gpu::free_milli);
 
+  // Nodes and GPUs are copies: the cluster's vectors may grow (a node
+  // joins) after the call, and a policy may keep what it was given.
   auto node_list = [](std::span<const Node> nodes) {
     py::list out(nodes.size());
-    for (std::size_t i = 0; i < nodes.size(); ++i) out[i] = py::cast(&nodes[i], kRef);
+    for (std::size_t i = 0; i < nodes.size(); ++i) out[i] = py::cast(nodes[i]);
     return out;
   };
   auto gpu_list = [](std::span<const Gpu> gpus) {
     py::list out(gpus.size());
-    for (std::size_t i = 0; i < gpus.size(); ++i) out[i] = py::cast(&gpus[i], kRef);
+    for (std::size_t i = 0; i < gpus.size(); ++i) out[i] = py::cast(gpus[i]);
     return out;
   };
   py::class_<ClusterState>(m, "ClusterState", "Nodes, their GPUs, and who holds each GPU.")
       .def("nodes", [node_list](const ClusterState& c) { return node_list(c.nodes()); })
-      .def("node", &ClusterState::node, kRef)
+      .def("node", &ClusterState::node, py::return_value_policy::copy)
       .def("gpus", [gpu_list](const ClusterState& c) { return gpu_list(c.gpus()); })
-      .def("gpu", &ClusterState::gpu, kRef)
+      .def("gpu", &ClusterState::gpu, py::return_value_policy::copy)
       .def("gpus_of", [gpu_list](const ClusterState& c, NodeId id) { return gpu_list(c.gpus_of(id)); })
       .def("installed_gpus", &ClusterState::installed_gpus)
       .def("total_gpus", &ClusterState::total_gpus)

@@ -5,9 +5,10 @@
 //
 // The Python view mirrors the C++ one: a C++ data member is a Python
 // attribute, a C++ method a Python method of the same name. Nothing is
-// copied up front: a job, node or GPU is the C++ object itself, read when
-// an attribute is. What a stage call receives is valid during that call
-// only; the view and the job lists taken from it refuse to be read after.
+// copied up front: a job is the C++ object itself, read when an attribute
+// is, and lives as long as the run. Nodes and GPUs are small copies, made
+// when asked for. The view and the job lists taken from it refuse to be
+// read once the call that received them has returned.
 #pragma once
 
 #include <memory>

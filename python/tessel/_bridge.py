@@ -50,8 +50,9 @@ def _first_line(obj):
 
 
 def load(path, class_name, method=None):
-    """The class `class_name` from the file at `path`, loaded afresh, so that
-    no two plugin instances (the runs of a sweep) share module state."""
+    """(the class `class_name` from the file at `path`, the name its module
+    was loaded under). The module is loaded afresh, so that no two plugin
+    instances (the runs of a sweep) share its state; unload() forgets it."""
     if not os.path.isfile(path):
         raise LoadError(f"{path}: no such file")
     name = f"tessel_policy_{next(_module_numbers)}"
@@ -68,21 +69,25 @@ def load(path, class_name, method=None):
     cls = getattr(module, class_name, None)
     if not inspect.isclass(cls):
         classes = sorted(n for n, o in vars(module).items() if inspect.isclass(o) and o.__module__ == name)
-        unload(module)
+        unload(name)
         raise LoadError(f"{path}: defines no class '{class_name}' (classes: {', '.join(classes) or 'none'})")
     if method is not None and not callable(getattr(cls, method, None)):
         where = f"{path}:{_first_line(cls)}"
-        unload(module)
+        unload(name)
         raise LoadError(f"{where}: class {class_name} has no method {_STAGE_METHODS[method]}")
-    return cls
+    return cls, name
 
 
-def unload(module_or_object):
-    """Forgets a module load() made (given it, or an object of one of its classes)."""
-    name = getattr(module_or_object, "__name__", None) if inspect.ismodule(module_or_object) \
-        else type(module_or_object).__module__
-    if name and name.startswith("tessel_policy_"):
-        sys.modules.pop(name, None)
+def unload(name):
+    """Forgets the module load() loaded under `name`."""
+    sys.modules.pop(name, None)
+
+
+def takes_seed(cls):
+    """Whether the constructor takes `seed`: the run's seed for this plugin,
+    which tessel passes itself (it is not an argument of the experiment)."""
+    init = cls.__init__
+    return init is not object.__init__ and "seed" in inspect.signature(init).parameters
 
 
 def describe(exc, trace, path):
@@ -159,11 +164,11 @@ def declarations(path, class_name, method=None):
     A parameter's type is its annotation, else its default's type; its help
     is the first string of an Annotated[...] annotation. With `method`, a
     class without it (the stage's method) has none."""
-    cls = load(path, class_name, method)
+    cls, name = load(path, class_name, method)
     try:
         return _declarations(cls, path, class_name)
     finally:
-        unload(sys.modules[cls.__module__])
+        unload(name)
 
 
 def _declarations(cls, path, class_name):
@@ -177,6 +182,8 @@ def _declarations(cls, path, class_name):
         hints = {}
     out = []
     for parameter in list(inspect.signature(init).parameters.values())[1:]:  # after self
+        if parameter.name == "seed":  # tessel's to give, not the experiment's
+            continue
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             stars = "*" if parameter.kind is parameter.VAR_POSITIONAL else "**"
             raise LoadError(f"{where}: {class_name}.__init__ takes {stars}{parameter.name}; tessel passes "

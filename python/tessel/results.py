@@ -87,6 +87,8 @@ class Results:
         group="vc", one row per virtual cluster."""
         if isinstance(over, str):
             over = [over]
+        if self.run_ids == []:  # none of this call's points ran (resume): nothing to report
+            return pd.DataFrame()
         text = _tessel.report_json(self.database, self.run_ids or [], by or "", list(over), group or "")
         rows = json.loads(text)
         if by is None:

@@ -31,7 +31,7 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
     : io_(io), config_(config), serve_(config.serve), secret_(std::move(secret)),
       journal_(options.database, RunInfo{options.label.empty() ? config.output.label : options.label, "{}",
                                          config.document->text(), 0, "cluster",
-                                         configuration_fingerprint(*config.document, {})},
+                                         configuration_fingerprint(*config.document)},
                options.new_run),
       decisions_(config.output.decisions), round_timer_(io), watch_timer_(io) {
   ComposedScheduler plugins =

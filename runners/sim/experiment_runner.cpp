@@ -28,7 +28,7 @@ ExperimentPlan plan_experiment(const ExperimentOptions& options) {
     try {
       PlannedRun run{load_experiment(options.config, options.overrides, point.overrides), {}};
       run.info.axes = point.axes;
-      run.info.fingerprint = configuration_fingerprint(*run.config.document, point.overrides);
+      run.info.fingerprint = configuration_fingerprint(*run.config.document, point);
       run.info.label = run.config.output.label.empty()
                            ? std::filesystem::path(options.config).stem().string()
                            : run.config.output.label;

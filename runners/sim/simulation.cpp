@@ -557,7 +557,7 @@ std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& regi
   Simulation simulation(config, registry);  // the user's errors surface before a run row exists
   if (info.label.empty()) info.label = config.output.label;
   info.config = without_sweep(*config.document);
-  if (info.fingerprint.empty()) info.fingerprint = configuration_fingerprint(*config.document, {});
+  if (info.fingerprint.empty()) info.fingerprint = configuration_fingerprint(*config.document);
   info.seed = config.workload.seed;
   info.mode = "simulation";
   const std::int64_t id = store.begin_run(info);

@@ -35,7 +35,7 @@ MISTAKES = {
         class Policy:
             def allocate(self, view):
                 return []
-        """, "Policy", r"bad\.py:2: Policy\.allocate\(\) returned list, not a tessel\.AllocationPlan"),
+        """, "Policy", r"bad\.py:2: Policy\.allocate\(\) returned a list, not a tessel\.AllocationPlan"),
     "reason not text": ("""\
         import tessel
         class Policy:

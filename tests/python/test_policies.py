@@ -181,3 +181,29 @@ def test_every_argument_type_a_class_can_declare(tmp_path, write):
     wrong = cli("run", write("wrong.toml", small_cluster(jobs=5, allocation=stage)), "--db", tmp_path / "w.db")
     assert wrong.returncode == 2
     assert "unknown value 'medium' (valid: fast, slow)" in wrong.stderr
+
+
+def test_a_policy_that_draws_numbers_gets_the_runs_seed_and_repeats_at_any_parallelism(tmp_path, write):
+    write("policies/shuffled.py", """\
+        import random
+        import tessel
+
+        class Shuffled:
+            def __init__(self, seed):
+                self.rng = random.Random(seed)  # its own generator: no other run shares it
+
+            def allocate(self, view):
+                jobs = list(view.active())
+                self.rng.shuffle(jobs)
+                return tessel.AllocationPlan([tessel.Grant(job) for job in jobs])
+        """)
+    experiment = write("s.toml", small_cluster(jobs=40, allocation=python_stage("policies/shuffled.py", "Shuffled"),
+                                               extra="[sweep]\nseeds = [1, 2, 3, 4]\n"))
+    one = tessel.run(experiment, db=tmp_path / "one.db", jobs=1).jobs
+    many = tessel.run(experiment, db=tmp_path / "many.db", jobs=4).jobs
+    one_by_seed = one.merge(tessel.open(tmp_path / "one.db").runs[["id", "seed"]], left_on="run_id", right_on="id")
+    many_by_seed = many.merge(tessel.open(tmp_path / "many.db").runs[["id", "seed"]], left_on="run_id", right_on="id")
+    columns = ["seed", "job_id", "first_start", "finish"]
+    assert (one_by_seed[columns].sort_values(["seed", "job_id"]).values.tolist()
+            == many_by_seed[columns].sort_values(["seed", "job_id"]).values.tolist())
+    assert len(set(one.groupby("run_id")["finish"].sum())) > 1  # the seeds make different runs

@@ -39,6 +39,7 @@ struct AxisValue {
 struct Axis {
   std::string name;  // in the axes JSON: the path, "seed", or the variants' axis name
   std::vector<AxisValue> values;
+  bool named = false;  // labels are names, not the values themselves
 };
 
 // The entries of a table in the order they are written (toml++ keeps keys
@@ -85,7 +86,7 @@ void read_variants(const TomlDocument& document, const std::string& name, const 
 
 std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
   const toml::node* sweep_node = document.root().get("sweep");
-  if (sweep_node == nullptr) return {SweepPoint{{}, "{}"}};
+  if (sweep_node == nullptr) return {SweepPoint{{}, "{}", {}}};
   Diagnostics diagnostics;
   const toml::table* sweep = sweep_node->as_table();
   if (sweep == nullptr) throw ConfigError(document.where(*sweep_node), "[sweep] must be a table");
@@ -103,6 +104,7 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
                                                  "axis something else, like [sweep.policy]");
         continue;
       }
+      axis.named = true;
       read_variants(document, name, *table, axis, diagnostics);
       if (axis.values.empty()) diagnostics.error(document.where(value), "[sweep." + name + "] names no variants");
       else axes.push_back(std::move(axis));
@@ -117,6 +119,7 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
       for (const toml::node& element : *list)
         axis.values.push_back({{path + "=" + toml_text(element)}, json_value(element)});
     } else if (table != nullptr && !table->empty()) {
+      axis.named = true;
       for (const auto& [value_name, element] : in_written_order(document, *table))
         axis.values.push_back({{path + "=" + toml_text(*element)}, value_name});
     } else {
@@ -130,6 +133,15 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
   // `seeds` varies fastest, whatever its position, so that a point's seeds sit together.
   std::stable_partition(axes.begin(), axes.end(), [](const Axis& a) { return a.name != "seed"; });
 
+  std::string named_values;
+  for (const Axis& axis : axes)
+    if (axis.named)
+      for (const AxisValue& value : axis.values) {
+        named_values += axis.name + "." + value.label.get<std::string>() + ":";
+        for (const std::string& setting : value.overrides) named_values += " " + setting;
+        named_values += "\n";
+      }
+
   std::vector<SweepPoint> points;
   std::vector<std::size_t> index(axes.size(), 0);
   while (true) {
@@ -141,6 +153,7 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
       labels[axes[a].name] = value.label;
     }
     point.axes = labels.dump();
+    point.named_values = named_values;
     points.push_back(std::move(point));
     std::size_t a = axes.size();
     while (a > 0 && ++index[a - 1] == axes[a - 1].values.size()) index[--a] = 0;
@@ -190,9 +203,9 @@ void collect_differences(const toml::table& a, const toml::table& b, const std::
 
 }  // namespace
 
-std::string configuration_fingerprint(const TomlDocument& document, const std::vector<std::string>& swept) {
+std::string configuration_fingerprint(const TomlDocument& document, const SweepPoint& point) {
   toml::table relevant = results_relevant(document.root());
-  for (const std::string& setting : swept) {
+  for (const std::string& setting : point.overrides) {
     const auto path = config_path_segments(std::string_view(setting).substr(0, setting.find('=')));
     if (!path) continue;
     toml::table* table = &relevant;
@@ -203,7 +216,7 @@ std::string configuration_fingerprint(const TomlDocument& document, const std::v
     if (table != nullptr) table->erase(path->back());
   }
   std::ostringstream text;
-  text << relevant;  // tables print their keys in order: the same configuration, the same text
+  text << relevant << '\n' << point.named_values;  // tables print their keys in order: one text per configuration
   std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
   for (const unsigned char c : text.str()) {
     hash ^= c;

@@ -30,6 +30,10 @@ namespace tessel {
 struct SweepPoint {
   std::vector<std::string> overrides;  // "path=value", applied like --set
   std::string axes;                    // the point's values as a JSON object, e.g. {"seed":1,...}
+  // What the sweep's names stand for ("policy.tiresias: scheduler.allocation=..."),
+  // the same for every point: a run labelled by a name is only the run of
+  // that name while the name means the same.
+  std::string named_values;
 };
 
 // The points of the document's [sweep], or one point with no overrides when
@@ -39,11 +43,12 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document);
 // The document without its [sweep] table, as TOML text.
 std::string without_sweep(const TomlDocument& document);
 
-// A hash of the configuration a run ran, leaving out what its sweep axes set
-// (`swept`: the point's overrides, "path=value") and [output], which says
-// where results go, not what they are. The runs of one sweep share it; a run
-// of the same point under another configuration does not.
-std::string configuration_fingerprint(const TomlDocument& document, const std::vector<std::string>& swept);
+// A hash of the configuration a run ran, leaving out what its sweep point
+// sets (`point.overrides`) and [output], which says where results go, not
+// what they are, but keeping what the sweep's names stand for. The runs of
+// one sweep share it; a run of the same point under another configuration,
+// or under a name that now means something else, does not.
+std::string configuration_fingerprint(const TomlDocument& document, const SweepPoint& point = {});
 
 // The config paths ("workload.jobs") whose values differ between two
 // effective configurations (the runs table's `config`), [output] aside.

@@ -1,9 +1,9 @@
 // The results database: one SQLite file per experiment, many runs in it.
-// Schema (version 4; see README "Results database"):
+// Schema (version 5; see README "Results database"):
 //
 //   runs      one row per run: label, axes (JSON), config (TOML), seed,
 //             version, mode, started_at, wall_seconds, status, note,
-//             cluster_gpus, capacity_gpu_seconds, end_time, events
+//             cluster_gpus, capacity_gpu_seconds, end_time, events, fingerprint
 //   jobs      one row per job per run
 //   samples   the cluster over time: busy GPUs, running/waiting/pending jobs
 //   decisions stage, plugin, code and reason per job (when enabled)
@@ -12,7 +12,8 @@
 //   cluster_* the real-cluster daemon's own state (schema 3): jobs' commands,
 //             launches, ranks and nodes (runners/cluster/journal.hpp)
 //   (schema 4: jobs.gpu_milli, the share of each GPU, and jobs.held_gpus, the
-//   GPUs a job held when the run ended, for the GPU allocation figure)
+//   GPUs a job held when the run ended, for the GPU allocation figure;
+//   schema 5: runs.fingerprint and jobs.priority)
 //
 // A simulation's run row is written with status 'running' as soon as the run
 // starts. All its other rows, and status 'complete', are written in one

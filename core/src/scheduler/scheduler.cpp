@@ -1,6 +1,8 @@
 #include "scheduler/scheduler.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -248,7 +250,8 @@ std::string plugin_named(PluginKind stage, std::string_view name, const Plugin& 
 
 std::string time_text(double now) {
   std::ostringstream text;
-  text << "t=" << (now == 0 ? 0.0 : now) << " s";  // never "-0"
+  text << "t=" << std::fixed << std::setprecision(now == std::floor(now) ? 0 : 3) << (now == 0 ? 0.0 : now)
+       << " s";  // never "-0" nor "1.2e+06"
   return text.str();
 }
 
@@ -265,7 +268,7 @@ void Scheduler::broken(PluginKind stage, const std::string& what) const {
 void Scheduler::threw(PluginKind stage, double now, const std::exception& error) const {
   const std::string plugin = stage == PluginKind::admission ? admission_name_ : plugins_.stage_info(stage).name;
   const Plugin& code = stage_plugin(stage);
-  if (dynamic_cast<const HostedCodeError*>(&error) != nullptr || !code.hosted_code().empty())
+  if (dynamic_cast<const HostedCodeError*>(&error) != nullptr)
     throw HostedCodeFailure(plugin_named(stage, plugin, code) + " failed at " + time_text(now) + ": " + error.what());
   throw PluginContractError(plugin_named(stage, plugin, code) + " threw at " + time_text(now) + ": " + error.what());
 }
