@@ -96,6 +96,14 @@ py::object to_python(const ArgValue& value) {
   return std::visit([](const auto& v) -> py::object { return py::cast(v); }, value);
 }
 
+// A Python exception, as "file:line: Type: message" at the innermost frame
+// in the policy's file `path` (tessel._bridge.describe); pybind11's own
+// words before the bridge module is loaded.
+std::string describe(const py::module_& bridge, py::error_already_set& error, const std::string& path) {
+  if (!bridge) return error.what();
+  return bridge.attr("describe")(error.value(), error.trace(), path).cast<std::string>();
+}
+
 }  // namespace
 
 // The policy class, its instance and where they came from. Holds Python
@@ -111,19 +119,13 @@ class LoadedClass {
   std::string class_name;
   std::string class_line;  // where the class is defined
 
-  // A Python exception, as "file:line: Type: message" at the innermost frame
-  // in the policy's own file.
-  std::string describe(py::error_already_set& error) const {
-    return bridge.attr("describe")(error.value(), error.trace(), path).cast<std::string>();
-  }
-
   // Calls the policy's `method`; a Python exception becomes a HostedCodeError.
   template <class... Args>
   py::object call(const char* method, Args&&... args) const {
     try {
       return instance.attr(method)(std::forward<Args>(args)...);
     } catch (py::error_already_set& error) {
-      throw HostedCodeError(describe(error));
+      throw HostedCodeError(describe(bridge, error, path));
     }
   }
 
@@ -133,10 +135,8 @@ class LoadedClass {
     throw HostedCodeError(path + ":" + line + ": " + class_name + "." + method + "() returned " + what);
   }
 
-  // An object of the decision class `name` (tessel/decisions.py), or nothing.
-  bool is(py::handle object, std::string_view name) const {
-    return PyObject_IsInstance(object.ptr(), decision_classes.find(name)->second.ptr()) == 1;
-  }
+  // The decision class `name` of tessel/decisions.py.
+  py::handle decision_class(std::string_view name) const { return decision_classes.find(name)->second; }
 };
 
 namespace {
@@ -175,13 +175,16 @@ class Reader {
     if (!PyList_Check(result.ptr()) && !PyTuple_Check(result.ptr()))
       wrong(a_type(result) + ", not a list of tessel." + item_class);
     py::list items = py::reinterpret_borrow<py::object>(result);  // a tuple becomes a list
+    const py::handle cls = policy_.decision_class(item_class);
     for (const py::handle item : items)
-      if (!policy_.is(item, item_class)) wrong("a list holding " + a_type(item) + ", not only tessel." + item_class);
+      if (PyObject_IsInstance(item.ptr(), cls.ptr()) != 1)
+        wrong("a list holding " + a_type(item) + ", not only tessel." + item_class);
     return items;
   }
 
   void expect(py::handle result, const char* decision_class) const {
-    if (!policy_.is(result, decision_class)) wrong(a_type(result) + ", not a tessel." + decision_class);
+    if (PyObject_IsInstance(result.ptr(), policy_.decision_class(decision_class).ptr()) != 1)
+      wrong(a_type(result) + ", not a tessel." + decision_class);
   }
 
   Reason reason(py::handle decision) const {
@@ -257,7 +260,7 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
       py::object value = error.value();
       throw ArgumentError(value.attr("argument").cast<std::string>(), py::str(value).cast<std::string>());
     }
-    throw std::runtime_error(loaded->bridge ? loaded->describe(error) : std::string(error.what()));
+    throw std::runtime_error(describe(loaded->bridge, error, path));
   }
   loaded_ = loaded.release();
   jobs_ = new JobObjects;
@@ -314,8 +317,7 @@ bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>
         out.push_back(std::move(declaration));
       }
     } catch (py::error_already_set& e) {
-      error.message =
-          bridge ? bridge.attr("describe")(e.value(), e.trace(), path).cast<std::string>() : std::string(e.what());
+      error.message = describe(bridge, e, path);
       return false;
     }
     return true;

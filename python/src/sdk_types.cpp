@@ -295,22 +295,17 @@ void bind_sdk(py::module_& m) {
 
   // Nodes and GPUs are copies: the cluster's vectors may grow (a node
   // joins) after the call, and a policy may keep what it was given.
-  auto node_list = [](std::span<const Node> nodes) {
-    py::list out(nodes.size());
-    for (std::size_t i = 0; i < nodes.size(); ++i) out[i] = py::cast(nodes[i]);
-    return out;
-  };
-  auto gpu_list = [](std::span<const Gpu> gpus) {
-    py::list out(gpus.size());
-    for (std::size_t i = 0; i < gpus.size(); ++i) out[i] = py::cast(gpus[i]);
+  auto copies = [](auto items) {
+    py::list out(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) out[i] = py::cast(items[i]);
     return out;
   };
   py::class_<ClusterState>(m, "ClusterState", "Nodes, their GPUs, and who holds each GPU.")
-      .def("nodes", [node_list](const ClusterState& c) { return node_list(c.nodes()); })
+      .def("nodes", [copies](const ClusterState& c) { return copies(c.nodes()); })
       .def("node", &ClusterState::node, py::return_value_policy::copy)
-      .def("gpus", [gpu_list](const ClusterState& c) { return gpu_list(c.gpus()); })
+      .def("gpus", [copies](const ClusterState& c) { return copies(c.gpus()); })
       .def("gpu", &ClusterState::gpu, py::return_value_policy::copy)
-      .def("gpus_of", [gpu_list](const ClusterState& c, NodeId id) { return gpu_list(c.gpus_of(id)); })
+      .def("gpus_of", [copies](const ClusterState& c, NodeId id) { return copies(c.gpus_of(id)); })
       .def("installed_gpus", &ClusterState::installed_gpus)
       .def("total_gpus", &ClusterState::total_gpus)
       .def("free_gpus", &ClusterState::free_gpus)

@@ -223,10 +223,12 @@ SchedulerView Scheduler::view(double now) {
 
 void Scheduler::log(double now, JobId job, PluginKind stage, std::string_view code,
                     const Reason& reason, bool by_core) {
-  const std::string_view plugin = by_core                           ? std::string_view("core")
-                                  : stage == PluginKind::admission ? std::string_view(admission_name_)
-                                                                   : std::string_view(plugins_.stage_info(stage).name);
-  log_->record(now, job, stage, plugin, code, reason);
+  log_->record(now, job, stage, by_core ? std::string_view("core") : stage_plugin_name(stage), code, reason);
+}
+
+std::string_view Scheduler::stage_plugin_name(PluginKind stage) const {
+  return stage == PluginKind::admission ? std::string_view(admission_name_)
+                                        : std::string_view(plugins_.stage_info(stage).name);
 }
 
 const Plugin& Scheduler::stage_plugin(PluginKind stage) const {
@@ -239,14 +241,14 @@ const Plugin& Scheduler::stage_plugin(PluginKind stage) const {
   return *plugins_.allocation;
 }
 
-namespace {
-
 // "allocation plugin 'python' (policies/sf.py:14, class SmallestFirst)"
-std::string plugin_named(PluginKind stage, std::string_view name, const Plugin& plugin) {
-  std::string text = std::string(to_string(stage)) + " plugin '" + std::string(name) + "'";
-  if (const std::string hosted = plugin.hosted_code(); !hosted.empty()) text += " (" + hosted + ")";
+std::string Scheduler::plugin_named(PluginKind stage) const {
+  std::string text = std::string(to_string(stage)) + " plugin '" + std::string(stage_plugin_name(stage)) + "'";
+  if (const std::string hosted = stage_plugin(stage).hosted_code(); !hosted.empty()) text += " (" + hosted + ")";
   return text;
 }
+
+namespace {
 
 std::string time_text(double now) {
   std::ostringstream text;
@@ -258,19 +260,15 @@ std::string time_text(double now) {
 }  // namespace
 
 void Scheduler::broken(PluginKind stage, const std::string& what) const {
-  const std::string plugin = stage == PluginKind::admission ? admission_name_ : plugins_.stage_info(stage).name;
-  const Plugin& code = stage_plugin(stage);
-  const std::string message = plugin_named(stage, plugin, code) + " broke its contract: " + what;
-  if (!code.hosted_code().empty()) throw HostedCodeFailure(message);
+  const std::string message = plugin_named(stage) + " broke its contract: " + what;
+  if (!stage_plugin(stage).hosted_code().empty()) throw HostedCodeFailure(message);
   throw PluginContractError(message);
 }
 
 void Scheduler::threw(PluginKind stage, double now, const std::exception& error) const {
-  const std::string plugin = stage == PluginKind::admission ? admission_name_ : plugins_.stage_info(stage).name;
-  const Plugin& code = stage_plugin(stage);
   if (dynamic_cast<const HostedCodeError*>(&error) != nullptr)
-    throw HostedCodeFailure(plugin_named(stage, plugin, code) + " failed at " + time_text(now) + ": " + error.what());
-  throw PluginContractError(plugin_named(stage, plugin, code) + " threw at " + time_text(now) + ": " + error.what());
+    throw HostedCodeFailure(plugin_named(stage) + " failed at " + time_text(now) + ": " + error.what());
+  throw PluginContractError(plugin_named(stage) + " threw at " + time_text(now) + ": " + error.what());
 }
 
 // ------------------------------------------------------------------ round

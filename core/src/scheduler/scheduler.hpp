@@ -213,7 +213,11 @@ class Scheduler {
       threw(stage, now, e);
     }
   }
+  // The plugin deciding a stage now, its name, and both with where its
+  // hosted code is, for messages.
   const Plugin& stage_plugin(PluginKind stage) const;
+  std::string_view stage_plugin_name(PluginKind stage) const;
+  std::string plugin_named(PluginKind stage) const;
 
   ComposedScheduler plugins_;
   AdmissionPolicy* admission_;  // plugins_.admission unless use_admission() changed it
