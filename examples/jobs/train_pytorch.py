@@ -1,12 +1,14 @@
-"""A PyTorch job for tessel's real nodes (not run in CI: it needs GPUs).
+"""A PyTorch job for tessel's real nodes.
 
 Submit it with, for example:
 
-    tessel submit --gpus 4 --iterations 5000 -- python train_pytorch.py --iterations 5000
+    tessel submit --gpus 4 --iterations 5000 -- python3 train_pytorch.py --iterations 5000
 
 tessel starts one process per GPU with the usual torch.distributed variables
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and
-CUDA_VISIBLE_DEVICES, so `init_process_group("nccl")` needs no arguments.
+CUDA_VISIBLE_DEVICES, so `init_process_group` needs no arguments. With CUDA it
+trains on the rank's GPU over NCCL; without (agents with --fake-gpus), on the
+CPU over gloo, so the same job runs on a laptop or in CI.
 On preemption the whole process group gets SIGTERM, then SIGKILL after the
 grace period: save a checkpoint and exit. When TESSEL_RESUME=1, load it.
 Progress lines appended to $TESSEL_PROGRESS let LAS/SRTF-like policies see
@@ -40,18 +42,28 @@ def main():
     parser.add_argument("--iterations", type=int, required=True)
     parser.add_argument("--checkpoint", default="checkpoint.pt")
     parser.add_argument("--checkpoint-every", type=int, default=100)
+    parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                        help="auto: CUDA when this rank can see a GPU, else the CPU")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, on_sigterm)
 
-    dist.init_process_group("nccl")
-    rank, local_rank = dist.get_rank(), int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    model = nn.parallel.DistributedDataParallel(nn.Linear(1024, 1024).cuda(), device_ids=[local_rank])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        # CUDA_VISIBLE_DEVICES holds this node's GPUs of the job, one per local rank.
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group("nccl" if use_cuda else "gloo")
+    rank = dist.get_rank()
+    layer = nn.Linear(1024, 1024).to(device)
+    model = nn.parallel.DistributedDataParallel(layer, device_ids=[local_rank] if use_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
     start = 0
     if os.environ.get("TESSEL_RESUME") == "1" and os.path.exists(args.checkpoint):
-        state = torch.load(args.checkpoint, map_location="cuda")
+        state = torch.load(args.checkpoint, map_location=device)
         model.module.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start = state["iteration"]
@@ -64,12 +76,12 @@ def main():
 
     for iteration in range(start, args.iterations):
         # Every rank must agree to stop, or the others hang in all-reduce.
-        flag = torch.tensor([1.0 if stop else 0.0], device="cuda")
+        flag = torch.tensor([1.0 if stop else 0.0], device=device)
         dist.all_reduce(flag)
         if flag.item() > 0:
             save(iteration)
             return 143
-        loss = model(torch.randn(64, 1024, device="cuda")).square().mean()
+        loss = model(torch.randn(64, 1024, device=device)).square().mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
