@@ -80,6 +80,7 @@ def main():
         dist.all_reduce(flag)
         if flag.item() > 0:
             save(iteration)
+            dist.destroy_process_group()
             return 143
         loss = model(torch.randn(64, 1024, device=device)).square().mean()
         optimizer.zero_grad()
