@@ -132,3 +132,25 @@ TEST_CASE("reason numbers read naturally") {
   CHECK(Reason("{} {} {} {}", 38728.3, 12.3456, 0.125, 3.0).str() == "38728 12.35 0.125 3");
   CHECK(Reason("{}", 1e-5).str() == "1e-05");
 }
+
+TEST_CASE("a slot belongs to its registry: copies carry it, other registries never see it, types are checked") {
+  SlotRegistry parent, fork;
+  const SlotKey mine_key = parent.next_job_slot();
+  const SlotKey theirs_key = fork.next_job_slot();
+  CHECK(mine_key.index == theirs_key.index);  // the same index, in two registries
+  Slot<int> mine(mine_key);
+  Slot<std::string> theirs(theirs_key);
+
+  SlotStorage original;
+  mine(original) = 7;
+  SlotStorage copy = original;  // as a fork copies a job
+  CHECK(mine(copy) == 7);
+  CHECK(theirs(copy).empty());  // a fork's plugin starts afresh, whatever sits at its index
+  theirs(copy) = "fork's";
+  mine(copy) = 8;
+  CHECK(mine(original) == 7);  // the original never sees the fork's writes
+  CHECK(theirs(copy) == "fork's");
+
+  Slot<double> wrong_type(mine_key);
+  CHECK_THROWS_AS(wrong_type(original), std::logic_error);
+}

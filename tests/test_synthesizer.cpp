@@ -1,6 +1,10 @@
 // The synthesizer: what-if simulations through the lab choose the policy.
 #include <doctest/doctest.h>
 
+#include "config/experiment.hpp"
+#include "plugins/composition.hpp"
+#include "plugins/registry.hpp"
+#include "scheduler/scheduler.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -266,4 +270,45 @@ decisions = true
   CHECK(p.in_system == doctest::Approx(in_system / jobs).epsilon(1e-12));
   CHECK(p.queueing == doctest::Approx(queueing / jobs).epsilon(1e-12));
   CHECK(p.end == end);
+}
+
+TEST_CASE("a fork copies every job, done ones too, with its slots; the fork's plugins see only their own") {
+  const ExperimentConfig config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 1
+[scheduler]
+round_seconds = 1
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)", "fork.toml")));
+  PluginRegistry registry(std::vector<std::string>{});
+  Scheduler parent(compose_scheduler(config.scheduler, registry, 1), ClusterState({NodeSpec{"n0", "v100", 4, 32, 256, 0}}),
+                   config.workload.model, config.scheduler.settings);
+  JobSpec spec;
+  spec.gpus = spec.min_gpus = spec.max_gpus = 1;
+  spec.total_work = 100;
+  parent.submit(spec, 0);
+  parent.submit(spec, 0);
+  parent.run_round(0);
+  parent.complete(0, 10, JobStatus::finished);
+
+  SlotRegistry parent_plugin;
+  Slot<int> mine(parent_plugin.next_job_slot());
+  mine(parent.job(0).slots) = 1;
+  mine(parent.job(1).slots) = 2;
+
+  ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, 1);
+  const std::shared_ptr<SlotRegistry> fork_slots = plugins.slots;
+  std::unique_ptr<Scheduler> fork = parent.fork(std::move(plugins));
+  CHECK(&fork->job(0) != &parent.job(0));  // done, and still copied
+  CHECK(mine(fork->job(0).slots) == 1);
+  CHECK(mine(fork->job(1).slots) == 2);
+
+  Slot<std::string> theirs(fork_slots->next_job_slot());
+  theirs(fork->job(0).slots) = "written by the fork";
+  mine(fork->job(0).slots) = 3;
+  CHECK(mine(parent.job(0).slots) == 1);
 }

@@ -24,17 +24,14 @@ Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
 
 std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   auto copy = std::make_unique<Scheduler>(std::move(plugins), cluster_, model_, settings_, nullptr);
-  copy->all_ = all_;  // done jobs: shared, never written again
   copy->books_ = books_;
   copy->running_ = running_;
   copy->round_ = round_;
   copy->admitted_this_round_ = admitted_this_round_;
-  for (JobState* job : all_) {
-    if (job->done()) continue;
-    JobState& own = copy->storage_.emplace_back(*job);
-    own.slots = SlotStorage{};
-    copy->all_[job->spec.id] = &own;
-  }
+  // Every job is copied, done ones too: a fork's plugins may write their
+  // slots in any job, and must never write into this scheduler's.
+  copy->all_.reserve(all_.size());
+  for (const JobState* job : all_) copy->all_.push_back(&copy->storage_.emplace_back(*job));
   for (const JobState* job : active_)
     if (!job->done()) copy->active_.push_back(copy->all_[job->spec.id]);
   for (const JobState* job : pending_) copy->pending_.push_back(copy->all_[job->spec.id]);

@@ -65,10 +65,9 @@ class Scheduler {
             DecisionLog* log = nullptr);
 
   // A copy of this scheduler's state run by other plugins, for what-if
-  // simulation. Jobs that are done are shared with this scheduler, not
-  // copied, so the fork must not outlive it; the others are copied without
-  // their plugin slots (new plugins start afresh). It records no decisions
-  // and offers no lab.
+  // simulation: every job and node is copied with its slots, and the new
+  // plugins, with a slot registry of their own, start afresh (slots.hpp). It
+  // records no decisions and offers no lab.
   std::unique_ptr<Scheduler> fork(ComposedScheduler plugins) const;
 
   // The lab plugins reach through their view (lab.hpp); null by default.
