@@ -112,11 +112,11 @@ TEST_CASE("report --by averages a sweep's seeds into one row per series and valu
   std::getline(lines, fifo4);
   std::getline(lines, las2);
   std::getline(lines, las4);
-  CHECK(header.starts_with("series,workload.jobs_per_hour,runs,jobs,finished,avg_jct_s,"));
-  CHECK(fifo2.starts_with("exp plugin=fifo,2,2,2,2,200.000,"));
-  CHECK(fifo4.starts_with("exp plugin=fifo,4,2,2,2,350.000,"));
-  CHECK(las2.starts_with("exp plugin=las,2,2,2,2,700.000,"));
-  CHECK(las4.starts_with("exp plugin=las,4,2,2,2,850.000,"));
+  CHECK(header.starts_with("series,workload.jobs_per_hour,runs,jobs,finished,unfinished,avg_jct_s,"));
+  CHECK(fifo2.starts_with("exp plugin=fifo,2,2,2,2,0,200.000,"));
+  CHECK(fifo4.starts_with("exp plugin=fifo,4,2,2,2,0,350.000,"));
+  CHECK(las2.starts_with("exp plugin=las,2,2,2,2,0,700.000,"));
+  CHECK(las4.starts_with("exp plugin=las,4,2,2,2,0,850.000,"));
   // Utilization: 100 GPU-seconds of 400 offered in every run.
   CHECK(fifo2.find(",0.250000,") != std::string::npos);
 
@@ -133,15 +133,15 @@ TEST_CASE("report --group vc gives each VC of a run the run's figures, from its 
   REQUIRE(result.code == 0);
   const auto lines = lines_of(result.out);
   REQUIRE(lines.size() == 4);
-  CHECK(lines[0] == "run,label,axes,status,vc,jobs,finished,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,"
+  CHECK(lines[0] == "run,label,axes,status,vc,jobs,finished,unfinished,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,"
                     "avg_queueing_delay_s,makespan_s,gpu_utilization,gpu_allocation,preemptions");
   // fifo, seed 1. No VC: one job of 40 s. VC a: JCTs 100 and 200, waits 0 and 100, GPU-seconds 200 of 1000,
   // makespan 200. VC b: 300 s from 50 to 350, GPU-seconds 300.
-  CHECK(lines[1] == "1,exp,allocation=fifo seed=1,complete,-,1,1,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
+  CHECK(lines[1] == "1,exp,allocation=fifo seed=1,complete,-,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
   CHECK(lines[2] ==
-        "1,exp,allocation=fifo seed=1,complete,a,2,2,150.000,150.000,195.000,199.000,50.000,200.000,0.200000,0.000000,0");
+        "1,exp,allocation=fifo seed=1,complete,a,2,2,0,150.000,150.000,195.000,199.000,50.000,200.000,0.200000,0.000000,0");
   CHECK(lines[3] ==
-        "1,exp,allocation=fifo seed=1,complete,b,1,1,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0");
+        "1,exp,allocation=fifo seed=1,complete,b,1,1,0,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0");
 
   result = run_tessel({"report", db.string(), "--group", "vc", "--run", "3"});  // a table: share, seed 1
   REQUIRE(result.code == 0);
@@ -170,15 +170,15 @@ TEST_CASE("report --by with --group vc averages each VC over a series' seeds") {
   REQUIRE(result.code == 0);
   const auto lines = lines_of(result.out);
   REQUIRE(lines.size() == 7);
-  CHECK(lines[0].starts_with("series,scheduler.allocation,vc,runs,jobs,finished,avg_jct_s,"));
-  CHECK(lines[1] == "exp,fifo,-,2,1,1,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
+  CHECK(lines[0].starts_with("series,scheduler.allocation,vc,runs,jobs,finished,unfinished,avg_jct_s,"));
+  CHECK(lines[1] == "exp,fifo,-,2,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
   // fifo, a: run averages 150 (seed 1) and 200 (seed 2); waits 50 and 100; makespans 200 and 300.
-  CHECK(lines[2] == "exp,fifo,a,2,2,2,175.000,175.000,242.500,248.500,75.000,250.000,0.200000,0.000000,0");
-  CHECK(lines[3] == "exp,fifo,b,2,1,1,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0");
-  CHECK(lines[4] == "exp,share,-,2,1,1,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
-  CHECK(lines[5] == "exp,share,a,2,2,2,100.000,100.000,100.000,100.000,0.000,100.000,0.200000,0.000000,0");
+  CHECK(lines[2] == "exp,fifo,a,2,2,2,0,175.000,175.000,242.500,248.500,75.000,250.000,0.200000,0.000000,0");
+  CHECK(lines[3] == "exp,fifo,b,2,1,1,0,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0");
+  CHECK(lines[4] == "exp,share,-,2,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
+  CHECK(lines[5] == "exp,share,a,2,2,2,0,100.000,100.000,100.000,100.000,0.000,100.000,0.200000,0.000000,0");
   // share, b: JCTs 400 and 500, waits 100 and 200.
-  CHECK(lines[6] == "exp,share,b,2,1,1,450.000,450.000,450.000,450.000,150.000,450.000,0.300000,0.000000,0");
+  CHECK(lines[6] == "exp,share,b,2,1,1,0,450.000,450.000,450.000,450.000,150.000,450.000,0.300000,0.000000,0");
 }
 
 TEST_CASE("report --over averages over another axis too, as over seeds") {
@@ -194,8 +194,8 @@ TEST_CASE("report --over averages over another axis too, as over seeds") {
   std::getline(lines, header);
   std::getline(lines, load2);
   std::getline(lines, load4);
-  CHECK(load2.starts_with("exp,2,4,2,2,450.000,"));
-  CHECK(load4.starts_with("exp,4,4,2,2,600.000,"));
+  CHECK(load2.starts_with("exp,2,4,2,2,0,450.000,"));
+  CHECK(load4.starts_with("exp,4,4,2,2,0,600.000,"));
   CHECK_FALSE(std::getline(lines, rest));
 
   const auto missing = run_tessel({"report", db.string(), "--by", "workload.jobs_per_hour", "--over", "policy"});
@@ -326,7 +326,7 @@ TEST_CASE("plot writes well-formed SVG and PNG files with labelled axes") {
                        "avg_jct", "-o", "x.svg"},
                       dir.path());
   CHECK(result.code == 2);
-  CHECK(result.err.starts_with("tessel: unknown metric 'avg_jct' (valid: jobs, finished, avg_jct_s,"));
+  CHECK(result.err.starts_with("tessel: unknown metric 'avg_jct' (valid: jobs, finished, unfinished, avg_jct_s,"));
   CHECK(run_tessel({"plot", db.string(), "-o", "x.pdf"}, dir.path()).err ==
         "tessel: plot output 'x.pdf' must end in .svg or .png\n");
 }

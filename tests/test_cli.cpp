@@ -61,7 +61,7 @@ TEST_CASE("run writes the database and prints the summary table") {
 
   const auto csv = run_tessel({"report", "out/results.db", "--format", "csv"}, dir.path());
   REQUIRE(csv.code == 0);
-  CHECK(csv.out.starts_with("run,label,status,jobs,finished,avg_jct_s,"));
+  CHECK(csv.out.starts_with("run,label,status,jobs,finished,unfinished,avg_jct_s,"));
   CHECK(csv.out.find("\n1,small,complete,50,50,") != std::string::npos);  // the label defaults to the file name
 
   const auto json = run_tessel({"report", "out/results.db", "--format", "json"}, dir.path());

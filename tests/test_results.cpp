@@ -179,14 +179,18 @@ TEST_CASE("a run stores one row per job, samples, metrics, and is marked complet
   CHECK(query_text(db, "PRAGMA journal_mode") == "wal");
   CHECK(query_text(db, "SELECT config FROM runs").find("jobs = 250") != std::string::npos);
 
-  // The stored metric equals what the report computes from the jobs.
+  // The stored figures are what summarize() makes of the stored jobs, under
+  // the names of the one list of figures.
   ResultsStore store(db.string());
-  const auto reports = load_reports(store);
-  REQUIRE(reports.size() == 1);
-  sql::Database raw(db.string(), false);
-  auto metric = raw.prepare("SELECT value FROM metrics WHERE name = 'avg_jct'");
-  REQUIRE(metric.step());
-  CHECK(metric.real(0) == doctest::Approx(reports[0].summary.avg_jct));
+  const RunRow run = *store.run(1);
+  const RunSummary computed = summarize(store.jobs(1), run.capacity_gpu_seconds, run.cluster_gpus);
+  const std::optional<RunSummary> stored = store.figures(1);
+  REQUIRE(stored);
+  for (const Figure& figure : figures()) {
+    CAPTURE(figure.name);
+    CHECK(figure.get(*stored) == doctest::Approx(figure.get(computed)));
+    CHECK(count(db, std::string("SELECT count(*) FROM metrics WHERE name = '") + figure.name + "'") == 1);
+  }
 
   // A second run goes into the same file.
   REQUIRE(run_tessel({"run", "e.toml", "-q", "--set", "workload.seed=2"}, dir.path()).code == 0);
@@ -307,6 +311,7 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
              "DROP TABLE cluster_ranks; DROP TABLE cluster_nodes; ALTER TABLE jobs DROP COLUMN gpu_milli; "
              "ALTER TABLE jobs DROP COLUMN held_gpus; ALTER TABLE jobs DROP COLUMN priority; "
              "ALTER TABLE runs DROP COLUMN fingerprint; "
+             "UPDATE metrics SET name = substr(name, 1, length(name) - 2) WHERE name LIKE '%\\_s' ESCAPE '\\'; "
              "PRAGMA user_version = 1");
   }
   CHECK(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
@@ -319,6 +324,47 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
   // The old run has no fingerprint (schema 5); the new one has.
   CHECK(count(db, "SELECT count(*) FROM runs WHERE id = 1 AND fingerprint = ''") == 1);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE id = 2 AND length(fingerprint) = 16") == 1);
+  // Schema 6 names the old run's figures as `report` does, and reads them back.
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1 AND name = 'avg_jct'") == 0);
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE run_id = 1 AND name = 'avg_jct_s'") == 1);
+  ResultsStore store(db.string());
+  CHECK(store.figures(1));
+}
+
+TEST_CASE("one list of figures: report prints what the run stored, under the same names in CSV, JSON and SQL") {
+  TempDir dir;
+  dir.write("e.toml", kExperiment);
+  REQUIRE(run_tessel({"run", "e.toml", "-q"}, dir.path()).code == 0);
+  const fs::path db = dir.path() / "r.db";
+  {
+    // The report reads the stored figures, not a second computation.
+    sql::Database raw(db.string(), false);
+    raw.exec("UPDATE metrics SET value = 4242.5 WHERE name = 'avg_jct_s'");
+  }
+  const auto csv = run_tessel({"report", "r.db", "--format", "csv"}, dir.path());
+  REQUIRE(csv.code == 0);
+  CHECK(csv.out.find(",4242.500,") != std::string::npos);
+  const auto json = nlohmann::json::parse(run_tessel({"report", "r.db", "--format", "json"}, dir.path()).out);
+  CHECK(json[0]["avg_jct_s"] == 4242.5);
+
+  std::string header = csv.out.substr(0, csv.out.find('\n'));
+  for (const Figure& figure : figures()) {
+    CAPTURE(figure.name);
+    CHECK(header.find(std::string(",") + figure.name) != std::string::npos);
+    CHECK(json[0].contains(figure.name));
+    CHECK(count(db, std::string("SELECT count(*) FROM metrics WHERE name = '") + figure.name + "'") == 1);
+    CHECK(find_figure(figure.name) == &figure);
+  }
+  CHECK(count(db, "SELECT count(*) FROM metrics") == static_cast<std::int64_t>(figures().size()));
+
+  // Figures averaged over seeds: means, with counts rounded.
+  RunSummary a, b;
+  a.jobs = 3, b.jobs = 4, a.avg_jct = 10, b.avg_jct = 15, a.preemptions = 1, b.preemptions = 2;
+  const std::vector<RunSummary> runs = {a, b};
+  const RunSummary mean = average(runs);
+  CHECK(mean.avg_jct == 12.5);
+  CHECK(mean.jobs == 4);  // 3.5, rounded half away from zero
+  CHECK(mean.preemptions == 2);
 }
 
 TEST_CASE("a job row keeps every field, the schema and the row codec agree, and a record restores its job") {
@@ -334,7 +380,7 @@ TEST_CASE("a job row keeps every field, the schema and the row codec agree, and 
   state.preemptions = 3, state.attempts = 2;
   {
     ResultsStore store(path.string());
-    const std::int64_t run = store.begin_run(RunInfo{"codec", "{}", "", 1});
+    const std::int64_t run = store.begin_run(RunInfo{"codec", "{}", "", 1, "simulation", ""});
     RunResults results;
     results.jobs.push_back(job_record(state));
     store.complete_run(run, results);

@@ -5,7 +5,7 @@
 WITH run AS (
   SELECT r.id, json_extract(r.axes, '$.policy') AS policy,
          json_extract(r.axes, '$."workload.path"') AS path, m.value AS avg_jct
-  FROM runs r JOIN metrics m ON m.run_id = r.id AND m.name = 'avg_jct'
+  FROM runs r JOIN metrics m ON m.run_id = r.id AND m.name = 'avg_jct_s'
   WHERE r.status = 'complete'
 )
 SELECT policy,

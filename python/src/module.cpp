@@ -153,7 +153,7 @@ PYBIND11_MODULE(_tessel, m) {
       "figures",
       [] {
         std::vector<std::pair<std::string, std::string>> out;
-        for (const std::string& name : figure_names()) out.emplace_back(name, figure_title(name));
+        for (const Figure& figure : figures()) out.emplace_back(figure.name, figure_title(figure));
         return out;
       },
       "Every figure of a report: (name, title with its unit).");

@@ -138,17 +138,16 @@ void jct_cdf(ResultsStore& store, const PlotRequest& request, const Scratch& scr
 
 void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scratch& scratch, std::ostream& script) {
   if (request.axis.empty()) throw UserError("plot --kind metric needs --by AXIS (a sweep axis)");
-  const auto names = figure_names();
-  if (std::find(names.begin(), names.end(), request.metric) == names.end()) {
+  const Figure* figure = find_figure(request.metric);
+  if (figure == nullptr) {
     std::string valid;
-    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    for (const Figure& f : figures()) valid += (valid.empty() ? "" : ", ") + std::string(f.name);
     throw UserError("unknown metric '" + request.metric + "' (valid: " + valid + ")");
   }
   const std::vector<AxisGroup> groups = group_by_axis(load_reports(store, request.runs), request.axis, request.over);
   const bool numeric = std::all_of(groups.begin(), groups.end(), [](const AxisGroup& g) { return g.value.is_number(); });
-  const bool is_time = request.metric.ends_with("_s");
-  std::string ylabel = figure_title(request.metric);
-  if (is_time) ylabel = ylabel.substr(0, ylabel.rfind(" (")) + " (hours)";
+  const bool is_time = figure->unit == FigureUnit::seconds;
+  const std::string ylabel = is_time ? std::string(figure->title) + " (hours)" : figure_title(*figure);
   script << "set title " << quoted(ylabel + " by " + request.axis) << "\nset xlabel " << quoted(request.axis)
          << "\nset ylabel " << quoted(ylabel) << "\nset key outside right\nset grid\n";
   std::vector<std::string> values;  // x positions of non-numeric values
@@ -173,7 +172,7 @@ void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scrat
     for (auto g = begin; g != end; ++g) {
       const double x = numeric ? g->value.get<double>()
                                : double(std::find(values.begin(), values.end(), g->value.dump()) - values.begin());
-      const double y = *figure_value(g->mean, request.metric) / (is_time ? 3600 : 1);
+      const double y = figure->get(g->mean) / (is_time ? 3600 : 1);
       out << x << ' ' << y << '\n';
     }
     plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with linespoints" +

@@ -28,6 +28,13 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
   }
   std::vector<RunReport> reports;
   for (RunRow& run : runs) {
+    // A run's figures are the ones it stored when it completed; a run still
+    // going (a real-node run) has its figures so far computed from its rows.
+    if (grouping == JobGrouping::none)
+      if (std::optional<RunSummary> stored = store.figures(run.id)) {
+        reports.push_back({std::move(run), *stored, {}});
+        continue;
+      }
     const std::vector<JobRecord> jobs = store.jobs(run.id);
     if (grouping == JobGrouping::none || jobs.empty()) {
       reports.push_back({std::move(run), summarize(jobs, run.capacity_gpu_seconds, run.cluster_gpus), {}});
@@ -64,35 +71,11 @@ struct Row {
 // up to date, so its figures so far are real whatever its status.
 bool has_figures(const RunRow& run) { return run.status == "complete" || run.mode == "cluster"; }
 
-struct Figure {
-  enum Kind { count, time, fraction };
-  const char* title;     // table header
-  const char* csv_name;  // CSV column / JSON field
-  Kind kind;
-  double (*value)(const RunSummary&);
-  bool table_only_when_nonzero = false;  // a figure most runs leave at 0 (CSV and JSON keep it)
-};
-
-const Figure kFigures[] = {
-    {"jobs", "jobs", Figure::count, [](const RunSummary& s) { return double(s.jobs); }},
-    {"finished", "finished", Figure::count, [](const RunSummary& s) { return double(s.finished); }},
-    {"avg JCT", "avg_jct_s", Figure::time, [](const RunSummary& s) { return s.avg_jct; }},
-    {"p50 JCT", "p50_jct_s", Figure::time, [](const RunSummary& s) { return s.p50_jct; }},
-    {"p95 JCT", "p95_jct_s", Figure::time, [](const RunSummary& s) { return s.p95_jct; }},
-    {"p99 JCT", "p99_jct_s", Figure::time, [](const RunSummary& s) { return s.p99_jct; }},
-    {"avg queueing", "avg_queueing_delay_s", Figure::time, [](const RunSummary& s) { return s.avg_queueing_delay; }},
-    {"makespan", "makespan_s", Figure::time, [](const RunSummary& s) { return s.makespan; }},
-    {"GPU util", "gpu_utilization", Figure::fraction, [](const RunSummary& s) { return s.gpu_utilization; }},
-    {"GPU alloc", "gpu_allocation", Figure::fraction, [](const RunSummary& s) { return s.gpu_allocation; },
-     true},  // only runs whose jobs never leave end with GPUs allocated
-    {"preemptions", "preemptions", Figure::count, [](const RunSummary& s) { return double(s.preemptions); }},
-};
-
 // Counts print whole, times to the millisecond, fractions to 6 places.
 std::string machine_value(const Figure& figure, const RunSummary& s) {
   char buffer[64];
-  const int decimals = figure.kind == Figure::count ? 0 : figure.kind == Figure::time ? 3 : 6;
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, figure.value(s));
+  const int decimals = figure.unit == FigureUnit::count ? 0 : figure.unit == FigureUnit::seconds ? 3 : 6;
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, figure.get(s));
   return buffer;
 }
 
@@ -125,11 +108,11 @@ TimeUnit unit_for(const std::vector<Row>& rows) {
 }
 
 std::string table_cell(const Figure& figure, const RunSummary& s, const TimeUnit& unit) {
-  const double v = figure.value(s);
-  switch (figure.kind) {
-    case Figure::time: return fixed(v / unit.scale, unit.decimals) + unit.suffix;
-    case Figure::fraction: return fixed(100 * v, 1) + " %";
-    case Figure::count: return fixed(v, 0);
+  const double v = figure.get(s);
+  switch (figure.unit) {
+    case FigureUnit::seconds: return fixed(v / unit.scale, unit.decimals) + unit.suffix;
+    case FigureUnit::fraction: return fixed(100 * v, 1) + " %";
+    case FigureUnit::count: return fixed(v, 0);
   }
   return {};
 }
@@ -139,9 +122,8 @@ void print_table(std::ostream& out, const std::vector<std::string>& key_names, c
                  const std::vector<Row>& rows) {
   const TimeUnit unit = unit_for(rows);
   std::vector<const Figure*> shown;
-  for (const Figure& f : kFigures)
-    if (!f.table_only_when_nonzero ||
-        std::any_of(rows.begin(), rows.end(), [&](const Row& row) { return f.value(row.summary) != 0; }))
+  for (const Figure& f : figures())
+    if (!f.rare || std::any_of(rows.begin(), rows.end(), [&](const Row& row) { return f.get(row.summary) != 0; }))
       shown.push_back(&f);
   std::vector<std::string> header = key_names;
   for (const Figure* f : shown) header.emplace_back(f->title);
@@ -168,24 +150,24 @@ void print_table(std::ostream& out, const std::vector<std::string>& key_names, c
 
 void print_csv(std::ostream& out, const std::vector<std::string>& key_names, const std::vector<Row>& rows) {
   for (std::size_t k = 0; k < key_names.size(); ++k) out << (k ? "," : "") << key_names[k];
-  for (const Figure& f : kFigures) out << ',' << f.csv_name;
+  for (const Figure& f : figures()) out << ',' << f.name;
   out << '\n';
   for (const Row& row : rows) {
     for (std::size_t k = 0; k < row.keys.size(); ++k) out << (k ? "," : "") << csv_field(row.keys[k]);
-    for (const Figure& f : kFigures) out << ',' << (row.has_figures ? machine_value(f, row.summary) : "");
+    for (const Figure& f : figures()) out << ',' << (row.has_figures ? machine_value(f, row.summary) : "");
     out << '\n';
   }
 }
 
 nlohmann::json figures_json(const RunSummary& s) {
-  nlohmann::json figures = nlohmann::json::object();
-  for (const Figure& f : kFigures) {
-    if (f.kind == Figure::count)
-      figures[f.csv_name] = std::llround(f.value(s));  // counts are integers
+  nlohmann::json json = nlohmann::json::object();
+  for (const Figure& f : figures()) {
+    if (f.unit == FigureUnit::count)
+      json[f.name] = std::llround(f.get(s));  // counts are integers
     else
-      figures[f.csv_name] = f.value(s);
+      json[f.name] = f.get(s);
   }
-  return figures;
+  return json;
 }
 
 void print_rows(std::ostream& out, const std::vector<std::string>& key_names, const std::vector<bool>& text_keys,
@@ -314,20 +296,8 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
     if (std::find(known_axes.begin(), known_axes.end(), replicate) == known_axes.end())
       throw UserError("no complete run has axis '" + replicate + "' to average over (axes: " + valid + ")");
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const auto& runs = members[g];
-    const double n = static_cast<double>(runs.size());
-    std::map<std::string_view, double> sums;
-    for (const RunSummary& s : runs)
-      visit_figures(s, [&](const char* name, const auto& value) { sums[name] += static_cast<double>(value); });
-    // Counts are averaged too, rounded: a group describes one typical run.
-    visit_figures(groups[g].mean, [&](const char* name, auto& field) {
-      const double mean = sums[name] / n;
-      if constexpr (std::is_integral_v<std::remove_reference_t<decltype(field)>>)
-        field = static_cast<std::remove_reference_t<decltype(field)>>(std::llround(mean));
-      else
-        field = mean;
-    });
-    groups[g].runs = runs.size();
+    groups[g].mean = average(members[g]);
+    groups[g].runs = members[g].size();
   }
   std::vector<std::string> series_order;
   for (const AxisGroup& g : groups)
@@ -377,25 +347,6 @@ void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& group
   print_rows(out, keys, text_keys, rows, format);
 }
 
-std::vector<std::string> figure_names() {
-  std::vector<std::string> names;
-  for (const Figure& f : kFigures) names.emplace_back(f.csv_name);
-  return names;
-}
-
-std::optional<double> figure_value(const RunSummary& summary, std::string_view name) {
-  for (const Figure& f : kFigures)
-    if (name == f.csv_name) return f.value(summary);
-  return std::nullopt;
-}
-
-std::string figure_title(std::string_view name) {
-  for (const Figure& f : kFigures)
-    if (name == f.csv_name)
-      return std::string(f.title) + (f.kind == Figure::time ? " (s)" : f.kind == Figure::fraction ? " (fraction)" : "");
-  return std::string(name);
-}
-
 void print_comparison(std::ostream& out, const RunReport& a, const RunReport& b) {
   auto name = [](const RunReport& r) {
     const std::string axes = axes_text(r.run.axes);
@@ -403,8 +354,8 @@ void print_comparison(std::ostream& out, const RunReport& a, const RunReport& b)
   };
   const TimeUnit unit = unit_for({Row{{}, a.summary}, Row{{}, b.summary}});
   std::vector<std::vector<std::string>> lines = {{"", "A: " + name(a), "B: " + name(b), "B / A"}};
-  for (const Figure& f : kFigures) {
-    const double x = f.value(a.summary), y = f.value(b.summary);
+  for (const Figure& f : figures()) {
+    const double x = f.get(a.summary), y = f.get(b.summary);
     lines.push_back({f.title, table_cell(f, a.summary, unit), table_cell(f, b.summary, unit),
                      x != 0 ? fixed(y / x, 2) : "-"});
   }

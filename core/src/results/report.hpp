@@ -60,11 +60,6 @@ std::vector<AxisGroup> group_by_axis(const std::vector<RunReport>& reports, cons
 void print_grouped_report(std::ostream& out, const std::vector<AxisGroup>& groups, const std::string& axis,
                           ReportFormat format, JobGrouping grouping = JobGrouping::none);
 
-// The figures by their CSV names ("avg_jct_s", "gpu_utilization", ...).
-std::vector<std::string> figure_names();
-// The figure's value and its title with unit ("avg JCT (s)"); nullopt for an unknown name.
-std::optional<double> figure_value(const RunSummary& summary, std::string_view name);
-std::string figure_title(std::string_view name);
 
 // Two runs side by side, with the ratio B / A of each figure.
 void print_comparison(std::ostream& out, const RunReport& a, const RunReport& b);

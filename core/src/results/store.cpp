@@ -153,6 +153,12 @@ ALTER TABLE jobs ADD COLUMN held_gpus INTEGER NOT NULL DEFAULT 0;
     // priority (add_job_columns).
     R"sql(
 ALTER TABLE runs ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
+)sql",
+    // 5 -> 6: the metrics take the names of the one list of figures
+    // (summary.hpp), which `report` prints and reads back.
+    R"sql(
+UPDATE metrics SET name = name || '_s'
+ WHERE name IN ('avg_jct', 'p50_jct', 'p95_jct', 'p99_jct', 'avg_queueing_delay', 'makespan');
 )sql"};
 
 void add_job_columns(sql::Database& db);  // below, with the columns
@@ -367,10 +373,10 @@ void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
   }
   const RunSummary summary = summarize(results.jobs, results.capacity_gpu_seconds, results.cluster_gpus);
   auto metric = db_.prepare("INSERT INTO metrics VALUES (?, ?, ?)");
-  visit_figures(summary, [&](const char* name, const auto& value) {
-    metric.bind(1, run).bind(2, std::string_view(name)).bind(3, static_cast<double>(value));
+  for (const Figure& figure : tessel::figures()) {
+    metric.bind(1, run).bind(2, std::string_view(figure.name)).bind(3, figure.get(summary));
     metric.run();
-  });
+  }
   auto finish = db_.prepare(
       "UPDATE runs SET status = 'complete', wall_seconds = ?, cluster_gpus = ?, "
       "capacity_gpu_seconds = ?, end_time = ?, events = ?, note = ? WHERE id = ?");
@@ -471,6 +477,24 @@ std::vector<DecisionRecord> ResultsStore::decisions(std::int64_t run, std::optio
                     query.text(4), query.text(5)});
   }
   return rows;
+}
+
+std::optional<RunSummary> ResultsStore::figures(std::int64_t run) {
+  std::lock_guard lock(mutex_);
+  auto query = db_.prepare("SELECT name, value FROM metrics WHERE run_id = ?");
+  query.bind(1, run);
+  RunSummary summary;
+  std::size_t found = 0;
+  while (query.step())
+    if (const Figure* figure = find_figure(query.text(0))) {
+      figure->set(summary, query.real(1));
+      ++found;
+    }
+  if (found == 0) return std::nullopt;
+  if (found != tessel::figures().size())
+    throw UserError(path_ + ": run " + std::to_string(run) + " stored " + std::to_string(found) + " of the " +
+                    std::to_string(tessel::figures().size()) + " figures; the database was changed by hand");
+  return summary;
 }
 
 std::vector<ResizeRecord> ResultsStore::resizes(std::int64_t run) {

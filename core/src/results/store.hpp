@@ -38,7 +38,7 @@
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // A `jobs` row is written and read through one table of its columns
 // (store.cpp: kJobColumns, each a name, an SQL type and a JobRecord member):
@@ -126,6 +126,9 @@ class ResultsStore {
   std::vector<RunRow> runs();
   std::optional<RunRow> run(std::int64_t id);
   std::vector<JobRecord> jobs(std::int64_t run);
+  // The figures stored when the run completed (summary.hpp's list); nullopt
+  // for a run that stored none: one still going, or stopped early.
+  std::optional<RunSummary> figures(std::int64_t run);
   std::vector<Sample> samples(std::int64_t run);
   std::vector<DecisionRecord> decisions(std::int64_t run, std::optional<JobId> job = std::nullopt);
   std::vector<ResizeRecord> resizes(std::int64_t run);

@@ -4,8 +4,89 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <type_traits>
+#include <utility>
 
 namespace tessel {
+
+namespace {
+
+template <auto Field>
+double get(const RunSummary& s) {
+  return static_cast<double>(s.*Field);
+}
+
+template <auto Field>
+void set(RunSummary& s, double value) {
+  using T = std::remove_reference_t<decltype(s.*Field)>;
+  if constexpr (std::is_integral_v<T>)
+    s.*Field = static_cast<T>(std::llround(value));
+  else
+    s.*Field = value;
+}
+
+template <auto Field>
+constexpr Figure figure(const char* name, const char* title, FigureUnit unit, const char* definition,
+                        bool rare = false) {
+  using T = std::remove_reference_t<decltype(std::declval<RunSummary&>().*Field)>;
+  return {name,       title,       unit, std::is_integral_v<T> ? Averaging::rounded_mean : Averaging::mean,
+          definition, &get<Field>, &set<Field>, rare};
+}
+
+constexpr Figure kFigures[] = {
+    figure<&RunSummary::jobs>("jobs", "jobs", FigureUnit::count, "tracked jobs"),
+    figure<&RunSummary::finished>("finished", "finished", FigureUnit::count, "tracked jobs that finished"),
+    figure<&RunSummary::unfinished>("unfinished", "unfinished", FigureUnit::count,
+                                    "tracked jobs that did not finish: rejected, failed or still waiting", true),
+    figure<&RunSummary::avg_jct>("avg_jct_s", "avg JCT", FigureUnit::seconds,
+                                 "mean of finish - arrival over tracked finished jobs"),
+    figure<&RunSummary::p50_jct>("p50_jct_s", "p50 JCT", FigureUnit::seconds,
+                                 "median JCT (linear interpolation between ranks)"),
+    figure<&RunSummary::p95_jct>("p95_jct_s", "p95 JCT", FigureUnit::seconds, "95th percentile of JCT"),
+    figure<&RunSummary::p99_jct>("p99_jct_s", "p99 JCT", FigureUnit::seconds, "99th percentile of JCT"),
+    figure<&RunSummary::avg_queueing_delay>("avg_queueing_delay_s", "avg queueing", FigureUnit::seconds,
+                                            "mean of first start - arrival over tracked jobs that started"),
+    figure<&RunSummary::makespan>("makespan_s", "makespan", FigureUnit::seconds,
+                                  "last finish - first arrival, over all jobs"),
+    figure<&RunSummary::gpu_utilization>("gpu_utilization", "GPU util", FigureUnit::fraction,
+                                         "GPU-seconds held by jobs / GPU-seconds the cluster offered"),
+    // Only runs whose jobs never leave end with GPUs allocated.
+    figure<&RunSummary::gpu_allocation>("gpu_allocation", "GPU alloc", FigureUnit::fraction,
+                                        "GPU shares held when the run ended / the cluster's GPUs (FGD's metric)",
+                                        true),
+    figure<&RunSummary::preemptions>("preemptions", "preemptions", FigureUnit::count, "preemptions of all jobs"),
+};
+
+}  // namespace
+
+std::span<const Figure> figures() { return kFigures; }
+
+const Figure* find_figure(std::string_view name) {
+  for (const Figure& f : kFigures)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+std::string figure_title(const Figure& figure) {
+  switch (figure.unit) {
+    case FigureUnit::seconds: return std::string(figure.title) + " (s)";
+    case FigureUnit::fraction: return std::string(figure.title) + " (fraction)";
+    case FigureUnit::count: return figure.title;
+  }
+  return figure.title;
+}
+
+RunSummary average(std::span<const RunSummary> runs) {
+  RunSummary mean;
+  if (runs.empty()) return mean;
+  for (const Figure& f : kFigures) {
+    double sum = 0;
+    for (const RunSummary& run : runs) sum += f.get(run);
+    const double value = sum / static_cast<double>(runs.size());
+    f.set(mean, f.over_seeds == Averaging::rounded_mean ? std::round(value) : value);
+  }
+  return mean;
+}
 
 double percentile(std::span<const double> sorted, double p) {
   if (sorted.empty()) return 0;

@@ -16,7 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <type_traits>
+#include <string_view>
 #include <vector>
 
 #include "tessel/ids.hpp"
@@ -59,25 +59,34 @@ struct RunSummary {
   std::int64_t preemptions = 0;
 };
 
-// Calls visit(name, field) for every figure of `summary`, by the name the
-// `metrics` table stores it under. The one list of figures: the store writes
-// them, and a sweep's groups average them, through it.
-template <class Summary, class Visit>
-  requires std::is_same_v<std::remove_const_t<Summary>, RunSummary>
-void visit_figures(Summary& summary, Visit&& visit) {
-  visit("jobs", summary.jobs);
-  visit("finished", summary.finished);
-  visit("unfinished", summary.unfinished);
-  visit("avg_jct", summary.avg_jct);
-  visit("p50_jct", summary.p50_jct);
-  visit("p95_jct", summary.p95_jct);
-  visit("p99_jct", summary.p99_jct);
-  visit("avg_queueing_delay", summary.avg_queueing_delay);
-  visit("makespan", summary.makespan);
-  visit("gpu_utilization", summary.gpu_utilization);
-  visit("gpu_allocation", summary.gpu_allocation);
-  visit("preemptions", summary.preemptions);
-}
+// The one list of figures. A figure has one name everywhere: the `metrics`
+// table, the CSV columns and JSON fields of `report`, `plot --metric` and the
+// Python package. Times are in seconds wherever a machine reads them.
+enum class FigureUnit { count, seconds, fraction };
+// How a sweep group (the runs of one point over seeds and replicates)
+// combines its runs' values: the arithmetic mean, rounded for counts, since a
+// group stands for one typical run.
+enum class Averaging { mean, rounded_mean };
+
+struct Figure {
+  const char* name;        // "avg_jct_s"
+  const char* title;       // a table's header: "avg JCT"
+  FigureUnit unit;
+  Averaging over_seeds;
+  const char* definition;  // how it is computed, for people
+  double (*get)(const RunSummary&);
+  void (*set)(RunSummary&, double);
+  bool rare = false;  // most runs leave it at 0: a table shows it only where some run does not
+};
+
+std::span<const Figure> figures();
+// nullptr for a name that is no figure.
+const Figure* find_figure(std::string_view name);
+// `title (unit)`, e.g. "avg JCT (s)", for axes and lists.
+std::string figure_title(const Figure& figure);
+
+// The figures of a group of runs, each combined as its Averaging says.
+RunSummary average(std::span<const RunSummary> runs);
 
 // `capacity_gpu_seconds` is the GPU time the cluster offered over the run,
 // `cluster_gpus` the GPUs it had when the run ended.
