@@ -1,7 +1,18 @@
 // Every experiment in experiments/ runs, reduced, in CI: the same files the
 // READMEs tell users to run, with --set overrides that make them small.
 // Full runs are not tests; their figures are in each experiment's README.
+//
+// The reduced runs' figures are golden: tests/golden/experiments.csv pins
+// them, so a change that moves a reproduction fails here. When a move is
+// intended, rerun with TESSEL_UPDATE_GOLDEN=1 (it rewrites the file) and say
+// why in the commit.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "results/sqlite.hpp"
 #include "support.hpp"
@@ -72,9 +83,64 @@ const Experiment kExperiments[] = {
      false},
 };
 
+const fs::path kGolden = source_root() / "tests" / "golden" / "experiments.csv";
+
+// `report --format csv` of a run database, as golden rows keyed by the
+// experiment, label and axes (run ids follow the order runs finish in).
+std::map<std::string, std::string> golden_rows(const std::string& experiment, const fs::path& dir) {
+  const auto report = run_tessel({"report", "smoke.db", "--format", "csv"}, dir);
+  REQUIRE_MESSAGE(report.code == 0, report.err);
+  std::istringstream lines(report.out);
+  std::string header, line;
+  std::getline(lines, header);
+  // run,label[,axes],status,figures...: a run without a sweep has no axes.
+  const bool has_axes = header.starts_with("run,label,axes,status,");
+  REQUIRE((has_axes || header.starts_with("run,label,status,")));
+  const std::size_t first_figure = has_axes ? 4 : 3;
+  std::map<std::string, std::string> rows;
+  while (std::getline(lines, line)) {
+    // Label and axes may be quoted.
+    std::vector<std::string> fields;
+    std::string field;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      if (c == ',' && !quoted) {
+        fields.push_back(field);
+        field.clear();
+      } else {
+        field += c;
+      }
+    }
+    fields.push_back(field);
+    std::string figures;
+    for (std::size_t i = first_figure; i < fields.size(); ++i) figures += (i > first_figure ? "," : "") + fields[i];
+    rows[experiment + "," + fields[1] + "," + (has_axes ? fields[2] : "")] = figures;
+  }
+  return rows;
+}
+
+std::map<std::string, std::string> read_golden() {
+  std::map<std::string, std::string> rows;
+  std::ifstream in(kGolden);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    // The key has three fields, which may hold quoted commas; the figures none.
+    const std::size_t split = line.find_last_of(';');
+    if (split != std::string::npos) rows[line.substr(0, split)] = line.substr(split + 1);
+  }
+  return rows;
+}
+
 }  // namespace
 
-TEST_CASE("every experiment runs, reduced") {
+TEST_CASE("every experiment runs, reduced, and its figures are the golden ones") {
+  const char* update_variable = std::getenv("TESSEL_UPDATE_GOLDEN");
+  const bool update = update_variable != nullptr && std::string(update_variable) == "1";
+  const std::map<std::string, std::string> golden = read_golden();
+  REQUIRE_MESSAGE((update || !golden.empty()), "no golden figures in " << kGolden.string());
+  std::map<std::string, std::string> measured;
   for (const Experiment& experiment : kExperiments) {
     CAPTURE(experiment.file);
     bool data_present = true;
@@ -99,5 +165,25 @@ TEST_CASE("every experiment runs, reduced") {
       CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished'") > 0);
     else
       CHECK(count(db, "SELECT count(*) FROM jobs WHERE held_gpus > 0") > 0);
+    for (auto& [key, figures] : golden_rows(experiment.file, dir.path())) {
+      measured[key] = figures;
+      const auto pinned = golden.find(key);
+      if (pinned == golden.end()) {
+        if (!update) FAIL_CHECK("no golden figures for " << key);
+        continue;
+      }
+      CAPTURE(key);
+      CHECK_MESSAGE(figures == pinned->second, "figures moved; if intended, rerun with TESSEL_UPDATE_GOLDEN=1 "
+                                               "and say why in the commit");
+    }
+  }
+  if (update) {
+    // Keep the rows of experiments whose data is absent here.
+    std::map<std::string, std::string> rows = golden;
+    for (const auto& [key, figures] : measured) rows[key] = figures;
+    std::ofstream out(kGolden);
+    out << "experiment,label,axes;figures as `report --format csv` prints them, from jobs on\n";
+    for (const auto& [key, figures] : rows) out << key << ';' << figures << '\n';
+    MESSAGE("wrote " << rows.size() << " golden rows to " << kGolden.string());
   }
 }
