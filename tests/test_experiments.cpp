@@ -142,7 +142,8 @@ TEST_CASE("every experiment runs, reduced, and its figures are the golden ones")
   REQUIRE_MESSAGE((update || !golden.empty()), "no golden figures in " << kGolden.string());
   std::map<std::string, std::string> measured;
   for (const Experiment& experiment : kExperiments) {
-    CAPTURE(experiment.file);
+    const std::string file = experiment.file;
+    CAPTURE(file);
     bool data_present = true;
     for (const std::string& file : experiment.needs_data) data_present = data_present && shared_data(file).has_value();
     if (!data_present) {
