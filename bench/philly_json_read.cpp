@@ -19,6 +19,7 @@
 #include <string>
 
 #include "config/experiment.hpp"
+#include "workloads/workload.hpp"
 
 using namespace tessel;
 
@@ -86,7 +87,7 @@ Figures measure(const std::filesystem::path& log, const std::string& filters) {
   const ExperimentConfig config =
       read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(toml, "philly_json_read")));
   const auto start = std::chrono::steady_clock::now();
-  const Trace trace = config.workload.source->read(1);
+  const Trace trace = build_workload_source(config.workload)->read(1);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {seconds, trace.jobs.size()};
 }

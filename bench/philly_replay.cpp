@@ -14,6 +14,7 @@
 #include <string>
 
 #include "config/experiment.hpp"
+#include "workloads/workload.hpp"
 #include "plugins/registry.hpp"
 #include "simulation.hpp"
 

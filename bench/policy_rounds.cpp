@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/experiment.hpp"
+#include "workloads/workload.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
 #include "scheduler/scheduler.hpp"
@@ -39,7 +40,7 @@ double mean_round_ms(std::string_view plugin, int jobs, PluginRegistry& registry
   ClusterState cluster(config.cluster.nodes);
   Workload workload = build_workload(config.workload, cluster);
   Scheduler scheduler(compose_scheduler(config.scheduler, registry, 1, "."), std::move(cluster),
-                      config.workload.model, config.scheduler.settings);
+                      workload.model, config.scheduler.settings);
   for (JobSpec& job : workload.jobs) scheduler.submit(std::move(job), 0);
   scheduler.run_round(0);  // admits everyone and fills the cluster
   const int rounds = jobs > 5000 ? 3 : 10;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/experiment.hpp"
+#include "workloads/workload.hpp"
 
 using namespace tessel;
 
@@ -32,7 +33,8 @@ std::shared_ptr<const WorkloadSource> source_for(const TraceFile& trace, const s
                            std::string(trace.kind) + "\"\npath = \"" + file.string() +
                            "\"\n[scheduler]\nallocation = { plugin = \"fifo\" }\n"
                            "placement = { plugin = \"first_fit\" }\n";
-  return read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(toml, "trace_read"))).workload.source;
+  return build_workload_source(
+      read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(toml, "trace_read"))).workload);
 }
 
 }  // namespace

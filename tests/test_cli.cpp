@@ -1,6 +1,8 @@
 // The `tessel` command as a user meets it: exit codes, messages, output.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include "support.hpp"
 
 using namespace tessel::test;
@@ -143,6 +145,21 @@ TEST_CASE("plugin arguments are checked against the plugin's schema") {
   CHECK(result.err ==
         "bad.toml:12:43: unknown argument 'backfil' for allocation plugin 'fifo' (valid: backfill, gpu_type)\n"
         "bad.toml:12:60: argument 'backfill' of allocation plugin 'fifo' expects boolean, got an integer\n");
+}
+
+TEST_CASE("serve checks its throughput model before it opens the database") {
+  TempDir dir;
+  const fs::path secret = dir.write("secret", "a-shared-secret-for-the-tests-0123456789\n");
+  ::chmod(secret.c_str(), 0600);
+  dir.write("serve.toml", "[scheduler]\nallocation = { plugin = \"fifo\" }\nplacement = { plugin = \"first_fit\" }\n"
+                          "[serve]\nmodel = { name = \"gavel-table\", path = \"missing.json\" }\n");
+  // `timeout`: were the model not checked, the daemon would serve on.
+  const auto result = run_command({"timeout", "20", tessel_exe().string(), "serve", "serve.toml", "--secret-file",
+                                   secret.string(), "--listen", "127.0.0.1:0", "--db", "x.db"},
+                                  dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.starts_with("serve.toml:5:40: cannot read Gavel throughputs '"));
+  CHECK_FALSE(fs::exists(dir.path() / "x.db"));
 }
 
 TEST_CASE("a missing config file is a user error") {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "support.hpp"
 
 using namespace tessel;

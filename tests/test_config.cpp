@@ -1,7 +1,14 @@
 // Reading experiments: every problem is reported, located, at once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -24,7 +31,7 @@ placement = { plugin = "first_fit" }
 
 std::vector<std::string> problems(const std::string& text, const std::vector<std::string>& overrides = {}) {
   try {
-    read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(text, "x.toml", overrides)));
+    load_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(text, "x.toml", overrides)));
   } catch (const ConfigError& e) {
     std::vector<std::string> lines;
     for (const auto& d : e.diagnostics()) lines.push_back(d.str());
@@ -75,11 +82,12 @@ database = "x.db"
   CHECK(found[2] ==
         "x.toml:4:1: unknown key 'colour' in [cluster] (valid: cpus_per_node, events, gpu_mem_gb, gpu_type, gpus_per_node, "
         "mem_gb_per_node, nodes, nodes_per_rack)");
-  CHECK(found[3] == "x.toml:8:8: 'jobs' in [workload] must be in 1..100000000, got 0");
-  CHECK(found[4] == "x.toml:15:14: unknown completion 'sometimes' in [simulation] (valid: exact, round)");
-  CHECK(found[5] ==
+  CHECK(found[3] == "x.toml:15:14: unknown completion 'sometimes' in [simulation] (valid: exact, round)");
+  CHECK(found[4] ==
         "x.toml:17:2: unknown key 'outptu' at the top level (valid: cluster, failures, output, scheduler, serve, "
         "simulation, sweep, workload)");
+  // The kind's own keys are checked after the file is read, into the same report.
+  CHECK(found[5] == "x.toml:8:8: 'jobs' in [workload] must be in 1..100000000, got 0");
 }
 
 TEST_CASE("missing sections and keys are named") {
@@ -132,4 +140,60 @@ TEST_CASE("unknown workload kinds and models list the valid ones") {
                     "pollux-csv, pollux-workload, gavel-trace, tiresias-csv, openb, philly-json)");
   CHECK(found[1] == "--set workload.model=exponential: unknown throughput model 'exponential' (valid: linear, amdahl, "
                     "gavel-table, placement-penalty, pollux-apps, synergy-sensitivity, parallel-3d)");
+}
+
+TEST_CASE("reading builds nothing: a kind's keys and a model are checked by the loader") {
+  const std::string text = R"([cluster]
+nodes = 1
+gpus_per_node = 4
+
+[workload]
+kind = "csv"
+path = "missing.csv"
+model = { name = "gavel-table", path = "missing.json" }
+colour = "red"
+
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)";
+  // Plain settings: no model file opened, the kind's keys left for workloads/.
+  const auto config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(text, "x.toml")));
+  CHECK(config.workload.kind == "csv");
+  CHECK(config.workload.model.name == "gavel-table");
+  REQUIRE(config.workload.options.table != nullptr);
+  CHECK(config.workload.options.table->contains("path"));
+
+  // The loader has them checked, located; the trace itself is read only when a run starts.
+  const auto found = problems(text);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].starts_with("x.toml:8:40: cannot read Gavel throughputs '"));
+  CHECK(found[0].ends_with("missing.json': cannot open: No such file or directory"));
+  CHECK(found[1].starts_with("x.toml:9:1: unknown key 'colour' in [workload] (valid: "));
+  CHECK(found[1].find(" path,") != std::string::npos);  // the kind's key
+  CHECK(found[1].find(" seed,") != std::string::npos);  // one config read
+}
+
+TEST_CASE("the rooms include one another one way: config <- models <- workloads") {
+  // What each room must not include: the rooms that build on it.
+  const std::map<std::string, std::vector<std::string>> must_not_include = {
+      {"common", {"config", "models", "workloads"}},
+      {"config", {"models", "workloads"}},
+      {"models", {"workloads"}},
+  };
+  const std::regex include(R"(^\s*#\s*include\s*["<](\w+)/)");
+  for (const auto& [room, later] : must_not_include) {
+    std::size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(test::source_root() / "core" / "src" / room)) {
+      ++files;
+      std::ifstream in(entry.path());
+      std::string line;
+      std::smatch match;
+      for (int number = 1; std::getline(in, line); ++number)
+        if (std::regex_search(line, match, include) &&
+            std::find(later.begin(), later.end(), match[1].str()) != later.end())
+          FAIL_CHECK(entry.path().string() << ":" << number << ": " << line);
+    }
+    CHECK_MESSAGE(files > 0, "no files in core/src/" << room);
+  }
 }

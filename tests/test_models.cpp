@@ -38,10 +38,11 @@ const char* kSmallTable = R"json({
 // `[workload] model = <spec>` read from a config file in `dir`, so that
 // relative paths resolve against `dir`. Throws ConfigError.
 std::shared_ptr<const ThroughputModel> model_from(const TempDir& dir, const std::string& spec) {
-  const TomlDocument document = TomlDocument::load(dir.write("model.toml", "[workload]\nmodel = " + spec + "\n"));
+  const auto document = std::make_shared<const TomlDocument>(
+      TomlDocument::load(dir.write("model.toml", "[workload]\nmodel = " + spec + "\n")));
   Diagnostics diagnostics;
-  TableReader workload(document, diagnostics, document.root()["workload"].as_table(), "workload");
-  auto model = read_throughput_model(workload, document);
+  TableReader workload(*document, diagnostics, document->root()["workload"].as_table(), "workload");
+  auto model = build_throughput_model(read_model_settings(workload, document), diagnostics);
   diagnostics.raise_if_any();
   return model;
 }

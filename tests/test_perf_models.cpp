@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "models/pollux_apps.hpp"
 #include "models/synergy_sensitivity.hpp"
 #include "support.hpp"

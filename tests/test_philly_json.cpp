@@ -9,7 +9,9 @@
 #include <random>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "support.hpp"
+#include "workloads/workload.hpp"
 
 using namespace tessel;
 using namespace tessel::test;
@@ -37,7 +39,7 @@ placement = { plugin = "first_fit" }
 Trace read_log(const TempDir& dir, const std::string& log, const std::string& workload_keys = "") {
   dir.write("log.json", log);
   const ExperimentConfig config = load_experiment(dir.write("experiment.toml", experiment(workload_keys)));
-  return config.workload.source->read(config.workload.seed);
+  return build_workload_source(config.workload)->read(config.workload.seed);
 }
 
 std::string log_path(const TempDir& dir) { return (dir.path() / "log.json").string(); }
@@ -54,7 +56,7 @@ std::string read_error(const TempDir& dir, const std::string& log) {
 
 std::vector<std::string> config_problems(const std::string& workload_keys) {
   try {
-    read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(experiment(workload_keys), "x.toml")));
+    load_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(experiment(workload_keys), "x.toml")));
   } catch (const ConfigError& e) {
     std::vector<std::string> lines;
     for (const auto& d : e.diagnostics()) lines.push_back(d.str());
@@ -359,7 +361,7 @@ TEST_CASE("an unreadable file is a trace error") {
   TempDir dir;
   dir.write("experiment.toml", experiment(""));
   const ExperimentConfig config = load_experiment(dir.path() / "experiment.toml");
-  CHECK_THROWS_WITH_AS(config.workload.source->read(1),
+  CHECK_THROWS_WITH_AS(build_workload_source(config.workload)->read(1),
                        (log_path(dir) + ": cannot open trace: No such file or directory").c_str(), TraceError);
 }
 
@@ -377,10 +379,11 @@ TEST_CASE("any damage to a log gives a TraceError, never a crash") {
   // reads or fails as a TraceError.
   TempDir dir;
   const ExperimentConfig config = load_experiment(dir.write("experiment.toml", experiment("")));
+  const std::unique_ptr<WorkloadSource> source = build_workload_source(config.workload);
   auto read_or_refuse = [&](const std::string& log) {
     dir.write("log.json", log);
     try {
-      config.workload.source->read(1);
+      source->read(1);
     } catch (const TraceError&) {
     }
   };
@@ -431,7 +434,7 @@ TEST_CASE("a large log is read as a stream") {
   }
   dir.write("experiment.toml", experiment(""));
   const ExperimentConfig config = load_experiment(dir.path() / "experiment.toml");
-  const Trace trace = config.workload.source->read(1);
+  const Trace trace = build_workload_source(config.workload)->read(1);
 
   REQUIRE(trace.jobs.size() == kJobs - kJobs / 10);
   CHECK(trace.notes == std::vector<std::string>{"skipped 20,000 of 200,000 jobs: 20,000 with no attempts"});

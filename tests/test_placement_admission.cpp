@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
 #include "simulation.hpp"

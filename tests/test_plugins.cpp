@@ -5,6 +5,7 @@
 #include <span>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
 #include "simulation.hpp"

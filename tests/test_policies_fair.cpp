@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "plugins/registry.hpp"
 #include "simulation.hpp"
 #include "support.hpp"

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "models/pollux_apps.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"

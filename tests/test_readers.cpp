@@ -8,8 +8,10 @@
 #include <map>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "support.hpp"
-#include "workloads/cluster_specs.hpp"
+#include "workloads/workload.hpp"
+#include "config/cluster_specs.hpp"
 
 using namespace tessel;
 using namespace tessel::test;
@@ -31,7 +33,7 @@ ExperimentConfig configure(const TempDir& dir, const std::string& workload) {
 
 // What the reader of `kind` makes of `path` (relative to `dir`, or absolute).
 Trace read_trace(const TempDir& dir, const std::string& kind, const std::string& path) {
-  return configure(dir, kind_and_path(kind, path)).workload.source->read(1);
+  return build_workload_source(configure(dir, kind_and_path(kind, path)).workload)->read(1);
 }
 
 // The jobs as a run gets them: sorted, numbered and priced by the linear model.
@@ -437,8 +439,9 @@ TEST_CASE("openb with times = \"ignore\": every pod arrives at 0 and never leave
                             "openb-pod-0003,2000,4096,0,0,,BE,Running,200,300,200\n"     // CPU-only
                             "openb-pod-0004,4000,15258,1,220,,BE,Pending,300,420,\n"     // never scheduled: kept
                             "openb-pod-0005,4000,15258,2,1000,,BE,Failed,400,500,500\n");  // ran 0 s: kept
-  const Trace trace = configure(dir, kind_and_path("openb", "pods.csv") + "times = \"ignore\"\n")
-                          .workload.source->read(1);
+  const Trace trace =
+      build_workload_source(configure(dir, kind_and_path("openb", "pods.csv") + "times = \"ignore\"\n").workload)
+          ->read(1);
   REQUIRE(trace.jobs.size() == 3);
   std::vector<std::string> names;
   for (const TraceJob& job : trace.jobs) {
@@ -462,7 +465,7 @@ TEST_CASE("openb with times = \"ignore\": every pod arrives at 0 and never leave
                             "openb-pod-0005,4000,15258,2,1000,,BE,Failed,400,500,500\n"  // ran 0 s
                             "openb-pod-0006,4000,15258,0,0,,BE,Pending,400,500,\n");      // CPU-only, never ran
   const std::string keep = kind_and_path("openb", "pods.csv") + "times = \"replay\"\ncpu_only = \"keep\"\n";
-  const Trace kept = configure(dir, keep).workload.source->read(1);
+  const Trace kept = build_workload_source(configure(dir, keep).workload)->read(1);
   REQUIRE(kept.jobs.size() == 2);  // pod 1 and the CPU-only pod 3; 4, 5 and 6 never ran
   const JobSpec& cpu_only = kept.jobs[1].spec;
   CHECK(cpu_only.name == "openb-pod-0003");
@@ -504,8 +507,9 @@ TEST_CASE("openb: the real pod list") {
 
   // Read as the ATC'23 experiments read it: every GPU pod, 7,064 of 8,152,
   // asking for 6,086.8 GPUs (98% of the openb cluster's 6,212).
-  const Trace all = configure(dir, kind_and_path("openb", path->string()) + "times = \"ignore\"\n")
-                        .workload.source->read(1);
+  const Trace all =
+      build_workload_source(configure(dir, kind_and_path("openb", path->string()) + "times = \"ignore\"\n").workload)
+          ->read(1);
   CHECK(all.jobs.size() == 7'064);
   double milli = 0;
   for (const TraceJob& job : all.jobs) milli += job.spec.gpus * job.spec.gpu_milli;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "config/experiment.hpp"
+#include "models/models.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
 #include "scheduler/scheduler.hpp"
@@ -32,7 +33,7 @@ std::unique_ptr<Scheduler> scheduler(const std::vector<NodeSpec>& nodes) {
   PluginRegistry registry(std::vector<std::string>{});
   const ExperimentConfig& config = fifo_config();
   return std::make_unique<Scheduler>(compose_scheduler(config.scheduler, registry, 1), ClusterState(nodes),
-                                     config.workload.model, config.scheduler.settings);
+                                     build_throughput_model(config.workload.model), config.scheduler.settings);
 }
 
 JobSpec job(int gpus, double work) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "engine/errors.hpp"
 #include "plugins/registry.hpp"
 #include "simulation.hpp"
@@ -53,10 +54,9 @@ std::vector<double> jcts(const RunResults& results) {
 // instead of hanging it.
 RunResults simulate_bounded(const TempDir& dir, const std::string& toml,
                             std::shared_ptr<const ThroughputModel> model = nullptr, int max_rounds = 1000) {
-  ExperimentConfig config = load_experiment(dir.write("experiment.toml", toml));
-  if (model) config.workload.model = std::move(model);
+  const ExperimentConfig config = load_experiment(dir.write("experiment.toml", toml));
   PluginRegistry registry(config.scheduler.plugin_path);
-  Simulation simulation(config, registry);
+  Simulation simulation(config, registry, std::move(model));
   int rounds = 0;
   simulation.observe_rounds([&](double now, const Scheduler&, const RoundOutcome&) {
     if (++rounds > max_rounds)

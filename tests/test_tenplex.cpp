@@ -7,6 +7,7 @@
 
 #include "../plugins/elasticity/parallel_state.hpp"
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "config/toml_document.hpp"
 #include "models/models.hpp"
 #include "plugins/composition.hpp"
@@ -28,12 +29,12 @@ const std::string kRoundModel =
 constexpr double kRoundParameters = 1.2e10;
 
 std::shared_ptr<const ThroughputModel> parallel_3d(const std::string& arguments) {
-  const TomlDocument document =
+  const auto document = std::make_shared<const TomlDocument>(
       TomlDocument::parse("[workload]\nmodel = { name = \"parallel-3d\"" + (arguments.empty() ? "" : ", " + arguments) +
-                              " }\n", "m.toml");
+                              " }\n", "m.toml"));
   Diagnostics diagnostics;
-  TableReader workload(document, diagnostics, document.root()["workload"].as_table(), "workload");
-  auto model = read_throughput_model(workload, document);
+  TableReader workload(*document, diagnostics, document->root()["workload"].as_table(), "workload");
+  auto model = build_throughput_model(read_model_settings(workload, document), diagnostics);
   diagnostics.raise_if_any();
   return model;
 }

@@ -4,7 +4,10 @@
 #include <algorithm>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "support.hpp"
+#include "common/text.hpp"
+#include "workloads/workload.hpp"
 
 using namespace tessel;
 using namespace tessel::test;

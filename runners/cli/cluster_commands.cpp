@@ -14,6 +14,7 @@
 #include "daemon.hpp"
 #include "engine/errors.hpp"
 #include "job_request.hpp"
+#include "models/models.hpp"
 #include "tessel/progress.hpp"
 
 namespace tessel::cli {
@@ -38,6 +39,7 @@ std::string fixed(double value, int decimals) {
 
 int serve(const ServeOptions& options) {
   const ExperimentConfig config = load_served_experiment(options.config, options.overrides);
+  build_throughput_model(config.serve.model);  // checked before the run is journaled; the daemon builds its own
   const std::string secret_file = options.secret_file.empty() ? config.serve.secret_file : options.secret_file;
   if (secret_file.empty())
     throw UserError("serve needs the shared secret: --secret-file FILE or [serve] secret_file");

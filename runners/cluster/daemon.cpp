@@ -6,6 +6,7 @@
 
 #include "config/sweep.hpp"
 #include "engine/errors.hpp"
+#include "models/models.hpp"
 #include "plugins/composition.hpp"
 #include "daemon_state.hpp"
 #include "results/summary.hpp"
@@ -38,7 +39,9 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
       compose_scheduler(config.scheduler, registry, 0, config.document->base_directory().string());
   SchedulerSettings settings = config.scheduler.settings;
   settings.restart_seconds = 0;  // on real nodes a restart costs what it really costs
-  core_ = std::make_unique<Scheduler>(std::move(plugins), ClusterState{}, serve_.model, settings, &decisions_);
+  // The model's arguments and data files are checked here, before anything listens.
+  core_ = std::make_unique<Scheduler>(std::move(plugins), ClusterState{}, build_throughput_model(serve_.model),
+                                      settings, &decisions_);
   core_->expect_growing_cluster();
 
   RecoveredRun recovered = journal_.recover();

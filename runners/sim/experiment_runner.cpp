@@ -17,8 +17,22 @@
 #include "results/report.hpp"
 #include "results/store.hpp"
 #include "simulation.hpp"
+#include "workloads/workload.hpp"
 
 namespace tessel {
+
+ExperimentConfig load_experiment(std::shared_ptr<const TomlDocument> document) {
+  Diagnostics diagnostics;
+  ExperimentConfig config = read_experiment(std::move(document), diagnostics);
+  check_workload(config.workload, diagnostics);
+  diagnostics.raise_if_any();
+  return config;
+}
+
+ExperimentConfig load_experiment(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                                 const std::vector<std::string>& sweep_overrides) {
+  return load_experiment(std::make_shared<const TomlDocument>(TomlDocument::load(path, overrides, sweep_overrides)));
+}
 
 ExperimentPlan plan_experiment(const ExperimentOptions& options) {
   const TomlDocument base = TomlDocument::load(options.config, options.overrides);

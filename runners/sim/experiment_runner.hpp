@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,16 @@
 #include "results/store.hpp"
 
 namespace tessel {
+
+// Reads one experiment file (with --set `overrides`, and `sweep_overrides`
+// from a point of its [sweep]) into plain settings, and has the workload
+// and model rooms check what only they know (check_workload): every problem,
+// located, in one ConfigError.
+ExperimentConfig load_experiment(const std::filesystem::path& path,
+                                 const std::vector<std::string>& overrides = {},
+                                 const std::vector<std::string>& sweep_overrides = {});
+// The same, from a document already parsed.
+ExperimentConfig load_experiment(std::shared_ptr<const TomlDocument> document);
 
 struct ExperimentOptions {
   std::string config;                  // the experiment TOML file

@@ -10,6 +10,7 @@
 #include "config/sweep.hpp"
 #include "plugins/composition.hpp"
 #include "tessel/lab.hpp"
+#include "workloads/workload.hpp"
 
 namespace tessel {
 
@@ -67,19 +68,20 @@ class Simulation::Lab final : public PolicyLab {
   std::map<std::string, PluginPtr<AdmissionPolicy>, std::less<>> admissions_;
 };
 
-Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry)
+Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
+                       std::shared_ptr<const ThroughputModel> model)
     : config_(config), registry_(&registry), log_(config.output.decisions),
       failure_rng_(derive_seed(config.workload.seed, 0x6661696c)),  // "fail"
       next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
   ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed,
                                                 config.document->base_directory().string());
-  Workload workload = build_workload(config.workload, cluster);
+  Workload workload = build_workload(config.workload, cluster, std::move(model));
   jobs_ = std::make_shared<const std::vector<JobSpec>>(std::move(workload.jobs));
   notes_ = std::move(workload.notes);
   SchedulerSettings settings = config.scheduler.settings;
   settings.restart_seconds = config.simulation.preemption_overhead_seconds;
-  scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), config.workload.model,
+  scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), std::move(workload.model),
                                            settings, &log_);
   progress_.resize(jobs_->size());
   arrivals_end_ = jobs_->size();

@@ -38,9 +38,12 @@ class Interrupted : public std::runtime_error {
 
 class Simulation {
  public:
-  // Composes the scheduler, builds the cluster and reads the workload.
-  // Throws ConfigError, TraceError or PluginLoadError (all UserError).
-  Simulation(const ExperimentConfig& config, PluginRegistry& registry);
+  // Composes the scheduler, builds the cluster and the workload (with
+  // `model` in place of the configured one when given: a model in C++ that
+  // no configuration names). Throws ConfigError, TraceError or
+  // PluginLoadError (all UserError).
+  Simulation(const ExperimentConfig& config, PluginRegistry& registry,
+             std::shared_ptr<const ThroughputModel> model = nullptr);
   ~Simulation();
 
   // Runs until every job is done, or nothing is left to happen: only jobs

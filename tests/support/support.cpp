@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "config/experiment.hpp"
+#include "experiment_runner.hpp"
 #include "plugins/registry.hpp"
 #include "simulation.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "workloads/cluster_specs.hpp"
+#include "config/cluster_specs.hpp"
 
 namespace tessel {
 

@@ -1,7 +1,5 @@
 #include "config/experiment.hpp"
 
-#include "models/models.hpp"
-
 namespace tessel {
 
 namespace {
@@ -90,7 +88,7 @@ OutputConfig read_output(TableReader reader) {
   return config;
 }
 
-ServeConfig read_serve(TableReader reader, const TomlDocument& document) {
+ServeConfig read_serve(TableReader reader, std::shared_ptr<const TomlDocument> document) {
   ServeConfig config;
   config.listen = reader.string("listen", config.listen).value_or(config.listen);
   if (reader.present("secret_file"))
@@ -107,15 +105,14 @@ ServeConfig read_serve(TableReader reader, const TomlDocument& document) {
     reader.error("master_ports", "'master_ports' in [serve] must be [first, last] with first <= last");
   else if (ports)
     config.master_port_first = static_cast<int>((*ports)[0]), config.master_port_last = static_cast<int>((*ports)[1]);
-  config.model = read_throughput_model(reader, document);
+  config.model = read_model_settings(reader, std::move(document));
   reader.finish();
   return config;
 }
 
 }  // namespace
 
-ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
-  Diagnostics diagnostics;
+ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document, Diagnostics& diagnostics) {
   ExperimentConfig config;
   config.document = document;
   TableReader root(*document, diagnostics, &document->root(), "");
@@ -125,16 +122,21 @@ ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
   }
   {
     TableReader workload = root.nested(root.table("workload"), "workload");
-    config.workload = read_workload_config(workload, *document);
-    workload.finish();
+    config.workload = read_workload_settings(workload, document);  // finished by check_workload
   }
   config.scheduler = read_scheduler(root.nested(root.table("scheduler"), "scheduler"), *document);
   config.simulation = read_simulation(root.nested(root.table("simulation"), "simulation"));
   config.failures = read_failures(root.nested(root.table("failures"), "failures"));
   config.output = read_output(root.nested(root.table("output"), "output"));
-  config.serve = read_serve(root.nested(root.table("serve"), "serve"), *document);
+  config.serve = read_serve(root.nested(root.table("serve"), "serve"), document);
   root.node("sweep");  // expanded before reading (config/sweep.hpp)
   root.finish();
+  return config;
+}
+
+ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document) {
+  Diagnostics diagnostics;
+  ExperimentConfig config = read_experiment(std::move(document), diagnostics);
   diagnostics.raise_if_any();
   return config;
 }
@@ -150,17 +152,10 @@ ExperimentConfig load_served_experiment(const std::filesystem::path& path,
     (void)root.node(simulated_only);  // known, and left to simulations
   config.scheduler = read_scheduler(root.nested(root.table("scheduler"), "scheduler"), document);
   config.output = read_output(root.nested(root.table("output"), "output"));
-  config.serve = read_serve(root.nested(root.table("serve"), "serve"), document);
+  config.serve = read_serve(root.nested(root.table("serve"), "serve"), config.document);
   root.finish();
   diagnostics.raise_if_any();
   return config;
-}
-
-ExperimentConfig load_experiment(const std::filesystem::path& path,
-                                 const std::vector<std::string>& overrides,
-                                 const std::vector<std::string>& sweep_overrides) {
-  return read_experiment(
-      std::make_shared<const TomlDocument>(TomlDocument::load(path, overrides, sweep_overrides)));
 }
 
 }  // namespace tessel

@@ -1,9 +1,12 @@
-// An experiment: one TOML file (plus --set overrides) read into typed
+// An experiment: one TOML file (plus --set overrides) read into plain
 // settings for every section. Reading checks every key against what the
 // engine reads and reports all problems at once (ConfigError, exit code 2).
+// The keys of a workload kind and of a throughput model are left for the
+// rooms that build those (workload_settings.hpp): the experiment loader
+// (runners/sim) has them checked, after reading, into the same report.
 //
 //   [cluster]     the simulated machines and their planned changes (cluster_config.hpp)
-//   [workload]    where jobs come from (workloads/workload.hpp)
+//   [workload]    where jobs come from (workload_settings.hpp; built by workloads/)
 //   [scheduler]   the round length and the four plugins with their arguments
 //   [simulation]  fidelity knobs of the simulator
 //   [failures]    random node and job failures
@@ -26,10 +29,10 @@
 
 #include "config/cluster_config.hpp"
 #include "config/toml_document.hpp"
+#include "config/workload_settings.hpp"
 #include "tessel/cluster.hpp"
 #include "tessel/plugin.hpp"
 #include "tessel/view.hpp"
-#include "workloads/workload.hpp"
 
 namespace tessel {
 
@@ -87,13 +90,13 @@ struct ServeConfig {
   int master_port_first = 29500;  // MASTER_PORT comes from this range
   int master_port_last = 29999;
   // Prices remaining work for size-aware policies (work is in iterations).
-  std::shared_ptr<const ThroughputModel> model;
+  ModelSettings model;
 };
 
 struct ExperimentConfig {
   std::shared_ptr<const TomlDocument> document;
   ClusterConfig cluster;
-  WorkloadConfig workload;
+  WorkloadSettings workload;
   SchedulerConfig scheduler;
   SimulationConfig simulation;
   FailureConfig failures;
@@ -101,15 +104,14 @@ struct ExperimentConfig {
   ServeConfig serve;
 };
 
-// Throws ConfigError listing every problem.
+// Reports every problem to `diagnostics`.
+ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document, Diagnostics& diagnostics);
+// The same; throws ConfigError listing every problem.
 ExperimentConfig read_experiment(std::shared_ptr<const TomlDocument> document);
-// `overrides` come from --set, `sweep_overrides` from a point of the file's [sweep].
-ExperimentConfig load_experiment(const std::filesystem::path& path,
-                                 const std::vector<std::string>& overrides = {},
-                                 const std::vector<std::string>& sweep_overrides = {});
 
 // For `tessel serve`: [scheduler], [output] and [serve] only; `cluster`,
-// `workload`, `simulation` and `failures` stay default and unread.
+// `workload`, `simulation` and `failures` stay default and unread. The
+// serve model's arguments are the daemon's to check (build_throughput_model).
 ExperimentConfig load_served_experiment(const std::filesystem::path& path,
                                         const std::vector<std::string>& overrides = {});
 

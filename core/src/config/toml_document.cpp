@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace tessel {
 
@@ -201,6 +202,23 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, co
 TableReader::TableReader(const TomlDocument& document, Diagnostics& diagnostics,
                          const toml::table* table, std::string table_name)
     : document_(document), diagnostics_(diagnostics), table_(table), name_(std::move(table_name)) {}
+
+namespace {
+const TomlDocument& document_of(const DeferredTable& deferred) {
+  if (!deferred.document) throw std::logic_error("a DeferredTable read from no document");
+  return *deferred.document;
+}
+}  // namespace
+
+TableReader::TableReader(const DeferredTable& deferred, Diagnostics& diagnostics)
+    : TableReader(document_of(deferred), diagnostics, deferred.table, deferred.name) {
+  known_.insert(deferred.read.begin(), deferred.read.end());
+}
+
+DeferredTable TableReader::defer(std::shared_ptr<const TomlDocument> document) const {
+  if (document.get() != &document_) throw std::logic_error("TableReader::defer: another document");
+  return DeferredTable{std::move(document), table_, name_, {known_.begin(), known_.end()}};
+}
 
 bool TableReader::present(std::string_view key) const {
   return table_ != nullptr && table_->get(key) != nullptr;

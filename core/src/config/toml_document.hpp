@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -65,12 +66,30 @@ std::string_view type_name(const toml::node& node);
 // unclosed quote.
 std::optional<std::vector<std::string>> config_path_segments(std::string_view key);
 
+// A table whose keys two rooms know: the config reader reads its own and
+// defers the rest to the room that builds from them (a workload kind's keys,
+// a throughput model's arguments). That room goes on reading it with
+// TableReader(DeferredTable, ...), so that unknown keys are still reported
+// once, listing every valid key. The document is kept alive with it.
+struct DeferredTable {
+  std::shared_ptr<const TomlDocument> document;
+  const toml::table* table = nullptr;  // null when absent
+  std::string name;                    // as problems name it: "workload", "workload.model"
+  std::vector<std::string> read;       // keys read already
+};
+
 class TableReader {
  public:
   // `table` may be null when the section is absent: reads return fallbacks,
   // and required reads report the section as missing.
   TableReader(const TomlDocument& document, Diagnostics& diagnostics, const toml::table* table,
               std::string table_name);
+
+  // Goes on reading a deferred table, reporting to `diagnostics`.
+  TableReader(const DeferredTable& deferred, Diagnostics& diagnostics);
+  // The table, and the keys read so far, for another room to finish;
+  // `document` is the one this reader reads.
+  DeferredTable defer(std::shared_ptr<const TomlDocument> document) const;
 
   // A reader for a table nested in this one, reporting to the same place.
   TableReader nested(const toml::table* table, std::string table_name) const {
@@ -81,6 +100,7 @@ class TableReader {
   std::string where() const;  // the table itself
   std::string where(std::string_view key) const;
   const std::string& table_name() const { return name_; }
+  Diagnostics& diagnostics() const { return diagnostics_; }
 
   static constexpr std::int64_t kNoMin = std::numeric_limits<std::int64_t>::min();
   static constexpr std::int64_t kNoMax = std::numeric_limits<std::int64_t>::max();

@@ -3,6 +3,7 @@
 // every other exception is a tessel bug and maps to exit code 1.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,6 +65,16 @@ inline ConfigError::ConfigError(std::vector<Diagnostic> diagnostics)
 inline void Diagnostics::raise_if_any() const {
   if (!items_.empty()) throw ConfigError(items_);
 }
+
+// A malformed input file (a trace, a cluster spec, a model's data): names
+// the file, the line and the field.
+class TraceError : public UserError {
+ public:
+  TraceError(const std::string& file, std::size_t line, const std::string& field,
+             const std::string& message)
+      : UserError(file + (line ? ":" + std::to_string(line) : std::string()) +
+                  (field.empty() ? std::string() : ": field '" + field + "'") + ": " + message) {}
+};
 
 // A plugin failed during a run: it broke its stage's contract with the core,
 // or threw. The plugin's bug (exit code 1). The message names the plugin,

@@ -42,7 +42,7 @@ class AmdahlModel final : public ThroughputModel {
 
 }  // namespace
 
-std::unique_ptr<ThroughputModel> parse_amdahl_model(TableReader& arguments, const TomlDocument&) {
+std::unique_ptr<ThroughputModel> parse_amdahl_model(TableReader& arguments, const ModelSettings&) {
   auto fraction = arguments.number("serial_fraction", 0.1);
   if (fraction && !(*fraction >= 0 && *fraction < 1)) {
     std::ostringstream message;

@@ -284,7 +284,7 @@ std::optional<std::pair<double, double>> GavelTableModel::colocated_rates(const 
   return found->second;
 }
 
-std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader& arguments, const TomlDocument&) {
+std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader& arguments, const ModelSettings&) {
   const auto path = arguments.input_path("path", std::nullopt);
   const auto use_unconsolidated = arguments.boolean("unconsolidated", true);
   if (!path || !use_unconsolidated) return nullptr;

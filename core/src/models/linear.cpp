@@ -18,7 +18,7 @@ class LinearModel final : public ThroughputModel {
 };
 }  // namespace
 
-std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const TomlDocument&) {
+std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const ModelSettings&) {
   return std::make_unique<LinearModel>();
 }
 

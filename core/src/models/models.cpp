@@ -5,13 +5,13 @@
 
 namespace tessel {
 
-std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const TomlDocument&);
-std::unique_ptr<ThroughputModel> parse_amdahl_model(TableReader&, const TomlDocument&);
-std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader&, const TomlDocument&);
-std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader&, const TomlDocument&);
-std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader&, const TomlDocument&);
-std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader&, const TomlDocument&);
-std::unique_ptr<ThroughputModel> parse_parallel_3d_model(TableReader&, const TomlDocument&);
+std::unique_ptr<ThroughputModel> parse_linear_model(TableReader&, const ModelSettings&);
+std::unique_ptr<ThroughputModel> parse_amdahl_model(TableReader&, const ModelSettings&);
+std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader&, const ModelSettings&);
+std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader&, const ModelSettings&);
+std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader&, const ModelSettings&);
+std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader&, const ModelSettings&);
+std::unique_ptr<ThroughputModel> parse_parallel_3d_model(TableReader&, const ModelSettings&);
 
 std::span<const ModelKind> throughput_models() {
   static const ModelKind kinds[] = {
@@ -30,45 +30,26 @@ std::span<const ModelKind> throughput_models() {
   return kinds;
 }
 
-std::shared_ptr<const ThroughputModel> read_throughput_model(TableReader& workload,
-                                                             const TomlDocument& document,
-                                                             std::string_view key) {
-  std::vector<std::string> names;
-  for (const auto& kind : throughput_models()) names.emplace_back(kind.name);
-  auto unknown = [&](const std::string& name) {
-    std::string valid;
-    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
-    workload.error(key, "unknown throughput model '" + name + "' (valid: " + valid + ")");
-    return nullptr;
-  };
-
-  const toml::node* node = workload.node(key);
-  const toml::table* arguments = nullptr;
-  std::string name = "linear";
-  if (node != nullptr && node->is_string()) {
-    name = node->as_string()->get();
-  } else if (node != nullptr && node->is_table()) {
-    arguments = node->as_table();
-    const auto* name_node = arguments->get("name");
-    if (name_node == nullptr || !name_node->is_string()) {
-      workload.error(key, "'" + std::string(key) + "' in [" + workload.table_name() + "] needs a string 'name'");
-      return nullptr;
-    }
-    name = name_node->as_string()->get();
-  } else if (node != nullptr) {
-    workload.error(key, "'" + std::string(key) + "' in [" + workload.table_name() +
-                            "] must be a model name or a table, got " + std::string(type_name(*node)));
-    return nullptr;
-  }
+std::shared_ptr<const ThroughputModel> build_throughput_model(const ModelSettings& model, Diagnostics& diagnostics) {
+  if (model.name.empty()) return nullptr;  // reported when read
   for (const auto& kind : throughput_models()) {
-    if (kind.name != name) continue;
-    TableReader reader = workload.nested(arguments, workload.table_name() + "." + std::string(key));
-    if (arguments) reader.string("name", std::nullopt);
-    std::shared_ptr<const ThroughputModel> model = kind.parse(reader, document);
-    reader.finish();
-    return model;
+    if (kind.name != model.name) continue;
+    TableReader arguments(model.arguments, diagnostics);
+    std::shared_ptr<const ThroughputModel> built = kind.parse(arguments, model);
+    arguments.finish();
+    return built;
   }
-  return unknown(name);
+  std::string valid;
+  for (const auto& kind : throughput_models()) valid += (valid.empty() ? "" : ", ") + std::string(kind.name);
+  diagnostics.error(model.where, "unknown throughput model '" + model.name + "' (valid: " + valid + ")");
+  return nullptr;
+}
+
+std::shared_ptr<const ThroughputModel> build_throughput_model(const ModelSettings& model) {
+  Diagnostics diagnostics;
+  std::shared_ptr<const ThroughputModel> built = build_throughput_model(model, diagnostics);
+  diagnostics.raise_if_any();
+  return built;
 }
 
 }  // namespace tessel

@@ -1,20 +1,22 @@
-// Built-in throughput models, chosen by `[workload] model`:
+// Built-in throughput models, chosen by `[workload] model` (or `[serve] model`):
 //   model = "linear"                                 a name alone, or
 //   model = { name = "gavel-table", path = "..." }   a name with arguments.
+// Config reads the name (config/workload_settings.hpp); each model reads its
+// own arguments here, when it is built.
 #pragma once
 
 #include <memory>
 #include <span>
 #include <string_view>
 
-#include "config/toml_document.hpp"
+#include "config/workload_settings.hpp"
 #include "tessel/throughput.hpp"
 
 namespace tessel {
 
-// `arguments` reads the model's own keys (the inline table, minus `name`).
-using ModelParser = std::unique_ptr<ThroughputModel> (*)(TableReader& arguments,
-                                                         const TomlDocument& document);
+// `arguments` reads the model's own keys (the table, minus `name`); `model`
+// is where they came from, for models that wrap another.
+using ModelParser = std::unique_ptr<ThroughputModel> (*)(TableReader& arguments, const ModelSettings& model);
 
 struct ModelKind {
   std::string_view name;
@@ -24,11 +26,11 @@ struct ModelKind {
 
 std::span<const ModelKind> throughput_models();
 
-// Reads the model named by `key` in `parent` (a name, or a table with
-// `name` and the model's arguments); "linear" when absent. Null after
-// reporting a diagnostic. Models that wrap another read it the same way.
-std::shared_ptr<const ThroughputModel> read_throughput_model(TableReader& parent,
-                                                             const TomlDocument& document,
-                                                             std::string_view key = "model");
+// Builds the model: checks its name and arguments and reads its data files.
+// Null after reporting each problem to `diagnostics`, located at the
+// config's keys.
+std::shared_ptr<const ThroughputModel> build_throughput_model(const ModelSettings& model, Diagnostics& diagnostics);
+// The same; throws ConfigError listing the problems.
+std::shared_ptr<const ThroughputModel> build_throughput_model(const ModelSettings& model);
 
 }  // namespace tessel

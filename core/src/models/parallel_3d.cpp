@@ -164,7 +164,7 @@ class Parallel3dModel final : public ThroughputModel {
 
 }  // namespace
 
-std::unique_ptr<ThroughputModel> parse_parallel_3d_model(TableReader& arguments, const TomlDocument&) {
+std::unique_ptr<ThroughputModel> parse_parallel_3d_model(TableReader& arguments, const ModelSettings&) {
   Parallel3dOptions options;
   if (const toml::table* table = arguments.table("achieved_tflops")) {
     TableReader rates = arguments.nested(table, arguments.table_name() + ".achieved_tflops");

@@ -136,8 +136,9 @@ SpreadFactors read_factors(TableReader& reader, SpreadFactors inherited) {
 
 }  // namespace
 
-std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader& arguments, const TomlDocument& document) {
-  std::shared_ptr<const ThroughputModel> base = read_throughput_model(arguments, document, "base");
+std::unique_ptr<ThroughputModel> parse_placement_penalty_model(TableReader& arguments, const ModelSettings& model) {
+  std::shared_ptr<const ThroughputModel> base = build_throughput_model(
+      read_model_settings(arguments, model.arguments.document, "base"), arguments.diagnostics());
   const SpreadFactors defaults = read_factors(arguments, {kDefaultAcrossNodes, kDefaultAcrossRacks});
 
   std::unordered_map<std::string, SpreadFactors> per_profile;

@@ -82,8 +82,8 @@
 
 #include "models/interpolation.hpp"
 #include "models/models.hpp"
-#include "workloads/csv_table.hpp"
-#include "workloads/workload.hpp"
+#include "common/csv_table.hpp"
+#include "engine/errors.hpp"
 
 namespace tessel {
 
@@ -491,7 +491,7 @@ std::string PolluxAppsModel::check(const ClusterState& cluster) const {
   return {};
 }
 
-std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader& arguments, const TomlDocument&) {
+std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader& arguments, const ModelSettings&) {
   const std::optional<std::string> directory = arguments.input_path("path", std::nullopt);
   if (!directory) return nullptr;
   try {

@@ -63,8 +63,8 @@
 
 #include "models/interpolation.hpp"
 #include "models/models.hpp"
-#include "workloads/csv_table.hpp"
-#include "workloads/workload.hpp"
+#include "common/csv_table.hpp"
+#include "engine/errors.hpp"
 
 namespace tessel {
 
@@ -210,7 +210,7 @@ double SynergySensitivityModel::rate(const JobSpec& job, const Shape& shape) con
          relative_throughput(job.model, shape.gpus, shape.cpus, shape.mem_gb);
 }
 
-std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader& arguments, const TomlDocument&) {
+std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader& arguments, const ModelSettings&) {
   const std::optional<std::string> path = arguments.input_path("path", std::nullopt);
   SynergySensitivityModel::Options options;
   options.share_cpus_per_gpu =

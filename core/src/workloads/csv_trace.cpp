@@ -6,7 +6,7 @@
 //   name, tenant, vc, model, min_gpus, max_gpus, gpu_milli, cpus, mem_gb, priority,
 //   batch_size, parameters                                   (optional)
 // Blank lines and lines starting with '#' are skipped.
-#include "workloads/csv_table.hpp"
+#include "common/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tessel {
@@ -51,7 +51,7 @@ class CsvWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_csv_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_csv_workload(TableReader& reader) {
   return std::make_unique<CsvWorkload>(reader.input_path("path", std::nullopt).value_or(""));
 }
 

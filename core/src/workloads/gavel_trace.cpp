@@ -28,7 +28,7 @@
 //   positive to weigh anything.
 // - Fields are split as CsvTable splits them: a double quote inside the
 //   command opens a quoted span. Gavel's shipped traces hold none.
-#include "workloads/csv_table.hpp"
+#include "common/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tessel {
@@ -71,7 +71,7 @@ class GavelTraceWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_gavel_trace_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_gavel_trace_workload(TableReader& reader) {
   return std::make_unique<GavelTraceWorkload>(reader.input_path("path", std::nullopt).value_or(""));
 }
 

@@ -54,7 +54,7 @@
 //   deletion_time >= scheduled_time (or creation_time, if never scheduled).
 #include <limits>
 
-#include "workloads/csv_table.hpp"
+#include "common/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tessel {
@@ -142,7 +142,7 @@ class OpenbWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_openb_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_openb_workload(TableReader& reader) {
   std::string path = reader.input_path("path", std::nullopt).value_or("");
   const bool replay_times = reader.choice("times", {"replay", "ignore"}, "replay").value_or("replay") == "replay";
   const bool keep_cpu_only = reader.choice("cpu_only", {"skip", "keep"}, "skip").value_or("skip") == "keep";

@@ -629,7 +629,7 @@ class PhillyJsonWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_philly_json_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_philly_json_workload(TableReader& reader) {
   PhillyJsonOptions options;
   options.path = reader.input_path("path", std::nullopt).value_or("");
   if (reader.choice("duration", {"sum", "last"}, "sum") == "last") options.duration = DurationMode::last_attempt;

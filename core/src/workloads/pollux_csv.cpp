@@ -24,7 +24,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "workloads/csv_table.hpp"
+#include "common/csv_table.hpp"
 #include "workloads/kinds.hpp"
 #include "workloads/timestamps.hpp"
 
@@ -81,7 +81,7 @@ class PolluxCsvWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_pollux_csv_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_pollux_csv_workload(TableReader& reader) {
   return std::make_unique<PolluxCsvWorkload>(reader.input_path("path", std::nullopt).value_or(""));
 }
 

@@ -19,7 +19,7 @@
 //   business of elasticity plugins, not of the trace.
 #include <limits>
 
-#include "workloads/csv_table.hpp"
+#include "common/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tessel {
@@ -52,7 +52,7 @@ class PolluxWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_pollux_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_pollux_workload(TableReader& reader) {
   return std::make_unique<PolluxWorkload>(reader.input_path("path", std::nullopt).value_or(""));
 }
 

@@ -48,7 +48,7 @@ void check_range(TableReader& reader, std::string_view key, const std::vector<do
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_synthetic_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_synthetic_workload(TableReader& reader) {
   auto w = std::make_unique<SyntheticWorkload>();
   w->jobs = reader.integer("jobs", w->jobs, 1, 100'000'000).value_or(w->jobs);
   w->jobs_per_hour = reader.number("jobs_per_hour", w->jobs_per_hour, 0).value_or(w->jobs_per_hour);

@@ -21,7 +21,7 @@
 //   errors, as they would make no sense to Tiresias either.
 // - Tiresias truncates durations to whole seconds (jobs.py); fractions are
 //   kept here, as the other kinds keep them.
-#include "workloads/csv_table.hpp"
+#include "common/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tessel {
@@ -57,7 +57,7 @@ class TiresiasCsvWorkload final : public WorkloadSource {
 
 }  // namespace
 
-std::unique_ptr<WorkloadSource> parse_tiresias_csv_workload(TableReader& reader, const TomlDocument&) {
+std::unique_ptr<WorkloadSource> parse_tiresias_csv_workload(TableReader& reader) {
   return std::make_unique<TiresiasCsvWorkload>(reader.input_path("path", std::nullopt).value_or(""));
 }
 

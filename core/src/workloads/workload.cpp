@@ -24,48 +24,7 @@ std::span<const WorkloadKind> workload_kinds() {
   return kinds;
 }
 
-std::string count_text(std::size_t n) {
-  std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
-}
-
 namespace {
-
-TraceTransforms read_transforms(TableReader& reader) {
-  TraceTransforms t;
-  if (reader.present("window")) {
-    auto window = reader.numbers("window", std::nullopt, 0);
-    if (window && (window->size() != 2 || (*window)[0] >= (*window)[1]))
-      reader.error("window", "'window' in [workload] must be [start, end) seconds with start < end");
-    else if (window)
-      t.window = std::pair((*window)[0], (*window)[1]);
-  }
-  t.vcs = reader.strings("vcs", std::vector<std::string>{}).value_or(std::vector<std::string>{});
-  t.tenants = reader.strings("tenants", std::vector<std::string>{}).value_or(std::vector<std::string>{});
-  if (reader.present("max_jobs")) t.max_jobs = reader.integer("max_jobs", std::nullopt, 1);
-  t.shuffle = reader.boolean("shuffle", false).value_or(false);
-  if (reader.present("gpu_demand_ratio")) {
-    t.gpu_demand_ratio = reader.number("gpu_demand_ratio", std::nullopt, 0);
-    if (t.gpu_demand_ratio && *t.gpu_demand_ratio <= 0) {
-      reader.error("gpu_demand_ratio", "'gpu_demand_ratio' in [workload] must be > 0");
-      t.gpu_demand_ratio.reset();
-    }
-  }
-  if (reader.present("poisson_jobs_per_hour")) {
-    t.poisson_jobs_per_hour = reader.number("poisson_jobs_per_hour", std::nullopt, 0);
-    if (t.poisson_jobs_per_hour && *t.poisson_jobs_per_hour <= 0) {
-      reader.error("poisson_jobs_per_hour", "'poisson_jobs_per_hour' in [workload] must be > 0");
-      t.poisson_jobs_per_hour.reset();
-    }
-  }
-  t.arrival_rate_scale = reader.number("arrival_rate_scale", 1, 1e-6).value_or(1);
-  t.duration_scale = reader.number("duration_scale", 1, 1e-6).value_or(1);
-  t.elastic_min_gpus = static_cast<int>(reader.integer("elastic_min_gpus", 0, 0, 1 << 20).value_or(0));
-  t.elastic_max_gpus = static_cast<int>(reader.integer("elastic_max_gpus", 0, 0, 1 << 20).value_or(0));
-  t.elastic_models = reader.strings("elastic_models", std::vector<std::string>{}).value_or(std::vector<std::string>{});
-  return t;
-}
 
 // A job's GPU demand in milli-GPUs: what it asks for, all GPUs together.
 double gpu_demand_milli(const JobSpec& spec) { return static_cast<double>(spec.gpus) * spec.gpu_milli; }
@@ -228,17 +187,18 @@ struct ProfileDraw {
   bool unsuited = false;        // no profile suits the count; drawn among all weighted ones
 };
 
-ProfileDraw profile_draw(const ThroughputModel& model, const WorkloadConfig& config, int gpus) {
+ProfileDraw profile_draw(const ThroughputModel& model, const std::vector<std::pair<std::string, double>>& weights,
+                         int gpus) {
   ProfileDraw draw;
   auto collect = [&](bool suited_only) {
     draw.names.clear();
     draw.weights.clear();
-    if (config.profile_weights.empty()) {
+    if (weights.empty()) {
       for (const std::string& profile : model.profiles())
         if (!suited_only || model.profile_suits(profile, gpus)) draw.names.push_back(&profile);
       return;
     }
-    for (const auto& [profile, weight] : config.profile_weights)
+    for (const auto& [profile, weight] : weights)
       if (weight > 0 && (!suited_only || model.profile_suits(profile, gpus))) {
         draw.names.push_back(&profile);
         draw.weights.push_back(weight);
@@ -252,52 +212,76 @@ ProfileDraw profile_draw(const ThroughputModel& model, const WorkloadConfig& con
   return draw;
 }
 
-}  // namespace
+// What [workload] builds: the kind's source and the model, and the weights
+// of the model's profiles.
+struct WorkloadParts {
+  std::unique_ptr<WorkloadSource> source;
+  std::shared_ptr<const ThroughputModel> model;
+  std::vector<std::pair<std::string, double>> profile_weights;
+};
 
-WorkloadConfig read_workload_config(TableReader& reader, const TomlDocument& document) {
-  WorkloadConfig config;
-  std::vector<std::string> names;
-  for (const auto& kind : workload_kinds()) names.emplace_back(kind.name);
-  config.kind = reader.choice("kind", names, std::nullopt).value_or("");
-  config.seed = static_cast<std::uint64_t>(reader.integer("seed", 1, 0).value_or(1));
-  if (reader.present("track")) {
-    auto track = reader.numbers("track", std::nullopt, 0, 4e9);
-    if (track && (track->size() != 2 || (*track)[0] >= (*track)[1] ||
-                  (*track)[0] != static_cast<JobId>((*track)[0]) ||
-                  (*track)[1] != static_cast<JobId>((*track)[1])))
-      reader.error("track", "'track' in [workload] must be [first, last) job ids with first < last");
-    else if (track)
-      config.track = {static_cast<JobId>((*track)[0]), static_cast<JobId>((*track)[1])};
+// Reads what config left in [workload] and builds from it: the kind, the
+// model, profile_weights, the kind's own keys, then reports unknown keys.
+// `model`, when given, stands in for the configured one.
+WorkloadParts read_parts(const WorkloadSettings& settings, Diagnostics& diagnostics,
+                         std::shared_ptr<const ThroughputModel> model = nullptr) {
+  WorkloadParts parts;
+  TableReader reader(settings.options, diagnostics);
+  const WorkloadKind* kind = nullptr;
+  if (!settings.kind.empty()) {  // else config reported it
+    std::vector<std::string> names;
+    for (const auto& k : workload_kinds()) names.emplace_back(k.name);
+    if (reader.choice("kind", names, std::nullopt))
+      for (const auto& k : workload_kinds())
+        if (k.name == settings.kind) kind = &k;
   }
-  config.model = read_throughput_model(reader, document);
-  config.reference_gpu_type = reader.string("reference_gpu_type", "").value_or("");
+  parts.model = model ? std::move(model) : build_throughput_model(settings.model, diagnostics);
   if (const toml::table* weights = reader.table("profile_weights"))
-    config.profile_weights = read_profile_weights(reader, *weights, config.model.get());
-  config.transforms = read_transforms(reader);
-  for (const auto& kind : workload_kinds())
-    if (kind.name == config.kind) config.source = kind.parse(reader, document);
-  if (!config.source) reader.skip_unknown_keys();
-  return config;
+    parts.profile_weights = read_profile_weights(reader, *weights, parts.model.get());
+  if (kind == nullptr) return parts;  // which keys are valid is unknown: no unknown-key reports
+  parts.source = kind->parse(reader);
+  reader.finish();
+  return parts;
 }
 
-Workload build_workload(const WorkloadConfig& config, const ClusterState& cluster) {
-  Trace trace = config.source->read(config.seed);
+WorkloadParts build_parts(const WorkloadSettings& settings, std::shared_ptr<const ThroughputModel> model = nullptr) {
+  Diagnostics diagnostics;
+  WorkloadParts parts = read_parts(settings, diagnostics, std::move(model));
+  diagnostics.raise_if_any();
+  return parts;
+}
+
+}  // namespace
+
+void check_workload(const WorkloadSettings& settings, Diagnostics& diagnostics) {
+  (void)read_parts(settings, diagnostics);
+}
+
+std::unique_ptr<WorkloadSource> build_workload_source(const WorkloadSettings& settings) {
+  return build_parts(settings).source;
+}
+
+Workload build_workload(const WorkloadSettings& settings, const ClusterState& cluster,
+                        std::shared_ptr<const ThroughputModel> given_model) {
+  const WorkloadParts parts = build_parts(settings, std::move(given_model));
+  Trace trace = parts.source->read(settings.seed);
   std::stable_sort(trace.jobs.begin(), trace.jobs.end(),
                    [](const TraceJob& a, const TraceJob& b) { return a.spec.arrival < b.spec.arrival; });
   Workload workload;
   workload.notes = std::move(trace.notes);
-  apply_transforms(config.transforms, config.seed, cluster.installed_gpus(), trace.jobs, workload.notes);
+  apply_transforms(settings.transforms, settings.seed, cluster.installed_gpus(), trace.jobs, workload.notes);
 
-  const std::string& reference = config.reference_gpu_type;
+  const std::string& reference = settings.reference_gpu_type;
   const auto& types = cluster.gpu_types();
   if (!reference.empty() && std::find(types.begin(), types.end(), reference) == types.end())
     throw UserError("[workload] reference_gpu_type '" + reference + "' is not a GPU type of the cluster");
 
-  const ThroughputModel& model = *config.model;
+  const ThroughputModel& model = *parts.model;
+  workload.model = parts.model;
   if (const std::string problem = model.check(cluster); !problem.empty())
     throw UserError("throughput model '" + std::string(model.name()) + "': " + problem);
   const std::span<const std::string> profiles = model.profiles();
-  Rng profile_rng(derive_seed(config.seed, 0x70726f66));  // "prof"
+  Rng profile_rng(derive_seed(settings.seed, 0x70726f66));  // "prof"
   std::size_t assigned = 0, unsuited = 0;
   std::map<int, ProfileDraw> draws;  // by GPU count
 
@@ -305,14 +289,15 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
   for (TraceJob& entry : trace.jobs) {
     JobSpec& spec = workload.jobs.emplace_back(std::move(entry.spec));
     spec.id = static_cast<JobId>(workload.jobs.size() - 1);
-    spec.tracked = !config.track || (spec.id >= config.track->first && spec.id < config.track->second);
+    spec.tracked = !settings.track || (spec.id >= settings.track->first && spec.id < settings.track->second);
     if (!profiles.empty() && std::find(profiles.begin(), profiles.end(), spec.model) == profiles.end()) {
       if (!spec.model.empty())
         throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
                         " has model '" + spec.model + "', which throughput model '" + std::string(model.name()) +
                         "' has no data for");
       auto found = draws.find(spec.gpus);
-      if (found == draws.end()) found = draws.emplace(spec.gpus, profile_draw(model, config, spec.gpus)).first;
+      if (found == draws.end())
+        found = draws.emplace(spec.gpus, profile_draw(model, parts.profile_weights, spec.gpus)).first;
       const ProfileDraw& draw = found->second;
       const std::size_t pick =
           draw.weights.empty() ? profile_rng.below(draw.names.size()) : profile_rng.weighted(draw.weights);
@@ -336,7 +321,7 @@ Workload build_workload(const WorkloadConfig& config, const ClusterState& cluste
   if (assigned > 0)
     workload.notes.push_back("gave " + count_text(assigned) + " jobs a random profile of '" +
                              std::string(model.name()) + "'" +
-                             (config.profile_weights.empty() ? "" : ", drawn by profile_weights"));
+                             (parts.profile_weights.empty() ? "" : ", drawn by profile_weights"));
   if (unsuited > 0)
     workload.notes.push_back(count_text(unsuited) + " of them have a GPU count no profile suits; they got "
                              "any profile");

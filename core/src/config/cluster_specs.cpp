@@ -12,12 +12,13 @@
 // - The openb lists give no topology: every node is in rack 0. Nodes without
 //   GPUs (in openb_node_list_all_node.csv) are refused: tessel's nodes exist
 //   to hold GPUs, and openb_node_list_gpu_node.csv is the list without them.
-#include "workloads/cluster_specs.hpp"
+#include "config/cluster_specs.hpp"
 
 #include <unordered_map>
 
-#include "workloads/csv_table.hpp"
-#include "workloads/workload.hpp"
+#include "common/csv_table.hpp"
+#include "common/text.hpp"
+#include "engine/errors.hpp"
 
 namespace tessel {
 

@@ -1,4 +1,4 @@
-#include "workloads/csv_table.hpp"
+#include "common/csv_table.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "workloads/workload.hpp"
+#include "engine/errors.hpp"
 
 namespace tessel {
 

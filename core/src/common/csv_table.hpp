@@ -1,4 +1,5 @@
-// A CSV file read row by row with a header, for trace readers. Fields are
+// A CSV file read row by row with a header, for whatever reads one: trace
+// readers, cluster specs, models' measurements. Fields are
 // looked up by column name and parsed with errors that name the file, line
 // and column ("trace.csv:7: field 'gpus': expected an integer >= 1, got 'x'").
 // Handles quoted fields ("a, b") and CRLF line ends.
