@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "config/experiment.hpp"
+#include "models/models.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
 #include "scheduler/scheduler.hpp"
@@ -286,7 +287,7 @@ placement = { plugin = "first_fit" }
 )", "fork.toml")));
   PluginRegistry registry(std::vector<std::string>{});
   Scheduler parent(compose_scheduler(config.scheduler, registry, 1), ClusterState({NodeSpec{"n0", "v100", 4, 32, 256, 0}}),
-                   config.workload.model, config.scheduler.settings);
+                   build_throughput_model(config.workload.model), config.scheduler.settings);
   JobSpec spec;
   spec.gpus = spec.min_gpus = spec.max_gpus = 1;
   spec.total_work = 100;
