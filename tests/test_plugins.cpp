@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <span>
 
 #include "config/experiment.hpp"
@@ -100,6 +101,35 @@ constexpr auto kRecords = abi::arg_records(kFitting);
 static_assert(kRecords[0].has_default == 1 && kRecords[0].name[62] == '3' && kRecords[0].name[63] == '\0' &&
               kRecords[0].choices[2] == 'b');
 }  // namespace
+
+TEST_CASE("the plugin macros refuse, at compile time, a text too long for its field") {
+  const char* cxx = std::getenv("TESSEL_CXX");
+  REQUIRE(cxx != nullptr);
+  TempDir dir;
+  const auto compile = [&](const std::string& name, const std::string& argument) {
+    dir.write("plugin.cpp", "#include <tessel/tessel.hpp>\n"
+                            "struct P final : tessel::AllocationPolicy {\n"
+                            "  explicit P(const tessel::PluginContext&) {}\n"
+                            "  tessel::AllocationPlan allocate(const tessel::SchedulerView&) override { return {}; }\n"
+                            "};\n"
+                            "constexpr tessel::ArgSpec kArgs[] = {{\"" + argument +
+                                "\", tessel::ArgType::integer, \"1\", \"help\"}};\n"
+                                "TESSEL_PLUGIN_WITH_ARGS(P, allocation, \"" + name + "\", \"1.0\", \"a test\", kArgs)\n");
+    std::vector<std::string> argv;
+    std::istringstream words(cxx);
+    for (std::string word; words >> word;) argv.push_back(word);
+    for (const std::string& flag : {std::string("-std=c++20"), std::string("-fsyntax-only"),
+                                    "-I" + (source_root() / "core/include").string(), std::string("plugin.cpp")})
+      argv.push_back(flag);
+    return run_command(argv, dir.path());
+  };
+  const auto longest = compile(std::string(kPluginNameSize - 1, 'n'), std::string(kArgNameSize - 1, 'a'));
+  CHECK_MESSAGE(longest.code == 0, longest.err);
+  const auto too_long = compile(std::string(kPluginNameSize, 'n'), std::string(kArgNameSize, 'a'));
+  CHECK(too_long.code != 0);
+  CHECK(too_long.err.find("the plugin name is too long") != std::string::npos);
+  CHECK(too_long.err.find("an argument's name, default, help or choices is too long") != std::string::npos);
+}
 
 TEST_CASE("a refused plugin's static constructors never run; an accepted one's do") {
   TempDir markers;
