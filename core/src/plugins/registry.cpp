@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -148,10 +149,10 @@ std::vector<ArgDeclaration> read_arguments(const ElfFile& elf, const PluginInfo&
 }
 
 // Identifies a file however it was reached (two search directories, a link).
-std::pair<dev_t, ino_t> identity_of(const std::string& path) {
+std::optional<std::pair<dev_t, ino_t>> identity_of(const std::string& path) {
   struct stat status {};
-  if (::stat(path.c_str(), &status) != 0) return {0, 0};
-  return {status.st_dev, status.st_ino};
+  if (::stat(path.c_str(), &status) != 0) return std::nullopt;
+  return std::pair(status.st_dev, status.st_ino);
 }
 
 }  // namespace
@@ -254,7 +255,7 @@ void PluginRegistry::scan() {
     for (const std::string& file : files) {
       // The same file through two directories (a directory named twice, a
       // link) is one plugin, not two.
-      if (!seen.insert(identity_of(file)).second) continue;
+      if (const auto identity = identity_of(file); identity && !seen.insert(*identity).second) continue;
       try {
         found.push_back(inspect(file));
       } catch (const PluginLoadError& e) {
