@@ -281,7 +281,8 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
 
 // Exports `Class` (a subclass of one stage interface, constructible from
 // `const tessel::PluginContext&`) as a tessel plugin. Use once per library, at
-// namespace scope. ARGS is a constexpr array of tessel::ArgSpec.
+// namespace scope. ARGS is a constexpr array of tessel::ArgSpec. Include
+// <tessel/tessel.hpp>, which brings kAbiLayout (abi_layout.hpp).
 #define TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                       \
   static_assert(::tessel::abi::args_fit(ARGS),                                                      \
                 "an argument's name, default, help or choices is too long for its ArgRecord field " \
