@@ -100,7 +100,7 @@ int main() {
     stage.kind = PluginKind::placement;
     stage.plugin = name;
     Diagnostics diagnostics;
-    const PluginArgs args = check_arguments(stage, *entry.info, diagnostics);
+    const PluginArgs args = check_arguments(stage, entry, {}, diagnostics);
     diagnostics.raise_if_any();
     SlotRegistry slots;
     PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> plugins(argv + 1, argv + argc);
   if (plugins.empty())
     for (const PluginEntry& entry : registry.plugins())
-      if (entry.info->kind == PluginKind::allocation) plugins.emplace_back(entry.info->name);
+      if (entry.info.kind == PluginKind::allocation) plugins.emplace_back(entry.info.name);
   std::sort(plugins.begin(), plugins.end());
 
   std::printf("policy_rounds: mean round time, N jobs queued at once on 108 GPUs of 3 types\n");

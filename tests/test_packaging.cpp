@@ -19,15 +19,29 @@ TEST_CASE("the out-of-tree example builds against the installed SDK and runs") {
     if (entry.path().filename() == "tessel.pc") pc = entry.path();
   REQUIRE_FALSE(pc.empty());
   const fs::path prefix_root = stage;
-  bool has_tessel = false, has_header = false, has_plugin = false;
+  fs::path tessel, libtessel;
+  bool has_header = false, has_layout_pins = false, has_plugin = false;
   for (const auto& entry : fs::recursive_directory_iterator(stage)) {
-    has_tessel |= entry.path().filename() == "tessel" && entry.path().parent_path().filename() == "bin";
+    if (entry.path().filename() == "tessel" && entry.path().parent_path().filename() == "bin") tessel = entry.path();
+    if (entry.path().filename() == "libtessel.so") libtessel = entry.path();
     has_header |= entry.path().filename() == "tessel.hpp";
+    has_layout_pins |= entry.path().filename() == "abi_layout.hpp";
     has_plugin |= entry.path().filename() == "fifo.so" && entry.path().parent_path().filename() == "allocation";
   }
-  CHECK(has_tessel);
+  REQUIRE_FALSE(tessel.empty());
+  REQUIRE_FALSE(libtessel.empty());
   CHECK(has_header);
+  CHECK(has_layout_pins);
   CHECK(has_plugin);
+
+  // The installed tessel, while the build tree still exists, uses the
+  // installed plugins alone: the same names twice would be an error.
+  const auto installed = run_command({tessel.string(), "plugins", "-v"}, dir.path(),
+                                     {"LD_LIBRARY_PATH=" + libtessel.parent_path().string()});
+  CHECK_MESSAGE(installed.code == 0, installed.err);
+  CHECK(installed.err.empty());
+  CHECK(installed.out.find("file: " + libtessel.parent_path().string()) != std::string::npos);
+  CHECK(installed.out.find("file: " + build_root().string()) == std::string::npos);
 
   const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + pc.parent_path().string(),
                                         "PKG_CONFIG_SYSROOT_DIR=" + prefix_root.string()};

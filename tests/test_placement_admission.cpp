@@ -46,7 +46,7 @@ class Placer {
     stage.plugin = name;
     stage.args = std::move(arguments);
     Diagnostics diagnostics;
-    args_ = check_arguments(stage, *entry.info, diagnostics);
+    args_ = check_arguments(stage, entry, {}, diagnostics);
     REQUIRE(diagnostics.empty());
     plugin_ = PluginRegistry::create(entry, PluginContext(args_, seed, slots_));
     policy_ = dynamic_cast<PlacementPolicy*>(plugin_.get());

@@ -83,7 +83,7 @@ class PolluxPair {
     stage.plugin = "pollux";
     stage.args = std::move(arguments);
     Diagnostics diagnostics;
-    args = check_arguments(stage, *entry.info, diagnostics);
+    args = check_arguments(stage, entry, {}, diagnostics);
     REQUIRE(diagnostics.empty());
     plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots_));
     return plugin.get();

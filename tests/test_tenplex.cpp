@@ -98,7 +98,7 @@ struct LoadedPolicy {
     stage.kind = PluginKind::elasticity;
     stage.args = arguments;
     Diagnostics diagnostics;
-    args = check_arguments(stage, *entry.info, diagnostics);
+    args = check_arguments(stage, entry, {}, diagnostics);
     diagnostics.raise_if_any();
     PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
     PluginDeleter deleter = plugin.get_deleter();

@@ -24,7 +24,7 @@
 
 namespace {
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"factor", tessel::ArgType::number, "1.2",
      "admit while the GPU demand of admitted jobs stays within factor x the cluster's GPUs"},
 };

@@ -17,7 +17,7 @@
 
 namespace {
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"max_waiting", tessel::ArgType::integer, nullptr,
      "the most admitted jobs that may wait at once; jobs arriving beyond it are rejected"},
 };

@@ -26,7 +26,7 @@
 
 namespace {
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"caps", tessel::ArgType::number_table, "{}",
      "GPUs each VC may have admitted at once, by VC name: { research = 16, prod = 48 }; unlisted VCs are unlimited"},
 };

@@ -38,7 +38,7 @@ namespace {
 
 using tessel::gpu_choice::NodeRoom;
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"cpu_weight", tessel::ArgType::number, "0.5",
      "weight of the CPUs left in a node's score; the GPUs left weigh the rest"},
     {"span_nodes", tessel::ArgType::boolean, "true", tessel::kube_score::kSpanNodesHelp},

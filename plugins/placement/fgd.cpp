@@ -76,7 +76,7 @@ namespace {
 
 using tessel::gpu_choice::NodeRoom;
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"popularity_percent", tessel::ArgType::number, "95",
      "the target workload: the most frequent task shapes that make up this percentage of all jobs"},
     {"span_nodes", tessel::ArgType::boolean, "true", tessel::kube_score::kSpanNodesHelp},

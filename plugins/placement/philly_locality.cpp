@@ -40,7 +40,7 @@ namespace {
 
 using tessel::gpu_choice::NodeRoom;
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"relax_after_seconds", tessel::ArgType::number, "1800",
      "seconds of waiting before each relaxation step: twice the servers, then any rack"},
 };

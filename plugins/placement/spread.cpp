@@ -36,7 +36,7 @@
 
 namespace {
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"unit", tessel::ArgType::string, "\"gpu\"",
      "what is drawn at random: each GPU (spreads jobs over nodes) or one node for the whole job", "gpu|node"},
     {"span_nodes", tessel::ArgType::boolean, "true",

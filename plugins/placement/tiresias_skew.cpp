@@ -40,7 +40,7 @@ namespace {
 
 using tessel::gpu_choice::NodeRoom;
 
-const tessel::ArgSpec kArgs[] = {
+constexpr tessel::ArgSpec kArgs[] = {
     {"skewed_models", tessel::ArgType::string_list, R"(["vgg11", "vgg16", "vgg19", "alexnet"])",
      "models whose tensor sizes are skewed: their jobs are consolidated or wait"},
 };

@@ -19,12 +19,6 @@ namespace py = pybind11;
 
 namespace tessel::python {
 
-const ArgSpec kBridgeArgs[2] = {
-    {"module", ArgType::string, nullptr, "the Python file that defines the policy class (relative to the experiment)"},
-    {"class", ArgType::string, nullptr,
-     "the policy class; its constructor's parameters are this stage's further arguments"},
-};
-
 namespace {
 
 // Starts the interpreter unless this process has one (tessel started from

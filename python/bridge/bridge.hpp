@@ -57,7 +57,11 @@ BOOST_SYMBOL_VISIBLE bool declare_arguments(const PluginContext& context, std::v
                                             FactoryError& error) noexcept;
 
 // The plugin's own arguments: module and class.
-extern BOOST_SYMBOL_VISIBLE const ArgSpec kBridgeArgs[2];
+inline constexpr ArgSpec kBridgeArgs[] = {
+    {"module", ArgType::string, nullptr, "the Python file that defines the policy class (relative to the experiment)"},
+    {"class", ArgType::string, nullptr,
+     "the policy class; its constructor's parameters are this stage's further arguments"},
+};
 
 class BOOST_SYMBOL_VISIBLE AdmissionBridge final : public AdmissionPolicy {
  public:

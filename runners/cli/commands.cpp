@@ -152,36 +152,41 @@ int plugins(const PluginsOptions& options) {
   PluginRegistry registry(options.directories);
   const auto& all = registry.plugins();
   std::size_t name_width = 4;
-  for (const PluginEntry& p : all) name_width = std::max(name_width, std::string_view(p.info->name).size());
+  for (const PluginEntry& p : all) name_width = std::max(name_width, std::string_view(p.info.name).size());
   bool any = false;
   for (const PluginKind kind :
        {PluginKind::admission, PluginKind::allocation, PluginKind::placement, PluginKind::elasticity}) {
     if (!options.kind.empty() && options.kind != to_string(kind)) continue;
     std::vector<const PluginEntry*> entries;
     for (const PluginEntry& p : all)
-      if (p.info->kind == kind) entries.push_back(&p);
+      if (p.info.kind == kind) entries.push_back(&p);
     std::sort(entries.begin(), entries.end(),
-              [](auto* a, auto* b) { return std::string_view(a->info->name) < b->info->name; });
+              [](auto* a, auto* b) { return std::string_view(a->info.name) < b->info.name; });
     if (entries.empty()) continue;
     std::cout << (any ? "\n" : "") << to_string(kind) << ":\n";
     any = true;
     for (const PluginEntry* p : entries) {
-      std::cout << "  " << std::left << std::setw(static_cast<int>(name_width)) << p->info->name << "  "
-                << std::setw(5) << p->info->version << "  " << p->info->description << "\n";
+      std::cout << "  " << std::left << std::setw(static_cast<int>(name_width)) << p->info.name << "  "
+                << std::setw(5) << p->info.version << "  " << p->info.description << "\n";
       if (!options.verbose) continue;
       std::cout << "      file: " << p->path << "\n";
-      print_arguments(declarations_of(*p->info), "      ");
+      print_arguments(p->arguments, "      ");
       if (p->declare_arguments != nullptr) print_hosted(*p, options.python_files);
     }
   }
   if (!options.kind.empty() && !any)
     std::cout << "no " << options.kind << " plugins found\n";
-  for (const RejectedFile& file : registry.rejected()) std::cerr << "refused " << file.message << "\n";
+  // A name defined by two files is unusable until one goes: an error, not a note.
+  bool duplicates = false;
+  for (const RejectedFile& file : registry.rejected()) {
+    duplicates |= file.error == LoadError::duplicate_name;
+    std::cerr << (file.error == LoadError::duplicate_name ? "tessel: " : "refused ") << file.message << "\n";
+  }
   if (options.verbose) {
     std::cout << "\nsearch path:\n";
     for (const std::string& dir : registry.search_path()) std::cout << "  " << dir << "\n";
   }
-  return 0;
+  return duplicates ? 2 : 0;
 }
 
 namespace {

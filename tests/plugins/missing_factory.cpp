@@ -1,9 +1,12 @@
 // A plugin that declares itself but exports no factory.
 #include <tessel/tessel.hpp>
 
-namespace broken {
-const tessel::PluginInfo info = {tessel::kAbiVersion, tessel::PluginKind::allocation, "missing_factory",
-                                 "1.0", "has no factory", nullptr, 0};
-}  // namespace broken
+#include "load_marker.hpp"
 
-BOOST_DLL_ALIAS_SECTIONED(broken::info, tessel_plugin_info, tessel)
+namespace {
+const LoadMarker marker("missing_factory");
+}  // namespace
+
+extern "C" BOOST_SYMBOL_EXPORT constinit const tessel::PluginInfo tessel_plugin_info =
+    tessel::abi::info_record(tessel::PluginKind::allocation, "missing_factory", "1.0", "has no factory", 0,
+                             tessel::kAbiLayout);

@@ -1,10 +1,16 @@
 // A preemptive test policy: the newest job has the highest priority. It
-// exercises the core's preemption rule in end-to-end tests.
+// exercises the core's preemption rule in end-to-end tests. It also marks its
+// loading (load_marker.hpp): the control for the tests that prove a refused
+// plugin never loads.
 #include <algorithm>
 
 #include <tessel/tessel.hpp>
 
+#include "load_marker.hpp"
+
 namespace {
+
+const LoadMarker marker("newest_first");
 
 class NewestFirst final : public tessel::AllocationPolicy {
  public:

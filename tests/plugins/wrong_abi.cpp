@@ -1,16 +1,24 @@
 // A plugin built against a different plugin ABI: the loader must refuse it
-// before calling its factory.
+// before dlopen(), so that neither its static constructor nor its factory runs.
 #include <cstdlib>
 
 #include <tessel/tessel.hpp>
 
-namespace broken {
-const tessel::PluginInfo info = {tessel::kAbiVersion + 1, tessel::PluginKind::allocation, "wrong_abi",
-                                 "1.0", "built for the next ABI", nullptr, 0};
-tessel::Plugin* create(const tessel::PluginContext&, tessel::FactoryError&) noexcept {
+#include "load_marker.hpp"
+
+namespace {
+const LoadMarker marker("wrong_abi");
+
+consteval tessel::PluginInfo next_abi() {
+  tessel::PluginInfo info = tessel::abi::info_record(tessel::PluginKind::allocation, "wrong_abi", "1.0",
+                                                     "built for the next ABI", 0, tessel::kAbiLayout);
+  info.abi_version = tessel::kAbiVersion + 1;
+  return info;
+}
+}  // namespace
+
+extern "C" BOOST_SYMBOL_EXPORT constinit const tessel::PluginInfo tessel_plugin_info = next_abi();
+extern "C" BOOST_SYMBOL_EXPORT tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
+                                                                    tessel::FactoryError&) noexcept {
   std::abort();  // must never run
 }
-}  // namespace broken
-
-BOOST_DLL_ALIAS_SECTIONED(broken::info, tessel_plugin_info, tessel)
-BOOST_DLL_ALIAS_SECTIONED(broken::create, tessel_plugin_create, tessel)

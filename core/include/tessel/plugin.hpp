@@ -1,18 +1,25 @@
 // The plugin ABI: what a plugin library exports and how the core creates it.
 //
-// A plugin library exports two symbols through Boost.DLL aliases in the
-// "tessel" section:
-//   tessel_plugin_info       a PluginInfo record: ABI version, kind, name,
-//                            version, description and argument schema;
-//   tessel_plugin_create     the factory, PluginFactory.
+// A plugin library exports, as plain extern "C" symbols:
+//   tessel_plugin_info       a PluginInfo record: ABI version, layout
+//                            fingerprint, kind, name, version, description
+//                            and the number of argument records;
+//   tessel_plugin_args       its ArgRecord table (absent when it takes none);
+//   tessel_plugin_create     the factory, a PluginFactory.
 // A plugin that hosts the user's own code (the Python bridge) may export a
-// third, whose arguments depend on that code:
+// fourth, whose arguments depend on that code:
 //   tessel_plugin_arguments  an ArgumentDeclarer.
-// The loader reads the info record and checks the ABI version, the kind and
-// the arguments before it calls any plugin code. Use TESSEL_PLUGIN (below)
-// rather than writing these by hand.
+// The two records are plain data (fixed-size character arrays and integers,
+// no pointers, so no relocations), initialised at compile time: the loader
+// reads them straight from the library's ELF file, as libcamera reads its
+// module info, and checks the ABI version, the layout, the kind and the
+// argument schema before it dlopen()s the library, so that nothing of a
+// refused plugin runs, not even its static constructors. Use TESSEL_PLUGIN
+// (below) rather than writing these by hand.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -24,15 +31,17 @@
 #include <vector>
 
 #include <boost/config.hpp>
-#include <boost/dll/alias.hpp>
 
 #include "tessel/slots.hpp"
 
 namespace tessel {
 
 // Bump whenever a public header changes in a way that breaks plugins built
-// against the previous one.
-inline constexpr std::uint32_t kAbiVersion = 4;
+// against the previous one, and update the layout pins in abi_layout.hpp.
+// A plugin's record carries the version and the layout fingerprint
+// (kAbiLayout) of the headers it was built against; the loader refuses it
+// unless both are this tessel's.
+inline constexpr std::uint32_t kAbiVersion = 5;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);
@@ -41,9 +50,11 @@ std::string_view to_string(PluginKind kind);
 enum class ArgType : std::uint32_t { boolean, integer, number, string, number_list, string_list, number_table };
 std::string_view to_string(ArgType type);
 
-// One declared argument. `default_value` is TOML value syntax ("3600",
-// "[3600]", "true", "\"fifo\""); nullptr makes the argument required.
-// `choices` lists the allowed strings as "a|b|c" (string arguments only).
+// One declared argument, as a plugin writes it (the macros turn the table
+// into ArgRecords at compile time). `default_value` is TOML value syntax
+// ("3600", "[3600]", "true", "\"fifo\""); nullptr makes the argument
+// required. `choices` lists the allowed strings as "a|b|c" (string arguments
+// only). Declare the table constexpr.
 struct ArgSpec {
   const char* name;
   ArgType type;
@@ -52,15 +63,92 @@ struct ArgSpec {
   const char* choices = nullptr;
 };
 
-struct PluginInfo {
-  std::uint32_t abi_version;  // first, so any version can read it
-  PluginKind kind;
-  const char* name;
-  const char* version;
-  const char* description;
-  const ArgSpec* args;
-  std::uint32_t arg_count;
+// The room in the records for each text, its terminating NUL included. The
+// macros refuse (static_assert) a longer text.
+inline constexpr std::size_t kPluginNameSize = 64;
+inline constexpr std::size_t kPluginVersionSize = 32;
+inline constexpr std::size_t kPluginDescriptionSize = 512;
+inline constexpr std::size_t kArgNameSize = 64;
+inline constexpr std::size_t kArgDefaultSize = 256;
+inline constexpr std::size_t kArgHelpSize = 512;
+inline constexpr std::size_t kArgChoicesSize = 256;
+
+// An ArgSpec as the library file holds it. Every text is NUL-terminated
+// within its array; the loader refuses a record where one is not.
+struct ArgRecord {
+  char name[kArgNameSize];
+  ArgType type;
+  std::uint32_t has_default;  // 0: required; 1: default_value holds its default
+  char default_value[kArgDefaultSize];
+  char help[kArgHelpSize];
+  char choices[kArgChoicesSize];  // empty: any string
 };
+
+// The record a plugin library exports as tessel_plugin_info.
+struct PluginInfo {
+  std::uint32_t abi_version;  // first in every ABI, so that any version can read it
+  PluginKind kind;
+  std::uint64_t layout;     // kAbiLayout of the headers it was built against
+  std::uint64_t arg_count;  // records in tessel_plugin_args
+  char name[kPluginNameSize];
+  char version[kPluginVersionSize];
+  char description[kPluginDescriptionSize];
+};
+
+namespace abi {
+
+// Whether `text` fits, with its NUL, in `size` characters.
+constexpr bool fits(const char* text, std::size_t size) {
+  if (text == nullptr) return true;
+  std::size_t length = 0;
+  while (text[length] != '\0') ++length;
+  return length < size;
+}
+
+template <std::size_t N>
+constexpr void copy(char (&to)[N], const char* from) {
+  std::size_t i = 0;
+  for (; from != nullptr && from[i] != '\0' && i + 1 < N; ++i) to[i] = from[i];
+  for (; i < N; ++i) to[i] = '\0';
+}
+
+template <std::size_t N>
+constexpr bool args_fit(const ArgSpec (&specs)[N]) {
+  for (const ArgSpec& spec : specs)
+    if (!fits(spec.name, kArgNameSize) || !fits(spec.default_value, kArgDefaultSize) ||
+        !fits(spec.help, kArgHelpSize) || !fits(spec.choices, kArgChoicesSize))
+      return false;
+  return true;
+}
+
+template <std::size_t N>
+consteval std::array<ArgRecord, N> arg_records(const ArgSpec (&specs)[N]) {
+  std::array<ArgRecord, N> out{};
+  for (std::size_t i = 0; i < N; ++i) {
+    copy(out[i].name, specs[i].name);
+    out[i].type = specs[i].type;
+    out[i].has_default = specs[i].default_value != nullptr;
+    copy(out[i].default_value, specs[i].default_value);
+    copy(out[i].help, specs[i].help);
+    copy(out[i].choices, specs[i].choices);
+  }
+  return out;
+}
+
+consteval PluginInfo info_record(PluginKind kind, const char* name, const char* version, const char* description,
+                                 std::uint64_t arg_count, std::uint64_t layout) {
+  PluginInfo info{};
+  info.abi_version = kAbiVersion;
+  info.kind = kind;
+  info.layout = layout;
+  info.arg_count = arg_count;
+  copy(info.name, name);
+  copy(info.version, version);
+  copy(info.description, description);
+  return info;
+}
+
+}  // namespace abi
 
 using NumberTable = std::map<std::string, double, std::less<>>;
 using ArgValue = std::variant<bool, std::int64_t, double, std::string, std::vector<double>,
@@ -193,39 +281,52 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
 
 // Exports `Class` (a subclass of one stage interface, constructible from
 // `const tessel::PluginContext&`) as a tessel plugin. Use once per library, at
-// namespace scope. ARGS is an array of tessel::ArgSpec.
-#define TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                 \
-  TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, ARGS,                         \
-                        static_cast<std::uint32_t>(sizeof(ARGS) / sizeof(ARGS[0])))
+// namespace scope. ARGS is a constexpr array of tessel::ArgSpec. Include
+// <tessel/tessel.hpp>, which brings kAbiLayout (abi_layout.hpp).
+#define TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                       \
+  static_assert(::tessel::abi::args_fit(ARGS),                                                      \
+                "an argument's name, default, help or choices is too long for its ArgRecord field " \
+                "(see kArgNameSize and the others in tessel/plugin.hpp)");                          \
+  extern "C" BOOST_SYMBOL_EXPORT constinit const std::array<::tessel::ArgRecord, std::size(ARGS)>   \
+      tessel_plugin_args = ::tessel::abi::arg_records(ARGS);                                        \
+  TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, std::size(ARGS))
 
 // A plugin hosting code that declares further arguments: DECLARER is an
 // ArgumentDeclarer (see above).
-#define TESSEL_PLUGIN_HOSTING(Class, kind, name, version, description, ARGS, DECLARER)        \
-  TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                      \
-  BOOST_DLL_ALIAS_SECTIONED(DECLARER, tessel_plugin_arguments, tessel)
+#define TESSEL_PLUGIN_HOSTING(Class, kind, name, version, description, ARGS, DECLARER)              \
+  TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                            \
+  extern "C" BOOST_SYMBOL_EXPORT bool tessel_plugin_arguments(                                      \
+      const ::tessel::PluginContext& context, std::vector<::tessel::ArgDeclaration>& declarations,  \
+      ::tessel::FactoryError& error) noexcept {                                                     \
+    return DECLARER(context, declarations, error);                                                  \
+  }                                                                                                 \
+  static_assert(std::is_same_v<decltype(&tessel_plugin_arguments), ::tessel::ArgumentDeclarer>);
 
 #define TESSEL_PLUGIN(Class, kind, name, version, description) \
-  TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, nullptr, 0u)
+  TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, 0u)
 
-#define TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, args, arg_count)       \
-  namespace tessel_plugin_export_ {                                                           \
-  static_assert(std::is_base_of_v<::tessel::Plugin, Class>, "plugins derive from a stage");   \
-  const ::tessel::PluginInfo info = {::tessel::kAbiVersion, ::tessel::PluginKind::kind, name, \
-                                     version,  description, args,  arg_count};                \
-  ::tessel::Plugin* create(const ::tessel::PluginContext& context,                            \
-                           ::tessel::FactoryError& error) noexcept {                          \
-    try {                                                                                     \
-      return new Class(context);                                                              \
-    } catch (const ::tessel::ArgumentError& e) {                                              \
-      error.argument = e.argument();                                                          \
-      error.message = e.what();                                                               \
-    } catch (const std::exception& e) {                                                       \
-      error.message = e.what();                                                               \
-    } catch (...) {                                                                           \
-      error.message = "unknown exception";                                                    \
-    }                                                                                         \
-    return nullptr;                                                                           \
-  }                                                                                           \
-  }                                                                                           \
-  BOOST_DLL_ALIAS_SECTIONED(tessel_plugin_export_::info, tessel_plugin_info, tessel)          \
-  BOOST_DLL_ALIAS_SECTIONED(tessel_plugin_export_::create, tessel_plugin_create, tessel)
+#define TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, arg_count)                       \
+  static_assert(std::is_base_of_v<::tessel::Plugin, Class>, "plugins derive from a stage");             \
+  static_assert(::tessel::abi::fits(name, ::tessel::kPluginNameSize), "the plugin name is too long");   \
+  static_assert(::tessel::abi::fits(version, ::tessel::kPluginVersionSize),                             \
+                "the plugin version is too long");                                                      \
+  static_assert(::tessel::abi::fits(description, ::tessel::kPluginDescriptionSize),                     \
+                "the plugin description is too long");                                                  \
+  extern "C" BOOST_SYMBOL_EXPORT constinit const ::tessel::PluginInfo tessel_plugin_info =              \
+      ::tessel::abi::info_record(::tessel::PluginKind::kind, name, version, description, arg_count,     \
+                                 ::tessel::kAbiLayout);                                                 \
+  extern "C" BOOST_SYMBOL_EXPORT ::tessel::Plugin* tessel_plugin_create(                                \
+      const ::tessel::PluginContext& context, ::tessel::FactoryError& error) noexcept {                 \
+    try {                                                                                               \
+      return new Class(context);                                                                        \
+    } catch (const ::tessel::ArgumentError& e) {                                                        \
+      error.argument = e.argument();                                                                    \
+      error.message = e.what();                                                                         \
+    } catch (const std::exception& e) {                                                                 \
+      error.message = e.what();                                                                         \
+    } catch (...) {                                                                                     \
+      error.message = "unknown exception";                                                              \
+    }                                                                                                   \
+    return nullptr;                                                                                     \
+  }                                                                                                     \
+  static_assert(std::is_same_v<decltype(&tessel_plugin_create), ::tessel::PluginFactory>);

@@ -4,6 +4,7 @@
 // included on its own.
 #pragma once
 
+#include "tessel/abi_layout.hpp"
 #include "tessel/allocation.hpp"
 #include "tessel/cluster.hpp"
 #include "tessel/discretized_queues.hpp"

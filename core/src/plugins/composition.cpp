@@ -98,15 +98,6 @@ bool ComposedScheduler::time_sensitive() const {
          placement->time_sensitive() || elasticity->time_sensitive();
 }
 
-std::vector<ArgDeclaration> declarations_of(const PluginInfo& info) {
-  std::vector<ArgDeclaration> out;
-  for (const ArgSpec& spec : std::span(info.args, info.arg_count))
-    out.push_back({spec.name, spec.type,
-                   spec.default_value ? std::optional<std::string>(spec.default_value) : std::nullopt,
-                   spec.help, spec.choices ? spec.choices : ""});
-  return out;
-}
-
 namespace {
 
 // `others` says what to do with keys no declaration names: report them, or
@@ -156,19 +147,15 @@ PluginArgs check_declared(const StageConfig& stage, const PluginInfo& info,
 
 }  // namespace
 
-PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Diagnostics& diagnostics) {
-  return check_declared(stage, info, declarations_of(info), OtherKeys::refused, diagnostics);
-}
-
 PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
                            const std::string& config_directory, Diagnostics& diagnostics) {
-  std::vector<ArgDeclaration> declarations = declarations_of(*entry.info);
+  std::vector<ArgDeclaration> declarations = entry.arguments;
   if (entry.declare_arguments == nullptr)
-    return check_declared(stage, *entry.info, declarations, OtherKeys::refused, diagnostics);
+    return check_declared(stage, entry.info, declarations, OtherKeys::refused, diagnostics);
 
   // The plugin's own arguments say which code it hosts; that code declares the rest.
   Diagnostics own;
-  const PluginArgs args = check_declared(stage, *entry.info, declarations, OtherKeys::left, own);
+  const PluginArgs args = check_declared(stage, entry.info, declarations, OtherKeys::left, own);
   if (!own.empty()) {
     for (const Diagnostic& d : own.items()) diagnostics.error(d.where, d.message);
     return args;
@@ -178,19 +165,19 @@ PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
   FactoryError error;
   if (!entry.declare_arguments(PluginContext(args, 0, no_slots, config_directory), hosted, error)) {
     diagnostics.error(error.argument.empty() ? stage.where : where_of(stage, error.argument),
-                      who(*entry.info) + ": " + error.message);
+                      who(entry.info) + ": " + error.message);
     return args;
   }
   for (ArgDeclaration& declaration : hosted) {
     if (std::any_of(declarations.begin(), declarations.end(),
                     [&](const ArgDeclaration& d) { return d.name == declaration.name; })) {
-      diagnostics.error(stage.where, who(*entry.info) + ": its code declares argument '" + declaration.name +
+      diagnostics.error(stage.where, who(entry.info) + ": its code declares argument '" + declaration.name +
                                          "' twice, or one of the plugin's own");
       return args;
     }
     declarations.push_back(std::move(declaration));
   }
-  return check_declared(stage, *entry.info, declarations, OtherKeys::refused, diagnostics);
+  return check_declared(stage, entry.info, declarations, OtherKeys::refused, diagnostics);
 }
 
 StageConfig parse_stage(PluginKind kind, std::string_view text) {
@@ -237,7 +224,7 @@ PluginPtr<Plugin> instantiate(const StageConfig& stage, const PluginEntry& entry
     return PluginRegistry::create(entry, context);
   } catch (const ArgumentError& e) {
     diagnostics.error(where_of(stage, e.argument()),
-                      "argument '" + e.argument() + "' of " + who(*entry.info) + ": " + e.what());
+                      "argument '" + e.argument() + "' of " + who(entry.info) + ": " + e.what());
   } catch (const PluginLoadError& e) {
     diagnostics.error(stage.where, e.what());
   }
@@ -269,7 +256,7 @@ ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistr
   composed.slots = std::make_shared<SlotRegistry>();
   std::array<PluginPtr<Plugin>, 4> created;
   for (std::size_t i = 0; i < 4; ++i) {
-    composed.info[i] = entries[i]->info;
+    composed.info[i] = &entries[i]->info;
     const PluginContext context(args[i], derive_seed(seed, i + 1), *composed.slots, config_directory);
     created[i] = instantiate(config.stages[i], *entries[i], context, diagnostics);
   }

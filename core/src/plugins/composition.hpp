@@ -16,7 +16,7 @@ struct ComposedScheduler {
   PluginPtr<AllocationPolicy> allocation;
   PluginPtr<PlacementPolicy> placement;
   PluginPtr<ElasticityPolicy> elasticity;
-  std::array<const PluginInfo*, 4> info{};  // by stage
+  std::array<const PluginInfo*, 4> info{};  // by stage, in the registry's entries
   // Owns the slot numbering the plugins were given.
   std::shared_ptr<SlotRegistry> slots;
 
@@ -27,14 +27,9 @@ struct ComposedScheduler {
   bool time_sensitive() const;
 };
 
-// A plugin's own argument schema, as declarations.
-std::vector<ArgDeclaration> declarations_of(const PluginInfo& info);
-
-// Checks a stage's arguments against the plugin's schema; returns them with
-// defaults filled in. Problems go to `diagnostics`.
-PluginArgs check_arguments(const StageConfig& stage, const PluginInfo& info, Diagnostics& diagnostics);
-// The same for a plugin found on the search path, with the arguments its
-// hosted code declares (a Python class's), if it hosts any.
+// Checks a stage's arguments against the plugin's schema and the arguments
+// its hosted code declares (a Python class's), if it hosts any; returns them
+// with defaults filled in. Problems go to `diagnostics`.
 PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
                            const std::string& config_directory, Diagnostics& diagnostics);
 

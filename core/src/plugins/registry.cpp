@@ -1,17 +1,21 @@
-#include <vector>  // boost::dll::library_info needs it first
-
 #include "plugins/registry.hpp"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
-#include <boost/dll/library_info.hpp>
-
 #include "build_config.hpp"
+#include "plugins/elf_reader.hpp"
+#include "tessel/abi_layout.hpp"
 
 namespace tessel {
 
@@ -23,9 +27,11 @@ std::string_view describe(LoadError error) {
     case LoadError::not_a_plugin: return "not a tessel plugin";
     case LoadError::unloadable: return "library cannot be loaded";
     case LoadError::abi_mismatch: return "plugin ABI mismatch";
+    case LoadError::bad_record: return "malformed plugin record";
     case LoadError::wrong_kind: return "plugin of the wrong kind";
     case LoadError::missing_factory: return "plugin has no factory";
     case LoadError::factory_threw: return "plugin factory failed";
+    case LoadError::duplicate_name: return "plugin defined more than once";
   }
   return "?";
 }
@@ -42,8 +48,111 @@ std::string plugin_noun(PluginKind kind) {
   return std::string(name.front() == 'p' ? "a " : "an ") + std::string(name) + " plugin";
 }
 
-bool exports(const std::vector<std::string>& symbols, std::string_view name) {
-  return std::find(symbols.begin(), symbols.end(), name) != symbols.end();
+#if defined(__x86_64__)
+constexpr std::uint16_t kThisMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint16_t kThisMachine = EM_AARCH64;
+#else
+#error "tessel's plugin loader does not know this machine's ELF code"
+#endif
+
+// A text field of a record: it must end within its array.
+template <std::size_t N>
+std::string text_of(const char (&field)[N], const std::string& path, const std::string& what) {
+  const void* end = std::memchr(field, '\0', N);
+  if (end == nullptr)
+    fail(LoadError::bad_record, path, what + " is not NUL-terminated within its " + std::to_string(N) + " characters");
+  return std::string(field, static_cast<const char*>(end));
+}
+
+std::string hex(std::uint64_t value) {
+  std::ostringstream out;
+  out << std::hex << value;
+  return out.str();
+}
+
+// The info record, from the file; checks the ABI version and layout first,
+// since a record of another ABI may be laid out differently.
+PluginInfo read_info(const ElfFile& elf, const ElfFile::Symbol& symbol, const std::string& path) {
+  std::span<const std::byte> bytes;
+  try {
+    bytes = elf.bytes_of(symbol);
+  } catch (const ElfError& e) {
+    fail(LoadError::bad_record, path, std::string("its tessel_plugin_info ") + e.what());
+  }
+  if (bytes.size() == sizeof(void*))
+    fail(LoadError::abi_mismatch, path,
+         "built for plugin ABI 4 or older (its tessel_plugin_info is a pointer), this tessel uses ABI " +
+             std::to_string(kAbiVersion) + "; rebuild it against this tessel");
+  std::uint32_t abi_version = 0;
+  if (bytes.size() >= sizeof abi_version) std::memcpy(&abi_version, bytes.data(), sizeof abi_version);
+  if (abi_version != kAbiVersion)
+    fail(LoadError::abi_mismatch, path,
+         "built for plugin ABI " + std::to_string(abi_version) + ", this tessel uses ABI " +
+             std::to_string(kAbiVersion) + "; rebuild it against this tessel");
+  if (bytes.size() != sizeof(PluginInfo))
+    fail(LoadError::bad_record, path,
+         "its tessel_plugin_info holds " + std::to_string(bytes.size()) + " bytes, not the " +
+             std::to_string(sizeof(PluginInfo)) + " of an ABI " + std::to_string(kAbiVersion) + " record");
+  PluginInfo info;
+  std::memcpy(&info, bytes.data(), sizeof info);
+  if (info.layout != kAbiLayout)
+    fail(LoadError::abi_mismatch, path,
+         "built against tessel headers whose public structs are laid out differently (layout " + hex(info.layout) +
+             ", this tessel's " + hex(kAbiLayout) + "), although both say ABI " + std::to_string(kAbiVersion) +
+             "; rebuild it against this tessel");
+  const std::string name = text_of(info.name, path, "its name");
+  text_of(info.version, path, "its version");
+  text_of(info.description, path, "its description");
+  if (name.empty()) fail(LoadError::bad_record, path, "its name is empty");
+  const auto kind = static_cast<std::uint32_t>(info.kind);
+  if (kind < 1 || kind > 4)
+    fail(LoadError::bad_record, path, "its info record names unknown stage " + std::to_string(kind));
+  return info;
+}
+
+// Its own argument schema, from tessel_plugin_args.
+std::vector<ArgDeclaration> read_arguments(const ElfFile& elf, const PluginInfo& info, const std::string& path) {
+  const auto symbol = elf.exported("tessel_plugin_args");
+  std::span<const std::byte> bytes;
+  if (symbol) {
+    try {
+      bytes = elf.bytes_of(*symbol);
+    } catch (const ElfError& e) {
+      fail(LoadError::bad_record, path, std::string("its tessel_plugin_args ") + e.what());
+    }
+  }
+  if (bytes.size() % sizeof(ArgRecord) != 0 || bytes.size() / sizeof(ArgRecord) != info.arg_count)
+    fail(LoadError::bad_record, path,
+         "its info record counts " + std::to_string(info.arg_count) + " arguments, but its tessel_plugin_args holds " +
+             std::to_string(bytes.size()) + " bytes (" + std::to_string(sizeof(ArgRecord)) + " an argument)");
+  std::vector<ArgDeclaration> out;
+  for (std::size_t i = 0; i < info.arg_count; ++i) {
+    ArgRecord record;
+    std::memcpy(&record, bytes.data() + i * sizeof record, sizeof record);
+    const std::string which = "argument " + std::to_string(i + 1) + "'s ";
+    ArgDeclaration declaration;
+    declaration.name = text_of(record.name, path, which + "name");
+    if (declaration.name.empty()) fail(LoadError::bad_record, path, which + "name is empty");
+    if (static_cast<std::uint32_t>(record.type) > static_cast<std::uint32_t>(ArgType::number_table))
+      fail(LoadError::bad_record, path,
+           which + "type is unknown: " + std::to_string(static_cast<std::uint32_t>(record.type)));
+    declaration.type = record.type;
+    if (record.has_default > 1) fail(LoadError::bad_record, path, which + "has_default is neither 0 nor 1");
+    const std::string default_value = text_of(record.default_value, path, which + "default");
+    if (record.has_default == 1) declaration.default_value = default_value;
+    declaration.help = text_of(record.help, path, which + "help");
+    declaration.choices = text_of(record.choices, path, which + "choices");
+    out.push_back(std::move(declaration));
+  }
+  return out;
+}
+
+// Identifies a file however it was reached (two search directories, a link).
+std::optional<std::pair<dev_t, ino_t>> identity_of(const std::string& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) return std::nullopt;
+  return std::pair(status.st_dev, status.st_ino);
 }
 
 }  // namespace
@@ -55,55 +164,75 @@ PluginRegistry::PluginRegistry(std::vector<std::string> extra_directories)
     for (std::string dir; std::getline(dirs, dir, ':');)
       if (!dir.empty()) search_path_.push_back(dir);
   }
-  search_path_.emplace_back(kBuildPluginDir);
-  search_path_.push_back(installed_plugin_dir());
+  search_path_.push_back(own_plugin_dir());
 }
+
+namespace {
+// The directory of the libtessel this process loaded, or empty.
+fs::path this_library_dir() {
+  Dl_info library{};
+  if (dladdr(reinterpret_cast<void*>(&this_library_dir), &library) == 0 || library.dli_fname == nullptr) return {};
+  return fs::path(library.dli_fname).parent_path();
+}
+}  // namespace
 
 std::string installed_plugin_dir() {
   // Found from where libtessel itself is, not from the install prefix, so
   // that a relocated install (a Python wheel) finds its own plugins.
-  Dl_info library{};
-  if (dladdr(reinterpret_cast<void*>(&installed_plugin_dir), &library) == 0 || library.dli_fname == nullptr)
-    return {};
-  return (fs::path(library.dli_fname).parent_path() / kPluginSubdir).string();
+  const fs::path dir = this_library_dir();
+  return dir.empty() ? std::string() : (dir / kPluginSubdir).string();
+}
+
+std::string own_plugin_dir() {
+  // One or the other, never both: an installed tessel whose build tree still
+  // exists would otherwise find every plugin twice, under the same names,
+  // and a build-tree tessel would mix in plugins built from older sources.
+  std::error_code ec;
+  if (fs::equivalent(this_library_dir(), kBuildLibraryDir, ec)) return kBuildPluginDir;
+  return installed_plugin_dir();
 }
 
 PluginEntry PluginRegistry::inspect(const std::string& path) {
-  // 1. The export table, read from the file without running any of it.
-  std::vector<std::string> symbols;
+  // 1. The records, read from the file: nothing of the library runs.
+  std::optional<ElfFile> elf;
   try {
-    boost::dll::library_info info(path);
-    symbols = info.symbols("tessel");
-  } catch (const std::exception&) {
-    fail(LoadError::not_a_plugin, path, "not a readable shared library");
+    elf.emplace(path);
+  } catch (const ElfError& e) {
+    fail(LoadError::not_a_plugin, path, std::string("not a readable shared library: ") + e.what());
   }
-  if (!exports(symbols, "tessel_plugin_info"))
+  const auto info_symbol = elf->exported("tessel_plugin_info");
+  if (!info_symbol || info_symbol->function)
     fail(LoadError::not_a_plugin, path, "exports no tessel_plugin_info record (use TESSEL_PLUGIN)");
-
-  // 2. Open it and read the info record; no plugin function runs yet.
   PluginEntry entry;
   entry.path = path;
+  entry.info = read_info(*elf, *info_symbol, path);
+  entry.arguments = read_arguments(*elf, entry.info, path);
+  const auto factory = elf->exported("tessel_plugin_create");
+  if (!factory || !factory->function)
+    fail(LoadError::missing_factory, path,
+         "plugin '" + std::string(entry.info.name) + "' exports no tessel_plugin_create");
+  const auto declarer = elf->exported("tessel_plugin_arguments");
+  if (declarer && !declarer->function)
+    fail(LoadError::bad_record, path, "its tessel_plugin_arguments is not a function");
+  if (elf->machine() != kThisMachine)
+    fail(LoadError::unloadable, path,
+         "built for another machine (ELF machine " + std::to_string(elf->machine()) + ", this one is " +
+             std::to_string(kThisMachine) + ")");
+
+  // 2. Checked: only now is it opened (its static constructors run) and its
+  // functions taken.
   try {
     entry.library = std::make_shared<boost::dll::shared_library>(path);
   } catch (const std::exception& e) {
     fail(LoadError::unloadable, path, e.what());
   }
-  entry.info = static_cast<const PluginInfo*>(entry.library->get<const void*>("tessel_plugin_info"));
-  if (entry.info->abi_version != kAbiVersion)
-    fail(LoadError::abi_mismatch, path,
-         "built for plugin ABI " + std::to_string(entry.info->abi_version) + ", this tessel uses ABI " +
-             std::to_string(kAbiVersion) + "; rebuild it against this tessel");
-  const auto kind = static_cast<std::uint32_t>(entry.info->kind);
-  if (kind < 1 || kind > 4)
-    fail(LoadError::not_a_plugin, path, "info record names unknown stage " + std::to_string(kind));
-  if (!exports(symbols, "tessel_plugin_create") || !entry.library->has("tessel_plugin_create"))
+  entry.factory = reinterpret_cast<PluginFactory>(dlsym(entry.library->native(), "tessel_plugin_create"));
+  if (entry.factory == nullptr)
     fail(LoadError::missing_factory, path,
-         "plugin '" + std::string(entry.info->name) + "' exports no tessel_plugin_create");
-  entry.factory = reinterpret_cast<PluginFactory>(
-      const_cast<void*>(entry.library->get<const void*>("tessel_plugin_create")));
-  if (exports(symbols, "tessel_plugin_arguments"))
-    entry.declare_arguments = reinterpret_cast<ArgumentDeclarer>(
-        const_cast<void*>(entry.library->get<const void*>("tessel_plugin_arguments")));
+         "plugin '" + std::string(entry.info.name) + "' exports no tessel_plugin_create");
+  if (declarer)
+    entry.declare_arguments =
+        reinterpret_cast<ArgumentDeclarer>(dlsym(entry.library->native(), "tessel_plugin_arguments"));
   return entry;
 }
 
@@ -111,6 +240,8 @@ void PluginRegistry::scan() {
   std::lock_guard lock(mutex_);
   if (scanned_) return;
   scanned_ = true;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  std::vector<PluginEntry> found;
   for (const std::string& dir : search_path_) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
@@ -122,12 +253,11 @@ void PluginRegistry::scan() {
     }
     std::sort(files.begin(), files.end());
     for (const std::string& file : files) {
+      // The same file through two directories (a directory named twice, a
+      // link) is one plugin, not two.
+      if (const auto identity = identity_of(file); identity && !seen.insert(*identity).second) continue;
       try {
-        PluginEntry entry = inspect(file);
-        const bool shadowed = std::any_of(plugins_.begin(), plugins_.end(), [&](const PluginEntry& p) {
-          return p.info->kind == entry.info->kind && std::string_view(p.info->name) == entry.info->name;
-        });
-        if (!shadowed) plugins_.push_back(std::move(entry));
+        found.push_back(inspect(file));
       } catch (const PluginLoadError& e) {
         // Ordinary shared libraries may sit beside plugins; only report files
         // that claim to be plugins.
@@ -135,6 +265,24 @@ void PluginRegistry::scan() {
       }
     }
   }
+  // Two files defining one (kind, name): neither is used, since which one a
+  // run got would depend on the search path's order.
+  std::map<std::pair<PluginKind, std::string_view>, std::vector<const PluginEntry*>> by_name;
+  for (const PluginEntry& entry : found) by_name[{entry.info.kind, entry.info.name}].push_back(&entry);
+  for (const auto& [key, entries] : by_name) {
+    if (entries.size() < 2) continue;
+    std::string files;
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      files += (i == 0 ? "" : i + 1 == entries.size() ? " and " : ", ") + entries[i]->path;
+    const std::string message = std::string(to_string(key.first)) + " plugin '" + std::string(key.second) +
+                                "' is defined by " + std::to_string(entries.size()) + " files: " + files +
+                                "; remove all but one, or name one with `path`";
+    duplicates_.push_back({key.first, std::string(key.second), message});
+    rejected_.push_back({entries.front()->path, LoadError::duplicate_name,
+                         std::string(describe(LoadError::duplicate_name)) + ": " + message});
+  }
+  for (PluginEntry& entry : found)
+    if (by_name[{entry.info.kind, entry.info.name}].size() == 1) plugins_.push_back(std::move(entry));
 }
 
 const std::deque<PluginEntry>& PluginRegistry::plugins() {
@@ -150,16 +298,19 @@ const std::vector<RejectedFile>& PluginRegistry::rejected() {
 const PluginEntry& PluginRegistry::find(PluginKind kind, std::string_view name) {
   std::lock_guard lock(mutex_);
   scan();
+  for (const Duplicate& duplicate : duplicates_)
+    if (duplicate.kind == kind && duplicate.name == name)
+      throw PluginLoadError(LoadError::duplicate_name, duplicate.message);
   for (const PluginEntry& entry : plugins_)
-    if (entry.info->kind == kind && name == entry.info->name) return entry;
+    if (entry.info.kind == kind && name == entry.info.name) return entry;
   for (const PluginEntry& entry : plugins_)
-    if (name == entry.info->name)
+    if (name == entry.info.name)
       throw PluginLoadError(LoadError::wrong_kind,
-                            "'" + std::string(name) + "' is " + plugin_noun(entry.info->kind) +
+                            "'" + std::string(name) + "' is " + plugin_noun(entry.info.kind) +
                                 ", not " + plugin_noun(kind));
   std::vector<std::string> valid;
   for (const PluginEntry& entry : plugins_)
-    if (entry.info->kind == kind) valid.emplace_back(entry.info->name);
+    if (entry.info.kind == kind) valid.emplace_back(entry.info.name);
   std::sort(valid.begin(), valid.end());
   std::string list;
   for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
@@ -173,15 +324,15 @@ const PluginEntry& PluginRegistry::open(const std::string& path, PluginKind kind
   std::lock_guard lock(mutex_);
   for (const PluginEntry& entry : opened_)
     if (entry.path == path) {
-      if (entry.info->kind != kind) break;
+      if (entry.info.kind != kind) break;
       return entry;
     }
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(LoadError::not_found, path, "no such file");
   PluginEntry entry = inspect(path);
-  if (entry.info->kind != kind)
+  if (entry.info.kind != kind)
     fail(LoadError::wrong_kind, path,
-         "'" + std::string(entry.info->name) + "' is " + plugin_noun(entry.info->kind) + ", not " +
+         "'" + std::string(entry.info.name) + "' is " + plugin_noun(entry.info.kind) + ", not " +
              plugin_noun(kind));
   opened_.push_back(std::move(entry));
   return opened_.back();
@@ -193,7 +344,7 @@ PluginPtr<Plugin> PluginRegistry::create(const PluginEntry& entry, const PluginC
   if (plugin == nullptr) {
     if (!error.argument.empty()) throw ArgumentError(error.argument, error.message);
     fail(LoadError::factory_threw, entry.path,
-         std::string(to_string(entry.info->kind)) + " plugin '" + entry.info->name +
+         std::string(to_string(entry.info.kind)) + " plugin '" + entry.info.name +
              "': " + (error.message.empty() ? "returned nothing" : error.message));
   }
   return PluginPtr<Plugin>(plugin, PluginDeleter{entry.library});

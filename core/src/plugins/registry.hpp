@@ -1,14 +1,18 @@
 // Finding, checking and opening plugin libraries.
 //
 // Search order: the directories in [scheduler] plugin_path, then
-// TESSEL_PLUGIN_PATH (colon-separated), then the build tree, then the
-// installed plugin directory (installed_plugin_dir()). A stage may also name a library file with
-// `path`. The first plugin found for a (kind, name) wins.
+// TESSEL_PLUGIN_PATH (colon-separated), then the plugins that belong with
+// this process's libtessel (own_plugin_dir()). A stage may also name a
+// library file with `path`. Two files on the search path that define a
+// plugin of the same kind and name are an error naming both, whenever that
+// name is looked up; one file reached through two directories is one file.
 //
-// A file is checked before any of its code runs: its ELF export table must
-// hold the tessel symbols (else "not a tessel plugin"); then the library is
-// opened and its info record read, and an ABI mismatch or a missing factory
-// is refused before the factory is ever called. Failures are typed (LoadError).
+// A file is checked before any of its code runs, static constructors
+// included: its info record and argument records are read from the ELF file
+// (elf_reader.hpp), and a file without them, an ABI or layout mismatch, a
+// malformed record or a missing factory is refused before dlopen(). Only
+// then is the library opened and its factory taken. Failures are typed
+// (LoadError).
 #pragma once
 
 #include <deque>
@@ -28,11 +32,13 @@ namespace tessel {
 enum class LoadError {
   not_found,        // no plugin of that kind and name on the search path
   not_a_plugin,     // not a shared library, or it exports no tessel info record
-  unloadable,       // the dynamic loader refused it (missing symbols, ...)
-  abi_mismatch,     // built against another tessel plugin ABI
+  unloadable,       // the dynamic loader refused it (missing symbols, another machine, ...)
+  abi_mismatch,     // built against another tessel plugin ABI, or headers of another layout
+  bad_record,       // its info or argument records are malformed
   wrong_kind,       // a plugin of another stage
   missing_factory,  // has an info record but no factory
   factory_threw,    // the factory (plugin constructor) failed
+  duplicate_name,   // two files on the search path define the same plugin
 };
 
 std::string_view describe(LoadError error);
@@ -40,6 +46,10 @@ std::string_view describe(LoadError error);
 // tessel/plugins beside the libtessel this process loaded: where an install
 // (system-wide, or in a Python wheel) keeps its plugins.
 std::string installed_plugin_dir();
+
+// The plugins built with the libtessel this process loaded: the build tree's
+// when that library is the build tree's, else installed_plugin_dir().
+std::string own_plugin_dir();
 
 class PluginLoadError : public UserError {
  public:
@@ -62,7 +72,8 @@ template <class Stage>
 using PluginPtr = std::unique_ptr<Stage, PluginDeleter>;
 
 struct PluginEntry {
-  const PluginInfo* info = nullptr;  // points into `library`
+  PluginInfo info{};  // as read from the file
+  std::vector<ArgDeclaration> arguments;  // its own, from its argument records
   std::string path;
   std::shared_ptr<boost::dll::shared_library> library;
   PluginFactory factory = nullptr;
@@ -88,7 +99,8 @@ class PluginRegistry {
   const std::deque<PluginEntry>& plugins();
   const std::vector<RejectedFile>& rejected();
 
-  // Throws PluginLoadError: not_found (listing the valid names) or wrong_kind.
+  // Throws PluginLoadError: not_found (listing the valid names), wrong_kind
+  // or duplicate_name.
   const PluginEntry& find(PluginKind kind, std::string_view name);
   // Opens one library file as a plugin of `kind`. Throws PluginLoadError.
   const PluginEntry& open(const std::string& path, PluginKind kind);
@@ -108,7 +120,13 @@ class PluginRegistry {
   bool scanned_ = false;
   std::deque<PluginEntry> plugins_;
   std::deque<PluginEntry> opened_;  // explicit files
-  std::vector<RejectedFile> rejected_;
+  std::vector<RejectedFile> rejected_;  // duplicate names among them, by their first file
+  struct Duplicate {
+    PluginKind kind;
+    std::string name;
+    std::string message;
+  };
+  std::vector<Duplicate> duplicates_;
 };
 
 }  // namespace tessel
