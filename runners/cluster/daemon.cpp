@@ -359,16 +359,16 @@ void SchedulerDaemon::round() {
   capacity_gpu_seconds_ += cluster.total_gpus() * std::max(0.0, t - capacity_since_);
   capacity_since_ = t;
   ++rounds_;
-  // Running jobs' counters grow every round; writing them every few seconds
-  // is enough for `report`, and keeps rounds short. State changes are
-  // written when they happen.
   for (JobId id : outcome.preempted) save_job(id);
   for (JobId id : outcome.started) save_job(id);
   const auto active = static_cast<int>(core_->active().size());
   const auto running = static_cast<int>(core_->running_count());
   journal_.sampled({t, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(), running, active - running,
                     static_cast<int>(core_->pending().size())});
-  // The totals and figures too: they read every job.
+  // Running jobs' counters grow every round, and the run's totals and
+  // figures (which read every job) with them; writing them every few seconds
+  // is enough for `report`, and keeps rounds short. State changes are
+  // written when they happen.
   if (t >= counters_saved_at_ + kCountersSeconds) {
     save_running_jobs();
     journal_.run_ended(totals());
