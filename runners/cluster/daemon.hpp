@@ -9,7 +9,9 @@
 //     the gate also waits for the GPUs' previous occupants to exit.
 // A process counts as exited when its agent reports the exit, or, on a node
 // that went silent, once the agent's lease has surely expired and its grace
-// period passed (node timeout, twice, plus grace plus one second).
+// period passed (node timeout, twice, plus grace plus one second). A silent
+// node is lost through the core (Scheduler::lose_node): a job the elasticity
+// plugin keeps is relaunched on its other GPUs, resuming; the others wait.
 //
 // Every submission, launch, exit and node is written to the Journal before
 // anyone is told about it. After a crash, the daemon restores every job from
