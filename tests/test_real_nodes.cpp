@@ -1,6 +1,5 @@
 // Real nodes, end to end: `tessel serve` and `tessel agent` processes on
-// loopback, running the example `train` job. Each test waits for conditions
-// (polling the daemon or the database), never for fixed times.
+// loopback (local_cluster.hpp), running the example `train` job.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -27,6 +26,7 @@
 #include "client.hpp"
 #include "frame.hpp"
 #include "job_request.hpp"
+#include "local_cluster.hpp"
 #include "results/sqlite.hpp"
 #include "support.hpp"
 
@@ -34,210 +34,7 @@ using namespace tessel;
 using namespace tessel::cluster;
 using namespace tessel::test;
 
-extern char** environ;
-
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-fs::path train_exe() { return std::getenv("TESSEL_EXAMPLE_TRAIN"); }
-
-// Polls `condition` every 50 ms for up to `seconds`; on a timeout the
-// failure shows `context()` (the daemon's log, say).
-void wait_until(const std::function<bool()>& condition, double seconds, const std::string& what,
-                const std::function<std::string()>& context = {}) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-  while (!condition()) {
-    if (Clock::now() > deadline) FAIL("timed out waiting until " << what << (context ? "\n" + context() : ""));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
-pid_t spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& out, const fs::path& err) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  std::vector<std::string> args = argv;
-  std::vector<char*> raw;
-  for (auto& a : args) raw.push_back(a.data());
-  raw.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, raw[0], &actions, nullptr, raw.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return pid;
-}
-
-// Stops a child: `signal`, then SIGKILL if it has not exited in 10 s.
-void end_process(pid_t pid, int signal) {
-  if (pid <= 0) return;
-  ::kill(pid, signal);
-  for (int i = 0; i < 200; ++i) {
-    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-}
-
-// A zombie (dead, not yet reaped by whoever inherited it) counts as dead.
-bool process_alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z' && text[paren + 2] != 'X';
-}
-
-struct JobSpecForTest {
-  int gpus = 1;
-  int iterations = 100;
-};
-
-// A daemon and its agents in a temporary directory.
-class LocalCluster {
- public:
-  explicit LocalCluster(const std::string& settings) {
-    secret_ = dir_.write("secret", "a-shared-secret-for-the-tests-0123456789\n");
-    ::chmod(secret_.c_str(), 0600);
-    config_ = dir_.write("serve.toml", settings + "\n[output]\ndatabase = \"cluster.db\"\ndecisions = true\n");
-  }
-  ~LocalCluster() {
-    for (auto& [name, pid] : agents_) end_process(pid, SIGTERM);
-    end_process(serve_, SIGTERM);
-  }
-
-  const fs::path& dir() const { return dir_.path(); }
-  fs::path db() const { return dir_.path() / "cluster.db"; }
-  const std::string& address() const { return address_; }
-  std::string serve_log() const { return slurp(dir_.path() / "serve.err"); }
-
-  void start_serve(const std::string& listen = "127.0.0.1:0") {
-    std::ofstream(dir_.path() / "serve.out", std::ios::trunc).close();
-    serve_ = spawn({tessel_exe().string(), "serve", config_.string(), "--listen", listen, "--secret-file",
-                    secret_.string()},
-                   dir_.path(), dir_.path() / "serve.out", dir_.path() / "serve.err");
-    std::smatch match;
-    std::string out;
-    wait_until([&] {
-      out = slurp(dir_.path() / "serve.out");
-      return std::regex_search(out, match, std::regex("listening on (127\\.0\\.0\\.1:[0-9]+)\n"));
-    }, 10, "serve listens");
-    address_ = match[1];
-  }
-  void kill_serve() {
-    ::kill(serve_, SIGKILL);
-    ::waitpid(serve_, nullptr, 0);
-    serve_ = -1;
-  }
-
-  void add_agent(const std::string& name, int gpus = 4) {
-    agents_[name] = spawn({tessel_exe().string(), "agent", "--scheduler", address_, "--secret-file", secret_.string(),
-                           "--name", name, "--fake-gpus", std::to_string(gpus), "--log-dir",
-                           (dir_.path() / ("logs-" + name)).string()},
-                          dir_.path(), dir_.path() / (name + ".out"), dir_.path() / (name + ".err"));
-  }
-  void kill_agent(const std::string& name) {
-    ::kill(agents_.at(name), SIGKILL);
-    ::waitpid(agents_.at(name), nullptr, 0);
-    agents_.erase(name);
-  }
-  void wait_for_nodes(std::size_t count) {
-    wait_until([&] {
-      std::size_t up = 0;
-      const json nodes = status().at("nodes");
-      for (const json& node : nodes) up += node.at("connected").get<bool>();
-      return up == count;
-    }, 20, std::to_string(count) + " agents are connected");
-  }
-
-  Secret secret() const { return Secret::from_file(secret_); }
-  json request(const json& message) { return SchedulerClient(address_, secret()).request(message).body(); }
-  json status() { return request(cluster::message("status")); }
-  json jobs() { return request(cluster::message("jobs")).at("jobs"); }
-
-  // Submits the example job through `tessel submit`; returns its id.
-  int submit(const JobSpecForTest& job, int checkpoint_every = 10, int stop_ms = 0) {
-    const int n = submitted_++;
-    const fs::path workdir = dir_.path() / "work" / ("j" + std::to_string(n));
-    fs::create_directories(workdir);
-    const CommandResult result = tessel({"submit", "--gpus", std::to_string(job.gpus), "--iterations",
-                                         std::to_string(job.iterations), "--workdir", workdir.string(), "--name",
-                                         "train" + std::to_string(n), "--grace-seconds", "2", "--",
-                                         train_exe().string(), "--iterations", std::to_string(job.iterations),
-                                         "--sleep-ms", "20", "--checkpoint-every", std::to_string(checkpoint_every),
-                                         "--stop-ms", std::to_string(stop_ms)});
-    REQUIRE_MESSAGE(result.code == 0, result.err);
-    std::smatch match;
-    REQUIRE(std::regex_search(result.out, match, std::regex("submitted job ([0-9]+)")));
-    return std::stoi(match[1]);
-  }
-
-  CommandResult tessel(std::vector<std::string> args) {
-    args.insert(args.begin() + 1, {"--scheduler", address_, "--secret-file", secret_.string()});
-    return run_tessel(args, dir_.path());
-  }
-
-  // What a failed wait shows: the daemon's log and its jobs.
-  std::string diagnostics() {
-    std::string text = "--- serve log:\n" + serve_log();
-    for (const auto& entry : fs::directory_iterator(dir_.path()))
-      if (entry.path().extension() == ".err" && entry.path().filename() != "serve.err")
-        text += "--- " + entry.path().filename().string() + ":\n" + slurp(entry.path());
-    try {
-      text += "--- jobs:\n" + jobs().dump();
-    } catch (const std::exception& e) {
-      text += std::string("--- jobs: ") + e.what();
-    }
-    return text;
-  }
-
-  bool all_finished(std::size_t count) {
-    const json list = jobs();
-    if (list.size() != count) return false;
-    for (const json& job : list)
-      if (job.at("status") != "finished") return false;
-    return true;
-  }
-
-  // Every rank log of every job, from every agent.
-  std::vector<fs::path> all_logs() const {
-    std::vector<fs::path> files;
-    for (int job = 0; job < submitted_; ++job)
-      for (const fs::path& file : logs(job)) files.push_back(file);
-    return files;
-  }
-
-  // Every rank log of `job`, from every agent.
-  std::vector<fs::path> logs(int job, int rank = -1) const {
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(dir_.path())) {
-      const fs::path job_dir = entry.path() / ("job-" + std::to_string(job));
-      if (!entry.path().filename().string().starts_with("logs-") || !fs::exists(job_dir)) continue;
-      for (const auto& log : fs::directory_iterator(job_dir))
-        if (log.path().extension() == ".log" &&
-            (rank < 0 || log.path().filename() == "rank-" + std::to_string(rank) + ".log"))
-          files.push_back(log.path());
-    }
-    return files;
-  }
-
- private:
-  TempDir dir_;
-  fs::path secret_, config_;
-  pid_t serve_ = -1;
-  std::string address_;
-  std::map<std::string, pid_t> agents_;
-  int submitted_ = 0;
-};
 
 // One launch's part of a rank log: from tessel's "launch" line to the next.
 struct Segment {
@@ -765,4 +562,80 @@ TEST_CASE("a burst of 1,000 submissions is accepted and listed, none lost") {
   CHECK(json::parse(listed.out).size() == 1000);
   CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_jobs") == 1000);
   CHECK(count(cluster.db(), "SELECT count(*) FROM jobs WHERE tenant = 'burst'") == 1000);
+}
+
+namespace {
+
+// One round every half second; a lost node is down after a second of
+// silence, its processes surely gone 2.5 s later.
+std::string elastic_cluster(const std::string& elasticity) {
+  return R"([scheduler]
+round_seconds = 0.5
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "consolidated" }
+)" + elasticity + R"(
+[serve]
+heartbeat_seconds = 0.2
+node_timeout_seconds = 1
+grace_seconds = 0.5
+)";
+}
+
+// Starts an elastic job of 4 GPUs (2 to 4) over two agents of 2 GPUs each
+// and kills one of them, a2, once the job makes progress.
+void lose_a_node_under_an_elastic_job(LocalCluster& cluster) {
+  cluster.start_serve();
+  cluster.add_agent("a1", 2);
+  cluster.add_agent("a2", 2);
+  cluster.wait_for_nodes(2);
+  REQUIRE(cluster.submit({4, 300, 2, 4}) == 0);
+  wait_until([&] {
+    const json job = cluster.jobs().at(0);
+    return job.at("status") == "running" && job.at("nodes").size() == 2 && job.at("iteration").get<double>() > 20;
+  }, 30, "the job runs on both nodes", [&] { return cluster.diagnostics(); });
+  cluster.kill_agent("a2");
+}
+
+}  // namespace
+
+TEST_CASE("shrink_on_failure on real nodes: an elastic job that loses a node resumes on the GPUs it has left") {
+  LocalCluster cluster(elastic_cluster("elasticity = { plugin = \"shrink_on_failure\" }"));
+  lose_a_node_under_an_elastic_job(cluster);
+  wait_until([&] { return cluster.all_finished(1); }, 60, "the job finished on a1", [&] { return cluster.diagnostics(); });
+
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches") == 2);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 1 AND outcome = 'lost'") == 1);
+  // Relaunched at its new size on the node it kept, resuming from its checkpoint.
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 2 AND resume = 1 AND outcome = 'finished'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM cluster_ranks WHERE launch_id = 2") == 2);
+  CHECK(count(db, "SELECT count(*) FROM cluster_ranks WHERE launch_id = 2 AND node = 'a1'") == 2);
+  CHECK(any_log_says(cluster, 1, "resuming from"));
+  // The same facts as a simulation's: a resize, the elasticity plugin's
+  // decision, one attempt, and the run's figures.
+  CHECK(count(db, "SELECT count(*) FROM resizes WHERE job_id = 0 AND from_gpus = 4 AND to_gpus = 2") == 1);
+  CHECK(count(db, "SELECT count(*) FROM decisions WHERE stage = 'elasticity' AND code = 'shrink'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work AND "
+                  "attempts = 1 AND preemptions = 0") == 1);
+  wait_until([&] { return count(db, "SELECT count(*) FROM metrics WHERE name = 'finished' AND value = 1") == 1; }, 15,
+             "the run's figures count the finished job");
+  CHECK_FALSE(any_log_says(cluster, 1, "DUPLICATE"));
+  CHECK_FALSE(gpus_shared_at_once(cluster.all_logs()));
+}
+
+TEST_CASE("without elasticity on real nodes, an elastic job that loses a node waits for its GPUs again") {
+  LocalCluster cluster(elastic_cluster(""));
+  lose_a_node_under_an_elastic_job(cluster);
+  wait_until([&] { return cluster.jobs().at(0).at("status") == "preempted"; }, 20, "the job is requeued",
+             [&] { return cluster.diagnostics(); });
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 1 AND outcome = 'lost'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM decisions WHERE code = 'stop' AND reason = 'lost node a2'") == 1);
+  // It needs 4 GPUs: it runs again once a2 is back.
+  cluster.add_agent("a2", 2);
+  wait_until([&] { return cluster.all_finished(1); }, 60, "the job finished", [&] { return cluster.diagnostics(); });
+  CHECK(count(db, "SELECT count(*) FROM resizes") == 0);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 2 AND resume = 1 AND outcome = 'finished'") == 1);
+  CHECK(count(db, "SELECT count(DISTINCT node) FROM cluster_ranks WHERE launch_id = 2") == 2);
+  CHECK_FALSE(any_log_says(cluster, 1, "DUPLICATE"));
 }

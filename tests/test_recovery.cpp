@@ -1,12 +1,20 @@
-// The core's recovery API, as the real-cluster daemon uses it after a
-// restart: restore every job with its counters, adopt the ones that still
-// run, end the ones that ended meanwhile; and a cluster that grows.
+// Recovery after a restart of the real-cluster daemon. The core's API as
+// the daemon uses it: restore every job with its counters, adopt the ones
+// that still run, end the ones that ended meanwhile; a cluster that grows.
+// Then the daemon itself, on loopback (local_cluster.hpp): what happened
+// while it was down keeps its facts.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cmath>
+#include <regex>
+
 #include "config/experiment.hpp"
+#include "local_cluster.hpp"
 #include "models/models.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
+#include "results/sqlite.hpp"
 #include "scheduler/scheduler.hpp"
 #include "support.hpp"
 
@@ -96,4 +104,116 @@ TEST_CASE("in a growing cluster a job larger than today's waits for nodes instea
   CHECK(growing->run_round(2).started.empty());
   growing->add_node(NodeSpec{"n1", "v100", 4, 32, 256, 0});
   CHECK(growing->run_round(3).started == std::vector<JobId>{0});
+}
+
+TEST_CASE("a job whose run ended unseen starts a new attempt when it runs again") {
+  auto core = scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  core->submit(job(2, 100), 0);
+  REQUIRE(core->run_round(0).started == std::vector<JobId>{0});
+  CHECK_THROWS_AS(core->end_attempt(0), std::logic_error);  // it runs: the core knows how it ends
+
+  auto after = scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  after->restore(core->job(0));
+  after->end_attempt(0);  // its processes were lost while the daemon was down
+  REQUIRE(after->run_round(1).started == std::vector<JobId>{0});
+  CHECK(after->job(0).attempts == 2);
+}
+
+namespace {
+
+using namespace tessel::test;
+
+std::string recovery_cluster(double node_timeout_seconds) {
+  return R"([scheduler]
+round_seconds = 0.5
+allocation = { plugin = "fifo", backfill = true }
+placement = { plugin = "consolidated" }
+[serve]
+heartbeat_seconds = 0.2
+grace_seconds = 1
+node_timeout_seconds = )" + std::to_string(node_timeout_seconds) + "\n";
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool any_log_matches(const LocalCluster& cluster, const std::string& pattern) {
+  for (const fs::path& log : cluster.logs(0))
+    if (std::regex_search(slurp(log), std::regex(pattern))) return true;
+  return false;
+}
+
+// The time in the first match of `pattern` in a log (its group 1).
+double logged_at(const fs::path& log, const std::string& pattern) {
+  std::smatch match;
+  const std::string text = slurp(log);
+  REQUIRE_MESSAGE(std::regex_search(text, match, std::regex(pattern)), text);
+  return std::stod(match[1]);
+}
+
+double run_epoch(const fs::path& db) {
+  sql::Database database(db.string(), false);
+  auto query = database.prepare("SELECT epoch FROM cluster_runs");
+  REQUIRE(query.step());
+  return query.real(0);
+}
+
+double real_of(const fs::path& db, const std::string& sql) {
+  sql::Database database(db.string(), false);
+  auto query = database.prepare(sql);
+  REQUIRE(query.step());
+  return query.real(0);
+}
+
+}  // namespace
+
+TEST_CASE("a job that exits while the daemon is down keeps its real exit time") {
+  LocalCluster cluster(recovery_cluster(8));  // a lease long enough to outlast the restart
+  cluster.start_serve();
+  cluster.add_agent("a1", 1);
+  cluster.wait_for_nodes(1);
+  cluster.submit({1, 100});
+  wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 10; }, 30, "the job runs",
+             [&] { return cluster.diagnostics(); });
+  const std::string address = cluster.address();
+  cluster.kill_serve();
+  wait_until([&] { return any_log_matches(cluster, "pid [0-9]+ exited"); }, 10, "the job exits while the daemon is down");
+  const double exited = logged_at(cluster.logs(0).at(0), "tessel: ([0-9.]+) pid [0-9]+ exited");
+  // Down a while longer: an exit recorded at the restart would be late by that much.
+  wait_until([&] { return unix_seconds() > exited + 2; }, 5, "two seconds pass");
+  const double restarted = unix_seconds();
+  cluster.start_serve(address);
+  wait_until([&] { return cluster.all_finished(1); }, 30, "the job is finished", [&] { return cluster.diagnostics(); });
+
+  const fs::path db = cluster.db();
+  const double epoch = run_epoch(db);
+  CHECK(std::abs(real_of(db, "SELECT finish FROM jobs") + epoch - exited) < 0.25);
+  CHECK(real_of(db, "SELECT ended FROM cluster_launches") + epoch < restarted);
+  // The run's wall clock counts what the daemons spent on it, not the time it was down.
+  wait_until([&] { return count(db, "SELECT count(*) FROM metrics WHERE name = 'finished' AND value = 1") == 1; }, 15,
+             "the run's figures count the finished job");
+  CHECK(real_of(db, "SELECT end_time - wall_seconds FROM runs") > 2);
+}
+
+
+TEST_CASE("a job stopped by its agent's lease while the daemon is down counts as lost and starts a new attempt") {
+  LocalCluster cluster(recovery_cluster(1));  // the agent stops its jobs after a second of silence
+  cluster.start_serve();
+  cluster.add_agent("a1", 1);
+  cluster.wait_for_nodes(1);
+  cluster.submit({1, 300});
+  wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 10; }, 30, "the job runs",
+             [&] { return cluster.diagnostics(); });
+  const std::string address = cluster.address();
+  cluster.kill_serve();
+  wait_until([&] { return any_log_matches(cluster, "train: SIGTERM"); }, 10, "the agent's lease stops the job");
+  wait_until([&] { return any_log_matches(cluster, "pid [0-9]+ (exited|killed)"); }, 10, "the job's process is gone");
+  cluster.start_serve(address);
+  wait_until([&] { return cluster.all_finished(1); }, 60, "the job is finished", [&] { return cluster.diagnostics(); });
+
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 1 AND outcome = 'lost'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 2 AND resume = 1 AND outcome = 'finished'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work AND attempts = 2") == 1);
 }

@@ -16,7 +16,10 @@
 #include <thread>
 
 #include "engine/errors.hpp"
+#include "journal.hpp"
 #include "results/report.hpp"
+#include "results/run_sink.hpp"
+#include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "results/summary.hpp"
 #include "support.hpp"
@@ -447,4 +450,70 @@ TEST_CASE("files that are not tessel databases are refused") {
   const auto result = run_tessel({"report", "missing.db"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err == "tessel: missing.db: no such results database\n");
+}
+
+namespace {
+
+// Every row of `table` for `run`, each as the SQL literals of its columns
+// but run_id, in the table's order.
+std::vector<std::string> rows_of(const fs::path& db, const std::string& table, std::int64_t run) {
+  sql::Database database(db.string(), false);
+  auto columns = database.prepare("SELECT name FROM pragma_table_info('" + table + "') WHERE name != 'run_id'");
+  std::string row;
+  while (columns.step()) row += (row.empty() ? "quote(" : " || ',' || quote(") + columns.text(0) + ")";
+  auto query = database.prepare("SELECT " + row + " FROM " + table + " WHERE run_id = ? ORDER BY 1");
+  query.bind(1, run);
+  std::vector<std::string> rows;
+  while (query.step()) rows.push_back(query.text(0));
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("the real-node journal writes a run's rows as a simulation's batch does") {
+  JobRecord job;
+  job.name = "a", job.tenant = "t", job.vc = "v", job.model = "m";
+  job.arrival = 1, job.first_start = 2, job.finish = 12;
+  job.gpus = 4, job.min_gpus = 2, job.max_gpus = 4;
+  job.total_work = job.executed_work = 10, job.attained_service = job.gpu_seconds = 30;
+  job.attempts = 1, job.status = "finished";
+  RunTotals totals;
+  totals.cluster_gpus = 8, totals.capacity_gpu_seconds = 96, totals.end_time = 12, totals.events = 3;
+  auto feed = [&](RunSink& sink) {
+    sink.run_started();
+    JobRecord started = job;
+    started.status = "running", started.finish.reset();
+    sink.job_changed(started);
+    sink.sampled({5, 8, 4, 1, 0, 0});
+    sink.decided({6, 0, PluginKind::elasticity, "shrink_on_failure", "shrink", "lost node n1"});
+    sink.resized({6, 0, 4, 2, 20, JobLayout{}});
+    sink.job_changed(job);
+    sink.run_ended(totals);
+  };
+
+  TempDir dir;
+  const fs::path db = dir.path() / "runs.db";
+  BatchSink batch;
+  feed(batch);
+  std::int64_t simulated = 0, real = 0;
+  {
+    ResultsStore store(db.string());
+    simulated = store.begin_run(RunInfo{"simulated"});
+    store.complete_run(simulated, batch.take());
+  }
+  {
+    cluster::Journal journal(db.string(), RunInfo{"real"}, /*new_run=*/true);
+    real = journal.run();
+    feed(journal);
+  }
+  REQUIRE(simulated != real);
+  for (const char* table : {"jobs", "samples", "decisions", "resizes", "metrics"}) {
+    INFO(table);
+    const std::vector<std::string> rows = rows_of(db, table, simulated);
+    CHECK_FALSE(rows.empty());
+    CHECK(rows_of(db, table, real) == rows);
+  }
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE name = 'finished' AND value = 1") == 2);
+  CHECK(count(db, "SELECT count(*) FROM runs WHERE end_time = 12 AND events = 3 AND capacity_gpu_seconds = 96 AND "
+                  "cluster_gpus = 8 AND wall_seconds < 12") == 2);
 }

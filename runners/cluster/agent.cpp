@@ -187,7 +187,7 @@ void NodeAgent::send_register() {
   for (const auto& [key, process] : processes_)
     running.push_back({{"launch", key.first}, {"rank", key.second}, {"pid", process->pid()}});
   json exits = json::array();
-  for (const auto& [key, exit] : unrecorded_exits_) exits.push_back(exit);
+  for (const auto& [key, exit] : unrecorded_exits_) exits.push_back(exit_report(exit));
   json gpus = json::array();
   for (int index : inventory_.gpus) gpus.push_back({{"index", index}, {"gpu_type", inventory_.gpu_type}});
   std::string address = options_.address;
@@ -210,7 +210,7 @@ void NodeAgent::on_registered(const Message& m) {
   fenced_ = false;
   // Exits that happened after our register message left were held back;
   // the daemon ignores the ones it already has.
-  for (const auto& [key, exit] : unrecorded_exits_) send(exit);
+  for (const auto& [key, exit] : unrecorded_exits_) send(exit_report(exit));
   say("registered " + options_.name + " with " + std::to_string(inventory_.gpus.size()) + " GPUs at " +
       options_.scheduler);
 }
@@ -223,10 +223,8 @@ void NodeAgent::on_launch(const Message& m) {
   if (processes_.contains(key) || unrecorded_exits_.contains(key)) return;  // a repeated order
   if (shutting_down_ || fenced_) {
     // Not started: reported as a process we stopped, so it counts as lost.
-    json exit = message("exited", {{"launch", order.launch}, {"rank", order.rank}, {"code", -1}, {"signal", SIGTERM},
-                                   {"stopped", true}});
-    unrecorded_exits_[key] = exit;
-    send(exit);
+    report_exit(key, message("exited", {{"launch", order.launch}, {"rank", order.rank}, {"code", -1},
+                                        {"signal", SIGTERM}, {"stopped", true}}));
     return;
   }
   try {
@@ -235,9 +233,7 @@ void NodeAgent::on_launch(const Message& m) {
     processes_.emplace(key, std::move(process));
   } catch (const std::exception& e) {
     say("cannot launch job " + std::to_string(order.job) + ": " + e.what());
-    json exit = message("exited", {{"launch", order.launch}, {"rank", order.rank}, {"code", 127}, {"signal", 0}});
-    unrecorded_exits_[key] = exit;
-    send(exit);
+    report_exit(key, message("exited", {{"launch", order.launch}, {"rank", order.rank}, {"code", 127}, {"signal", 0}}));
   }
 }
 
@@ -246,6 +242,17 @@ void NodeAgent::on_stop(const Message& m) {
   const double grace = m.number("grace_seconds");
   for (auto& [key, process] : processes_)
     if (key.first == launch) process->stop(std::max(0.0, grace));
+}
+
+void NodeAgent::report_exit(const Key& key, json exit) {
+  const UnrecordedExit& kept = unrecorded_exits_[key] = {std::move(exit), Clock::now()};
+  if (phase_ == Phase::registered) send(exit_report(kept));
+}
+
+json NodeAgent::exit_report(const UnrecordedExit& exit) const {
+  json report = exit.report;
+  report["seconds_ago"] = std::chrono::duration<double>(Clock::now() - exit.at).count();
+  return report;
 }
 
 void NodeAgent::watch_children() {
@@ -274,10 +281,10 @@ void NodeAgent::reap() {
         exit["total"] = progress->total;
       }
       process.exited(status);
-      unrecorded_exits_[it->first] = exit;
-      reported_iteration_.erase(it->first);
+      const Key key = it->first;
+      reported_iteration_.erase(key);
       processes_.erase(it);
-      if (phase_ == Phase::registered) send(exit);
+      report_exit(key, std::move(exit));
       break;
     }
   }

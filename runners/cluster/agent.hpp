@@ -65,6 +65,10 @@ class NodeAgent {
 
  private:
   using Key = std::pair<std::uint64_t, int>;  // launch, rank
+  struct UnrecordedExit {
+    json report;
+    std::chrono::steady_clock::time_point at;  // when the process exited
+  };
 
   void connect();
   void reconnect_later();
@@ -78,6 +82,9 @@ class NodeAgent {
   void reap();
   void fence();
   void send(const json& message);
+  // Keeps an exit until the daemon records it, and sends it if registered.
+  void report_exit(const Key& key, json exit);
+  json exit_report(const UnrecordedExit& exit) const;  // as sent now
   void finish_if_idle();
 
   asio::io_context& io_;
@@ -89,7 +96,8 @@ class NodeAgent {
   enum class Phase { connecting, challenged, welcomed, registered } phase_ = Phase::connecting;
 
   std::map<Key, std::unique_ptr<JobProcess>> processes_;
-  std::map<Key, json> unrecorded_exits_;  // sent until the daemon records them
+  // Sent until the daemon records them, each with how long ago it happened.
+  std::map<Key, UnrecordedExit> unrecorded_exits_;
   std::map<Key, std::int64_t> reported_iteration_;
 
   asio::steady_timer tick_timer_;

@@ -134,6 +134,7 @@ tcp::endpoint SchedulerDaemon::listen(const std::string& host_port) {
 }
 
 void SchedulerDaemon::start() {
+  journal_.run_started();
   capacity_since_ = now();
   if (journal_.resumed())
     log("resumed run " + std::to_string(journal_.run()) + ": " + std::to_string(recovered_jobs_) + " jobs, " +
@@ -152,6 +153,7 @@ void SchedulerDaemon::stop() {
   if (acceptor_) acceptor_->close();
   for (const auto& peer : std::set(peers_)) peer->connection->close("scheduler stopping");
   save_running_jobs();
+  journal_.run_ended(totals());
   journal_.mark_run("interrupted", "the scheduler stopped; `tessel serve` on this database resumes the run");
 }
 
@@ -247,7 +249,7 @@ json SchedulerDaemon::on_submit(const Message& m) {
   const double t = now();
   JobState& job = core_->submit(request.spec(t), t);
   auto transaction = journal_.transaction();
-  journal_.save_submission(job, request);
+  journal_.save_submission(job_record(job), request);
   transaction.commit();
   jobs_.push_back(JobEntry{std::move(request), false, 0, 0});
   return message("submitted", {{"job", job.spec.id}});
@@ -299,7 +301,7 @@ json SchedulerDaemon::on_cancel(const Message& m) {
   entry.cancelled = true;
   core_->complete(id, now(), JobStatus::failed);
   stop_current_launch(id, "cancelled");
-  journal_.save_job(core_->job(id), true);
+  save_job(id);
   transaction.commit();
   open_gate();
   return message("cancelled", {{"job", id}});
@@ -353,35 +355,29 @@ void SchedulerDaemon::round() {
   auto transaction = journal_.transaction();
   const RoundOutcome outcome = core_->run_round(t);
   for (JobId id : outcome.preempted) stop_current_launch(id, "preempted");
-  for (const ResizeOutcome& resize : outcome.resized) {
-    // On real nodes a resize is a checkpoint-restart at the new size.
-    stop_current_launch(resize.job, "resized");
-    create_launch(resize.job, core_->job(resize.job).allocation, true);
-  }
+  for (const ResizeOutcome& resize : outcome.resized) relaunch_resized(resize, "resized", t);
   for (JobId id : outcome.started) create_launch(id, core_->job(id).allocation, jobs_[id].launches > 0);
 
   const ClusterState& cluster = core_->cluster();
   capacity_gpu_seconds_ += cluster.total_gpus() * std::max(0.0, t - capacity_since_);
   capacity_since_ = t;
   ++rounds_;
-  // Running jobs' counters grow every round; writing them every few seconds
+  for (JobId id : outcome.preempted) save_job(id);
+  for (JobId id : outcome.started) save_job(id);
+  const auto active = static_cast<int>(core_->active().size());
+  const auto running = static_cast<int>(core_->running_count());
+  journal_.sampled({t, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(), running, active - running,
+                    static_cast<int>(core_->pending().size())});
+  // Running jobs' counters grow every round, and the run's totals and
+  // figures (which read every job) with them; writing them every few seconds
   // is enough for `report`, and keeps rounds short. State changes are
   // written when they happen.
   if (t >= counters_saved_at_ + kCountersSeconds) {
     save_running_jobs();
+    journal_.run_ended(totals());
     counters_saved_at_ = t;
   }
-  for (JobId id : outcome.preempted) journal_.save_job(core_->job(id), jobs_[id].cancelled);
-  for (JobId id : outcome.started) journal_.save_job(core_->job(id), jobs_[id].cancelled);
-  const auto active = static_cast<int>(core_->active().size());
-  const auto running = static_cast<int>(core_->running_count());
-  journal_.save_sample({t, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(), running, active - running,
-                        static_cast<int>(core_->pending().size())});
-  journal_.save_run_figures(cluster.installed_gpus(), capacity_gpu_seconds_, t, rounds_);
-  // The log keeps every decision it records in memory; they are written
-  // once and then only the new ones.
-  const auto& decided = decisions_.records();
-  for (; decisions_saved_ < decided.size(); ++decisions_saved_) journal_.save_decision(decided[decisions_saved_]);
+  save_decisions();
   transaction.commit();
   open_gate();
 
@@ -392,7 +388,29 @@ void SchedulerDaemon::round() {
 
 void SchedulerDaemon::save_running_jobs() {
   for (JobState* job : core_->active())
-    if (job->running()) journal_.save_job(*job, false);
+    if (job->running()) save_job(job->spec.id);
+}
+
+void SchedulerDaemon::save_decisions() {
+  // The log keeps every decision it records in memory; they are written
+  // once and then only the new ones.
+  const auto& decided = decisions_.records();
+  for (; decisions_saved_ < decided.size(); ++decisions_saved_) journal_.decided(decided[decisions_saved_]);
+}
+
+void SchedulerDaemon::save_job(JobId id) {
+  JobRecord record = job_record(core_->job(id));
+  if (jobs_[id].cancelled) record.status = "cancelled";
+  journal_.job_changed(record);
+}
+
+RunTotals SchedulerDaemon::totals() const {
+  RunTotals totals;
+  totals.cluster_gpus = core_->cluster().installed_gpus();
+  totals.capacity_gpu_seconds = capacity_gpu_seconds_;
+  totals.end_time = now();
+  totals.events = static_cast<std::uint64_t>(rounds_);
+  return totals;
 }
 
 void SchedulerDaemon::watch() {

@@ -9,7 +9,9 @@
 //     the gate also waits for the GPUs' previous occupants to exit.
 // A process counts as exited when its agent reports the exit, or, on a node
 // that went silent, once the agent's lease has surely expired and its grace
-// period passed (node timeout, twice, plus grace plus one second).
+// period passed (node timeout, twice, plus grace plus one second). A silent
+// node is lost through the core (Scheduler::lose_node): a job the elasticity
+// plugin keeps is relaunched on its other GPUs, resuming; the others wait.
 //
 // Every submission, launch, exit and node is written to the Journal before
 // anyone is told about it. After a crash, the daemon restores every job from
@@ -95,7 +97,9 @@ class SchedulerDaemon {
   void on_started(NodeEntry& node, const Message& message);
   void on_exited(NodeEntry& node, const Message& message);
   void record_exit(NodeEntry& node, const Message& exit);
+  // The node is lost: the core decides what that means for its jobs.
   void node_down(NodeEntry& node, const std::string& why);
+  void save_node(const NodeEntry& node);
 
   // Clients.
   json on_submit(const Message& message);
@@ -112,6 +116,10 @@ class SchedulerDaemon {
   void abandon(Launch& launch, const std::string& reason);
   // abandon() for the job's current launch, which the core no longer counts.
   void stop_current_launch(JobId job, const std::string& reason);
+  // The core resized a running job (a round's elasticity, or a node lost
+  // under it): on real nodes that is a stop and a relaunch at the new size,
+  // resuming from its checkpoint.
+  void relaunch_resized(const ResizeOutcome& resize, const std::string& reason, double now);
   void rank_gone(Launch& launch, Rank& rank, std::optional<int> code, int signal);
   // Ends the launch if none of its processes can still run, and tells the
   // core what that means for the job. The launch may be gone afterwards.
@@ -127,6 +135,9 @@ class SchedulerDaemon {
   void round();
   void watch();
   void save_running_jobs();
+  void save_job(JobId id);  // its `jobs` row as it stands
+  void save_decisions();    // those the core recorded since the last call
+  RunTotals totals() const;
 
   void log(const std::string& line) const;
 

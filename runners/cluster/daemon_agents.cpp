@@ -117,7 +117,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
     for (Rank& rank : launch->ranks)
       if (rank.record.node == name && rank.sent && !rank.gone && !alive.contains({id, rank.record.rank}))
         rank_gone(*launch, rank, std::nullopt, 0);
-  journal_.save_node(name, address, static_cast<int>(indices.size()), gpu_type, cpus, mem_gb, true, now());
+  save_node(*node);
   transaction.commit();
 
   peer->connection->send(message("registered", {{"heartbeat_seconds", serve_.heartbeat_seconds},
@@ -166,17 +166,22 @@ void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
   const auto it = launches_.find(launch_id);
   if (it == launches_.end()) return;
   Launch& launch = *it->second;
+  // An exit reported late (we were down, or the agent was away) happened
+  // as long ago as the agent says.
+  const double t = now();
+  const double exited_at = m.has("seconds_ago") ? std::clamp(t - m.number("seconds_ago"), 0.0, t) : t;
   for (Rank& rank : launch.ranks) {
     if (rank.record.rank != rank_index || rank.record.node != node.name || rank.gone) continue;
     // Its last progress line; a recovered launch's too, though the core has
     // not adopted it (it may have finished while we were down).
     if (rank_index == 0 && m.has("iteration") && (launch.core_running || launch.recovered) &&
         launch.stop_reason.empty() && !core_->job(launch.job).done())
-      core_->report_progress(launch.job, static_cast<double>(m.integer("iteration", 0)), now());
+      core_->report_progress(launch.job, static_cast<double>(m.integer("iteration", 0)), exited_at);
     // Stopped by its agent without our asking (its lease ran out, or the
     // agent is shutting down): whatever its exit code, it did not finish.
-    if (m.has("stopped") && m.flag("stopped") && launch.stop_reason.empty() && !launch.recovering)
-      abandon(launch, "lost");
+    rank.stopped_by_agent = m.has("stopped") && m.flag("stopped") && launch.stop_reason.empty();
+    if (rank.stopped_by_agent && !launch.recovering) abandon(launch, "lost");
+    rank.exited_at = exited_at;
     rank_gone(launch, rank, code, signal);
     if (launch.recovering)
       resolve_recovered(launch);
@@ -186,9 +191,13 @@ void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
   }
 }
 
+void SchedulerDaemon::save_node(const NodeEntry& node) {
+  journal_.node_changed({node.name, node.address, node.gpu_type, static_cast<int>(node.gpu_indices.size()), node.cpus,
+                         node.mem_gb, node.up, now()});
+}
+
 void SchedulerDaemon::node_down(NodeEntry& node, const std::string& why) {
   node.up = false;
-  core_->node_down(node.id);
   log("node " + node.name + " is down: " + why);
   if (node.agent) {
     auto agent = node.agent;
@@ -197,19 +206,31 @@ void SchedulerDaemon::node_down(NodeEntry& node, const std::string& why) {
     agent->connection->close("node timed out");
   }
   const double t = now();
-  journal_.save_node(node.name, node.address, static_cast<int>(node.gpu_indices.size()), node.gpu_type, node.cpus,
-                     node.mem_gb, false, t);
-  std::vector<Launch*> affected;  // none ends before settle()
+  save_node(node);
   for (auto& [id, launch] : launches_)
     for (Rank& rank : launch->ranks)
-      if (rank.record.node == node.name && !rank.gone) {
+      if (rank.record.node == node.name && !rank.gone && rank.sent)
         // Its agent stops it within a node timeout of our last word (its
         // lease), and it is dead a grace period later.
-        if (rank.sent) rank.lost_at = t + serve_.node_timeout_seconds + grace_of(launch->job) + 1;
-        if (std::find(affected.begin(), affected.end(), launch.get()) == affected.end()) affected.push_back(launch.get());
-      }
-  for (Launch* launch : affected)
-    if (!launch->recovering) abandon(*launch, "lost");
+        rank.lost_at = t + serve_.node_timeout_seconds + grace_of(launch->job) + 1;
+
+  // The core decides what the loss means for the jobs it counts as running
+  // there: elasticity's keep_after_loss keeps some on their other GPUs, the
+  // others wait again. Either way their processes stop: a torch.distributed
+  // group does not outlive a lost rank, so a kept job is relaunched at its
+  // new size, resuming from its checkpoint, once the old processes are gone.
+  const NodeLoss loss = core_->lose_node(node.id, t);
+  for (JobId job : loss.stopped) {
+    stop_current_launch(job, "lost");
+    save_job(job);
+  }
+  for (const ResizeOutcome& shrunk : loss.shrunk) relaunch_resized(shrunk, "lost", t);
+  save_decisions();
+  // What else ran there: launches already stopping, or recovered ones not yet
+  // adopted, whose ranks settle as lost when their lease is surely over.
+  for (auto& [id, launch] : launches_)
+    for (const Rank& rank : launch->ranks)
+      if (rank.record.node == node.name && !rank.gone && !launch->recovering) abandon(*launch, "lost");
   settle();
 }
 

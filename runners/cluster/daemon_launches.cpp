@@ -46,7 +46,7 @@ SchedulerDaemon::Launch& SchedulerDaemon::create_launch(JobId job_id, const Allo
   record.decided = launch->decided;
   record.resume = resume;
   for (const Rank& r : launch->ranks) record.ranks.push_back(r.record);
-  journal_.save_launch(record);  // before any agent hears of it
+  journal_.launched(record);  // before any agent hears of it
   entry.current = launch->id;
   ++entry.launches;
   Launch& result = *launch;
@@ -128,6 +128,14 @@ void SchedulerDaemon::stop_current_launch(JobId job, const std::string& reason) 
   end_if_done(launch.id);
 }
 
+void SchedulerDaemon::relaunch_resized(const ResizeOutcome& resize, const std::string& reason, double now) {
+  stop_current_launch(resize.job, reason);
+  create_launch(resize.job, resize.to, true);
+  journal_.resized({now, resize.job, resize.from.gpu_count(), resize.to.gpu_count(), resize.cost_seconds,
+                    resize.to.layout});
+  save_job(resize.job);
+}
+
 void SchedulerDaemon::abandon(Launch& launch, const std::string& reason) {
   if (!launch.stop_reason.empty()) return;
   launch.stop_reason = reason;
@@ -174,7 +182,15 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
   bool all_zero = true;
   for (const Rank& rank : launch.ranks) all_zero = all_zero && rank.record.exit_code == 0;
   const std::string outcome = launch.stop_reason.empty() ? (all_zero ? "finished" : "failed") : launch.stop_reason;
-  const double t = now();
+  // It ended with its last process, when that exited (perhaps while we were
+  // down); now, if some process was given up on without a word.
+  double t = 0;
+  bool all_seen = !launch.ranks.empty();
+  for (const Rank& rank : launch.ranks) {
+    if (rank.exited_at) t = std::max(t, *rank.exited_at);
+    else all_seen = false;
+  }
+  if (!all_seen) t = now();
   const JobId id = launch.job;
   JobEntry& entry = jobs_[id];
   if (entry.current == launch.id) entry.current = 0;
@@ -196,7 +212,7 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
     core_->complete(id, t, JobStatus::finished);  // it ended while we were down
   }
   journal_.save_launch_end(launch.id, t, outcome);
-  journal_.save_job(core_->job(id), entry.cancelled);
+  save_job(id);
   launches_.erase(found);
 }
 
@@ -215,12 +231,14 @@ void SchedulerDaemon::settle() {
 
 void SchedulerDaemon::resolve_recovered(Launch& launch) {
   // Whole: every process still runs or has finished cleanly (ranks of one
-  // job end at slightly different times).
-  bool all_known = true, whole = true, any_alive = false;
+  // job end at slightly different times). A process its agent stopped (its
+  // lease ran out while we were down) did not finish, whatever its exit code.
+  bool all_known = true, whole = true, any_alive = false, stopped_by_agent = false;
   for (const Rank& rank : launch.ranks) {
     if (!rank.gone && !rank.confirmed) all_known = false;
-    if (rank.gone && rank.record.exit_code != 0) whole = false;
+    if (rank.gone && (rank.record.exit_code != 0 || rank.stopped_by_agent)) whole = false;
     if (!rank.gone) any_alive = true;
+    stopped_by_agent = stopped_by_agent || rank.stopped_by_agent;
   }
   if (!all_known) return;
   launch.recovering = false;
@@ -251,19 +269,22 @@ void SchedulerDaemon::resolve_recovered(Launch& launch) {
       launch.core_running = true;
       entry.current = launch.id;
       log("job " + std::to_string(launch.job) + " still runs (launch " + std::to_string(launch.id) + "): adopted");
-      journal_.save_job(job, false);
+      save_job(launch.job);
       return;
     }
   }
   // Not whole, or stopping before the restart: stop what is left; the job
-  // (waiting in the core) runs again later.
-  bool all_zero = true;
+  // (waiting in the core) runs again later. Lost (a process stopped by its
+  // agent or gone without a word) or failed, its run was an attempt.
+  bool all_zero = !stopped_by_agent;
   for (const Rank& rank : launch.ranks) all_zero = all_zero && rank.gone && rank.record.exit_code == 0;
   if (launch.stop_reason.empty() && !all_zero) {
     std::string reason = "lost";
-    for (const Rank& rank : launch.ranks)
-      if (rank.gone && rank.record.exit_code && *rank.record.exit_code != 0) reason = "failed";
+    if (!stopped_by_agent)
+      for (const Rank& rank : launch.ranks)
+        if (rank.gone && rank.record.exit_code && *rank.record.exit_code != 0) reason = "failed";
     abandon(launch, reason);
+    if (job.waiting() && !entry.cancelled) core_->end_attempt(launch.job);
     end_if_done(launch.id);
     return;
   }

@@ -48,6 +48,8 @@ struct SchedulerDaemon::Rank {
   bool gone = false;       // exited, or given up on
   bool confirmed = false;  // recovered launches: its agent reported it alive
   std::optional<double> lost_at;  // on a silent node: counted as gone from then (run time)
+  std::optional<double> exited_at;  // when its agent saw it exit (run time), if it did
+  bool stopped_by_agent = false;    // by its lease or its agent's shutdown, unasked
 };
 
 struct SchedulerDaemon::Launch {

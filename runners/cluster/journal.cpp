@@ -51,13 +51,14 @@ Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(pa
     db_.exec("PRAGMA wal_autocheckpoint=0");
     if (!new_run) {
       auto latest = db_.prepare(
-          "SELECT runs.id, cluster_runs.epoch FROM runs JOIN cluster_runs ON cluster_runs.run_id = runs.id "
+          "SELECT runs.id, cluster_runs.epoch, coalesce(runs.wall_seconds, 0) FROM runs JOIN cluster_runs ON cluster_runs.run_id = runs.id "
           "WHERE runs.mode = 'cluster' AND runs.status != 'complete' ORDER BY runs.id DESC LIMIT 1");
       if (latest.step()) {
         run_ = latest.integer(0);
         epoch_ = latest.real(1);
+        earlier_wall_seconds_ = latest.real(2);
         resumed_ = true;
-        mark_run("running", "");
+        rows_.emplace(db_, run_);
         return;
       }
     }
@@ -73,6 +74,7 @@ Journal::Journal(const std::string& path, RunInfo info, bool new_run) : path_(pa
   auto insert = db_.prepare("INSERT INTO cluster_runs (run_id, epoch) VALUES (?, ?)");
   insert.bind(1, run_).bind(2, epoch_);
   insert.run();
+  rows_.emplace(db_, run_);
 }
 
 Journal::~Journal() {
@@ -81,11 +83,16 @@ Journal::~Journal() {
 
 void Journal::checkpoint() { db_.exec("PRAGMA wal_checkpoint(PASSIVE)"); }
 
-void Journal::save_submission(const JobState& job, const JobRequest& request) {
+void Journal::run_started() {
+  started_ = std::chrono::steady_clock::now();
+  rows_->status("running", "");
+}
+
+void Journal::save_submission(const JobRecord& job, const JobRequest& request) {
   auto insert = db_.prepare(
       "INSERT INTO cluster_jobs (run_id, job_id, command, env, workdir, iterations, processes, grace_seconds, "
       "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
-  insert.bind(1, run_).bind(2, static_cast<std::int64_t>(job.spec.id));
+  insert.bind(1, run_).bind(2, static_cast<std::int64_t>(job.id));
   insert.bind(3, json(request.command).dump()).bind(4, json(request.env).dump()).bind(5, request.workdir);
   if (request.iterations)
     insert.bind(6, *request.iterations);
@@ -94,18 +101,12 @@ void Journal::save_submission(const JobState& job, const JobRequest& request) {
   insert.bind(7, std::string_view(request.per_node ? "per_node" : "per_gpu"));
   insert.bind(8, request.grace_seconds.value_or(-1));
   insert.run();
-  save_job(job);
+  job_changed(job);
 }
 
-void Journal::save_job(const JobState& job, bool cancelled) {
-  JobRecord record = job_record(job);
-  if (cancelled) record.status = "cancelled";
-  auto upsert = prepare_job_row(db_);
-  bind_job_row(upsert, run_, record);
-  upsert.run();
-}
+void Journal::job_changed(const JobRecord& job) { rows_->job(job); }
 
-void Journal::save_launch(const LaunchRecord& launch) {
+void Journal::launched(const LaunchRecord& launch) {
   auto insert = db_.prepare(
       "INSERT INTO cluster_launches (run_id, launch_id, job_id, decided, resume) VALUES (?, ?, ?, ?, ?)");
   insert.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id)).bind(3, static_cast<std::int64_t>(launch.job));
@@ -144,42 +145,25 @@ void Journal::save_launch_end(LaunchId launch, double at, const std::string& out
   update.run();
 }
 
-void Journal::save_node(const std::string& name, const std::string& address, int gpus, const std::string& gpu_type,
-                        double cpus, double mem_gb, bool up, double last_seen) {
+void Journal::node_changed(const NodeRecord& node) {
   auto upsert = db_.prepare("INSERT OR REPLACE INTO cluster_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  upsert.bind(1, run_).bind(2, name).bind(3, address).bind(4, gpus).bind(5, gpu_type).bind(6, cpus);
-  upsert.bind(7, mem_gb).bind(8, up ? 1 : 0).bind(9, last_seen);
+  upsert.bind(1, run_).bind(2, node.name).bind(3, node.address).bind(4, node.gpus).bind(5, node.gpu_type);
+  upsert.bind(6, node.cpus).bind(7, node.mem_gb).bind(8, node.up ? 1 : 0).bind(9, node.time);
   upsert.run();
 }
 
-void Journal::save_sample(const Sample& s) {
-  auto insert = db_.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)");
-  insert.bind(1, run_).bind(2, s.time).bind(3, s.total_gpus).bind(4, s.busy_gpus);
-  insert.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs);
-  insert.run();
+void Journal::run_ended(const RunTotals& totals) {
+  RunTotals mine = totals;
+  mine.wall_seconds =
+      earlier_wall_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  auto query = db_.prepare("SELECT " + job_row_columns() + " FROM jobs WHERE run_id = ? ORDER BY job_id");
+  query.bind(1, run_);
+  std::vector<JobRecord> jobs;
+  while (query.step()) jobs.push_back(read_job_row(query));
+  rows_->totals(mine, jobs);
 }
 
-void Journal::save_decision(const DecisionRecord& d) {
-  auto insert = db_.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)");
-  insert.bind(1, run_).bind(2, d.time).bind(3, static_cast<std::int64_t>(d.job)).bind(4, to_string(d.stage));
-  insert.bind(5, d.plugin).bind(6, d.code).bind(7, d.reason);
-  insert.run();
-}
-
-void Journal::save_run_figures(int cluster_gpus, double capacity_gpu_seconds, double end_time, std::int64_t rounds) {
-  auto update = db_.prepare(
-      "UPDATE runs SET cluster_gpus = ?, capacity_gpu_seconds = ?, end_time = ?, events = ?, wall_seconds = ? "
-      "WHERE id = ?");
-  update.bind(1, cluster_gpus).bind(2, capacity_gpu_seconds).bind(3, end_time).bind(4, rounds);
-  update.bind(5, end_time).bind(6, run_);
-  update.run();
-}
-
-void Journal::mark_run(const std::string& status, const std::string& note) {
-  auto update = db_.prepare("UPDATE runs SET status = ?, note = ? WHERE id = ?");
-  update.bind(1, status).bind(2, note).bind(3, run_);
-  update.run();
-}
+void Journal::mark_run(const std::string& status, const std::string& note) { rows_->status(status, note); }
 
 RecoveredRun Journal::recover() {
   RecoveredRun recovered;

@@ -1,8 +1,10 @@
-// The daemon's durable state, in the results database (schema version 4).
+// The daemon's durable state, in the results database: the real-node RunSink
+// (results/run_sink.hpp), which writes every event through as it happens.
 //
-// A cluster run is a `runs` row with mode 'cluster' whose `jobs` rows the
-// daemon keeps up to date, so `tessel report` reads it like a simulation.
-// Beside them, the daemon's own tables (README, "Results database"):
+// A cluster run is a `runs` row with mode 'cluster' whose `jobs`, `samples`,
+// `resizes`, `decisions` and `metrics` rows are written by the same
+// statements as a simulation's (RunRows), so `tessel report` reads it like
+// one. Beside them, the daemon's own tables (README, "Results database"):
 //
 //   cluster_runs      the run's time 0 (Unix seconds): times survive restarts
 //   cluster_jobs      what was submitted: command, env, workdir, iterations, ...
@@ -17,6 +19,7 @@
 // launch that had not ended.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,30 +27,13 @@
 
 #include "job_request.hpp"
 #include "results/sqlite.hpp"
+#include "results/run_sink.hpp"
 #include "results/store.hpp"
 #include "tessel/job.hpp"
 
 namespace tessel::cluster {
 
 using LaunchId = std::uint64_t;
-
-struct RankRecord {
-  int rank = 0;
-  std::string node;
-  std::vector<int> gpus;  // indices on the node
-  std::optional<int> exit_code;  // -1 with a signal
-  int signal = 0;
-  bool exited() const { return exit_code.has_value(); }
-};
-
-struct LaunchRecord {
-  LaunchId id = 0;
-  JobId job = 0;
-  double decided = 0;
-  bool resume = false;
-  std::string outcome;  // empty while it runs unchallenged; the reason once stopping or ended
-  std::vector<RankRecord> ranks;
-};
 
 struct JobRecordFull {
   JobState state;
@@ -59,17 +45,17 @@ struct RecoveredRun {
   std::vector<JobRecordFull> jobs;      // in id order
   std::vector<LaunchRecord> open_launches;  // not ended
   LaunchId next_launch = 1;
-  double capacity_gpu_seconds = 0;  // the run's figures so far
+  double capacity_gpu_seconds = 0;  // the run's totals so far
   std::int64_t rounds = 0;
 };
 
-class Journal {
+class Journal final : public RunSink {
  public:
   // Opens (and migrates) the database. Resumes the newest cluster run that
   // is not complete, unless `new_run`; otherwise begins one from `info`.
   // Throws UserError if another daemon has the database open.
   Journal(const std::string& path, RunInfo info, bool new_run);
-  ~Journal();
+  ~Journal() override;
   Journal(const Journal&) = delete;
 
   std::int64_t run() const { return run_; }
@@ -82,18 +68,25 @@ class Journal {
   // rounds; SQLite's automatic checkpoints would land inside them.
   void checkpoint();
 
-  void save_submission(const JobState& job, const JobRequest& request);
-  void save_job(const JobState& job, bool cancelled = false);
-  void save_launch(const LaunchRecord& launch);
+  // The run is 'running' again; its wall clock counts on from what earlier
+  // daemons spent on it.
+  void run_started() override;
+  void job_changed(const JobRecord& job) override;
+  void launched(const LaunchRecord& launch) override;
+  void resized(const ResizeRecord& resize) override { rows_->resize(resize); }
+  void node_changed(const NodeRecord& node) override;
+  void sampled(const Sample& sample) override { rows_->sample(sample); }
+  void decided(const DecisionRecord& decision) override { rows_->decision(decision); }
+  // The run's totals so far, and its figures from the `jobs` rows (the
+  // totals' wall_seconds are the journal's own).
+  void run_ended(const RunTotals& totals) override;
+
+  // What only real nodes have: submissions' commands, processes and launches' ends.
+  void save_submission(const JobRecord& job, const JobRequest& request);
   void save_rank_start(LaunchId launch, int rank, int pid, double at);
   void save_rank_exit(LaunchId launch, int rank, int code, int signal);
   void save_launch_outcome(LaunchId launch, const std::string& outcome);
   void save_launch_end(LaunchId launch, double at, const std::string& outcome);
-  void save_node(const std::string& name, const std::string& address, int gpus, const std::string& gpu_type,
-                 double cpus, double mem_gb, bool up, double last_seen);
-  void save_sample(const Sample& sample);
-  void save_decision(const DecisionRecord& decision);
-  void save_run_figures(int cluster_gpus, double capacity_gpu_seconds, double end_time, std::int64_t rounds);
   void mark_run(const std::string& status, const std::string& note);
 
  private:
@@ -103,6 +96,9 @@ class Journal {
   std::int64_t run_ = 0;
   double epoch_ = 0;
   bool resumed_ = false;
+  std::optional<RunRows> rows_;  // once the run is known
+  double earlier_wall_seconds_ = 0;  // spent on the run by earlier daemons
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace tessel::cluster

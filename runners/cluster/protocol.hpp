@@ -18,9 +18,11 @@
 //                             master_port, resume}
 //   agent -> daemon   started {launch, rank, pid}
 //   daemon -> agent   stop {launch, grace_seconds}
-//   agent -> daemon   exited {launch, rank, code, signal, stopped, [iteration, total]}
+//   agent -> daemon   exited {launch, rank, code, signal, stopped, seconds_ago, [iteration, total]}
 //                            (code -1 when killed by a signal; stopped: the agent had
-//                            sent SIGTERM; iteration: the last progress line)
+//                            sent SIGTERM; seconds_ago: how long before this message
+//                            the process exited, so that an exit reported late keeps
+//                            its time; iteration: the last progress line)
 //   daemon -> agent   exit_recorded {launch, rank}   (the agent forgets the exit)
 //
 // Client <-> daemon (one request, one reply):

@@ -1,7 +1,6 @@
 #include "simulation.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -227,8 +226,8 @@ void Simulation::rerate(JobId id, double now) {
 }
 
 void Simulation::record_resize(double now, const ResizeOutcome& resize) {
-  resizes_.push_back({now, resize.job, resize.from.gpu_count(), resize.to.gpu_count(), resize.cost_seconds,
-                      resize.to.layout});
+  sink_.resized({now, resize.job, resize.from.gpu_count(), resize.to.gpu_count(), resize.cost_seconds,
+                 resize.to.layout});
 }
 
 void Simulation::lose_progress_since_checkpoint(JobId id, double now) {
@@ -392,9 +391,8 @@ void Simulation::round(double now) {
   const auto running = scheduler_->running_count();
   const auto pending = scheduler_->pending().size();
   if (lab_)  // forks keep no samples: their caller reads their jobs
-    samples_.push_back({now, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(),
-                      static_cast<int>(running), static_cast<int>(active - running),
-                      static_cast<int>(pending)});
+    sink_.sampled({now, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(),
+                   static_cast<int>(running), static_cast<int>(active - running), static_cast<int>(pending)});
 
   if (active == 0 && pending == 0) return;
   // Waiting jobs, nothing running, nothing left to arrive: only the cluster
@@ -520,6 +518,7 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
   for (NodeId node = 0; node < cluster.nodes().size(); ++node) schedule_node_failure(node, 0);
   for (std::uint32_t i = 0; i < config_.cluster.events.size(); ++i)
     push(config_.cluster.events[i].at, EventKind::cluster_change, i, 0);
+  sink_.run_started();
   end_time_ = jobs_->empty() ? 0 : jobs_->front().arrival;
   capacity_since_ = end_time_;
   advance(kNever, stop);
@@ -527,12 +526,10 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
   return collect(end_time_);
 }
 
-RunResults Simulation::collect(double end_time) const {
-  RunResults results;
-  results.jobs.reserve(jobs_->size());
+RunResults Simulation::collect(double end_time) {
   std::size_t unfinished = 0, still_running = 0;
   for (const JobState* job : scheduler_->jobs()) {
-    results.jobs.push_back(job_record(*job));
+    sink_.job_changed(job_record(*job));
     if (job->running())  // a job that never ends (infinite duration) holds its GPUs to the end
       ++still_running;
     else if (job->active() || job->status == JobStatus::pending)
@@ -543,15 +540,15 @@ RunResults Simulation::collect(double end_time) const {
     notes.push_back(std::to_string(unfinished) + " jobs never finished: the scheduler could not place them");
   if (still_running > 0)
     notes.push_back(std::to_string(still_running) + " jobs were still running when the run ended");
-  for (const std::string& note : notes) results.note += (results.note.empty() ? "" : "; ") + note;
-  results.samples = samples_;
-  results.resizes = resizes_;
-  results.decisions = log_.records();
-  results.cluster_gpus = scheduler_->cluster().installed_gpus();
-  results.capacity_gpu_seconds = capacity_gpu_seconds_;
-  results.end_time = end_time;
-  results.events = handled_;
-  return results;
+  for (const DecisionRecord& decision : log_.records()) sink_.decided(decision);
+  RunTotals totals;
+  for (const std::string& note : notes) totals.note += (totals.note.empty() ? "" : "; ") + note;
+  totals.cluster_gpus = scheduler_->cluster().installed_gpus();
+  totals.capacity_gpu_seconds = capacity_gpu_seconds_;
+  totals.end_time = end_time;
+  totals.events = handled_;
+  sink_.run_ended(totals);
+  return sink_.take();
 }
 
 std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& registry,
@@ -564,11 +561,7 @@ std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& regi
   info.mode = "simulation";
   const std::int64_t id = store.begin_run(info);
   try {
-    const auto started = std::chrono::steady_clock::now();
-    RunResults results = simulation.run(stop);
-    results.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    store.complete_run(id, results);
+    store.complete_run(id, simulation.run(stop));
   } catch (const Interrupted&) {
     store.abandon_run(id, "interrupted", "stopped by the user");
     throw;

@@ -23,6 +23,7 @@
 
 #include "config/experiment.hpp"
 #include "plugins/registry.hpp"
+#include "results/run_sink.hpp"
 #include "results/store.hpp"
 #include "scheduler/decision_log.hpp"
 #include "scheduler/scheduler.hpp"
@@ -136,7 +137,9 @@ class Simulation {
   bool cluster_may_change(bool repairs) const;
   // Handles every event up to `until`; returns false once nothing is left to do.
   bool advance(double until, const std::atomic<bool>* stop);
-  RunResults collect(double end_time) const;
+  // Tells the sink how the run ended (its jobs, decisions and totals) and
+  // takes what it gathered.
+  RunResults collect(double end_time);
 
   class Lab;
   // A copy of this simulation's state, run by `plugins` (what-if).
@@ -158,8 +161,7 @@ class Simulation {
   std::vector<std::uint32_t> node_generation_;  // invalidates a removed node's failures
   std::vector<NodeId> dormant_failures_;  // nodes whose failures were put off while the run had settled
   Rng failure_rng_;
-  std::vector<Sample> samples_;
-  std::vector<ResizeRecord> resizes_;
+  BatchSink sink_;  // the run's samples and resizes as it goes; the rest at its end
   RoundObserver observer_;
   double next_round_;
   double last_round_ = -1;

@@ -295,14 +295,29 @@ void add_job_columns(sql::Database& db) {
 
 }  // namespace
 
-sql::Statement prepare_job_row(sql::Database& db) {
+namespace {
+
+std::string job_row_insert() {
   std::string values = "?";
   for (std::size_t i = 0; i < std::size(kJobColumns); ++i) values += ", ?";
-  return db.prepare("INSERT OR REPLACE INTO jobs (run_id, " + job_row_columns() + ") VALUES (" + values + ")");
+  return "INSERT OR REPLACE INTO jobs (run_id, " + job_row_columns() + ") VALUES (" + values + ")";
 }
 
-void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& j) {
-  row.bind(1, run);
+}  // namespace
+
+RunRows::RunRows(sql::Database& db, std::int64_t run)
+    : run_(run),
+      job_(db.prepare(job_row_insert())),
+      sample_(db.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)")),
+      resize_(db.prepare("INSERT INTO resizes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")),
+      decision_(db.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)")),
+      metric_(db.prepare("INSERT OR REPLACE INTO metrics VALUES (?, ?, ?)")),
+      totals_(db.prepare("UPDATE runs SET wall_seconds = ?, cluster_gpus = ?, capacity_gpu_seconds = ?, "
+                         "end_time = ?, events = ? WHERE id = ?")),
+      status_(db.prepare("UPDATE runs SET status = ?, note = ? WHERE id = ?")) {}
+
+void RunRows::job(const JobRecord& j) {
+  job_.bind(1, run_);
   int index = 2;
   for (const JobColumn& column : kJobColumns) {
     std::visit(
@@ -310,13 +325,49 @@ void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& j) {
           const auto& value = j.*member;
           using Value = std::remove_cvref_t<decltype(value)>;
           if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, JobId>)
-            row.bind(index, static_cast<std::int64_t>(value));
+            job_.bind(index, static_cast<std::int64_t>(value));
           else
-            row.bind(index, value);
+            job_.bind(index, value);
         },
         column.field);
     ++index;
   }
+  job_.run();
+}
+
+void RunRows::sample(const Sample& s) {
+  sample_.bind(1, run_).bind(2, s.time).bind(3, s.total_gpus).bind(4, s.busy_gpus);
+  sample_.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs);
+  sample_.run();
+}
+
+void RunRows::resize(const ResizeRecord& r) {
+  resize_.bind(1, run_).bind(2, r.time).bind(3, static_cast<std::int64_t>(r.job)).bind(4, r.from_gpus);
+  resize_.bind(5, r.to_gpus).bind(6, r.cost_seconds).bind(7, r.layout.batch_size);
+  resize_.bind(8, r.layout.tensor_parallel).bind(9, r.layout.pipeline_parallel);
+  resize_.run();
+}
+
+void RunRows::decision(const DecisionRecord& d) {
+  decision_.bind(1, run_).bind(2, d.time).bind(3, static_cast<std::int64_t>(d.job));
+  decision_.bind(4, to_string(d.stage)).bind(5, d.plugin).bind(6, d.code).bind(7, d.reason);
+  decision_.run();
+}
+
+void RunRows::totals(const RunTotals& t, std::span<const JobRecord> jobs) {
+  totals_.bind(1, t.wall_seconds).bind(2, t.cluster_gpus).bind(3, t.capacity_gpu_seconds);
+  totals_.bind(4, t.end_time).bind(5, static_cast<std::int64_t>(t.events)).bind(6, run_);
+  totals_.run();
+  const RunSummary summary = summarize(jobs, t.capacity_gpu_seconds, t.cluster_gpus);
+  for (const Figure& figure : figures()) {
+    metric_.bind(1, run_).bind(2, std::string_view(figure.name)).bind(3, figure.get(summary));
+    metric_.run();
+  }
+}
+
+void RunRows::status(std::string_view status, std::string_view note) {
+  status_.bind(1, status).bind(2, note).bind(3, run_);
+  status_.run();
 }
 
 JobRecord read_job_row(const sql::Statement& row) {
@@ -347,51 +398,19 @@ JobRecord read_job_row(const sql::Statement& row) {
 void ResultsStore::complete_run(std::int64_t run, const RunResults& results) {
   std::lock_guard lock(mutex_);
   sql::Transaction transaction(db_);
-  auto job = prepare_job_row(db_);
-  for (const JobRecord& j : results.jobs) {
-    bind_job_row(job, run, j);
-    job.run();
-  }
-  auto sample = db_.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)");
-  for (const Sample& s : results.samples) {
-    sample.bind(1, run).bind(2, s.time).bind(3, s.total_gpus).bind(4, s.busy_gpus);
-    sample.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs);
-    sample.run();
-  }
-  auto decision = db_.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)");
-  for (const DecisionRecord& d : results.decisions) {
-    decision.bind(1, run).bind(2, d.time).bind(3, static_cast<std::int64_t>(d.job));
-    decision.bind(4, to_string(d.stage)).bind(5, d.plugin).bind(6, d.code).bind(7, d.reason);
-    decision.run();
-  }
-  auto resize = db_.prepare("INSERT INTO resizes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  for (const ResizeRecord& r : results.resizes) {
-    resize.bind(1, run).bind(2, r.time).bind(3, static_cast<std::int64_t>(r.job)).bind(4, r.from_gpus);
-    resize.bind(5, r.to_gpus).bind(6, r.cost_seconds).bind(7, r.layout.batch_size);
-    resize.bind(8, r.layout.tensor_parallel).bind(9, r.layout.pipeline_parallel);
-    resize.run();
-  }
-  const RunSummary summary = summarize(results.jobs, results.capacity_gpu_seconds, results.cluster_gpus);
-  auto metric = db_.prepare("INSERT INTO metrics VALUES (?, ?, ?)");
-  for (const Figure& figure : tessel::figures()) {
-    metric.bind(1, run).bind(2, std::string_view(figure.name)).bind(3, figure.get(summary));
-    metric.run();
-  }
-  auto finish = db_.prepare(
-      "UPDATE runs SET status = 'complete', wall_seconds = ?, cluster_gpus = ?, "
-      "capacity_gpu_seconds = ?, end_time = ?, events = ?, note = ? WHERE id = ?");
-  finish.bind(1, results.wall_seconds).bind(2, results.cluster_gpus).bind(3, results.capacity_gpu_seconds);
-  finish.bind(4, results.end_time).bind(5, static_cast<std::int64_t>(results.events));
-  finish.bind(6, results.note).bind(7, run);
-  finish.run();
+  RunRows rows(db_, run);
+  for (const JobRecord& job : results.jobs) rows.job(job);
+  for (const Sample& sample : results.samples) rows.sample(sample);
+  for (const DecisionRecord& decision : results.decisions) rows.decision(decision);
+  for (const ResizeRecord& resize : results.resizes) rows.resize(resize);
+  rows.totals(results, results.jobs);
+  rows.status("complete", results.note);
   transaction.commit();
 }
 
 void ResultsStore::abandon_run(std::int64_t run, const std::string& status, const std::string& note) {
   std::lock_guard lock(mutex_);
-  auto update = db_.prepare("UPDATE runs SET status = ?, note = ? WHERE id = ?");
-  update.bind(1, status).bind(2, note).bind(3, run);
-  update.run();
+  RunRows(db_, run).status(status, note);
 }
 
 namespace {

@@ -18,14 +18,16 @@
 // A simulation's run row is written with status 'running' as soon as the run
 // starts. All its other rows, and status 'complete', are written in one
 // transaction at the end, so an interrupted run is visibly not complete and
-// never partial. A cluster run (mode 'cluster') instead keeps its `jobs` rows
-// up to date while it runs.
+// never partial. A cluster run (mode 'cluster') instead writes each row as it
+// happens, and its totals and figures as it goes (runners/cluster/journal.hpp).
+// Both write through RunRows (below), the one set of statements for a run's rows.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,10 +48,6 @@ inline constexpr int kSchemaVersion = 6;
 // of an older schema gains all come from it. A new job field is a JobRecord
 // member (summary.hpp, with job_record and job_state) and a row there.
 
-// One `jobs` row, inserted or replaced: a simulation writes each job's once
-// at the end, the real-node journal rewrites it whenever the job changes.
-sql::Statement prepare_job_row(sql::Database& db);
-void bind_job_row(sql::Statement& row, std::int64_t run, const JobRecord& job);
 // The columns read_job_row reads, in its order, for a SELECT of `jobs` rows,
 // and how many they are.
 const std::string& job_row_columns();
@@ -85,17 +83,42 @@ struct ResizeRecord {
   JobLayout layout;     // after the change
 };
 
-struct RunResults {
+// A run's counters in its `runs` row.
+struct RunTotals {
+  int cluster_gpus = 0;  // installed when the run ended, up or down
+  double capacity_gpu_seconds = 0;
+  double end_time = 0;   // run time
+  std::uint64_t events = 0;  // a simulation's events; a real-node run's rounds
+  double wall_seconds = 0;   // wall-clock seconds the runner spent on it
+  std::string note;  // e.g. why some jobs never finished
+};
+
+struct RunResults : RunTotals {
   std::vector<JobRecord> jobs;
   std::vector<Sample> samples;
   std::vector<ResizeRecord> resizes;
   std::vector<DecisionRecord> decisions;
-  int cluster_gpus = 0;  // installed when the run ended, up or down
-  double capacity_gpu_seconds = 0;
-  double end_time = 0;
-  std::uint64_t events = 0;
-  double wall_seconds = 0;
-  std::string note;  // e.g. why some jobs never finished
+};
+
+// The rows of one run, through the one set of statements that writes them:
+// a simulation's at its end (ResultsStore::complete_run) and the real-node
+// journal's as they happen.
+class RunRows {
+ public:
+  RunRows(sql::Database& db, std::int64_t run);
+
+  void job(const JobRecord& job);  // inserted, or replacing the job's row
+  void sample(const Sample& sample);
+  void resize(const ResizeRecord& resize);
+  void decision(const DecisionRecord& decision);
+  // The run's counters, and its figures (`metrics`) from `jobs`, replacing
+  // any written before.
+  void totals(const RunTotals& totals, std::span<const JobRecord> jobs);
+  void status(std::string_view status, std::string_view note);
+
+ private:
+  std::int64_t run_;
+  sql::Statement job_, sample_, resize_, decision_, metric_, totals_, status_;
 };
 
 struct RunRow {

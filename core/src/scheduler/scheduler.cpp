@@ -144,6 +144,11 @@ void Scheduler::adopt(JobId id, Allocation allocation, double now) {
   begin_run(job, std::move(allocation), now);
 }
 
+void Scheduler::end_attempt(JobId id) {
+  if (!all_[id]->waiting()) throw std::logic_error(job_name(id) + " ends an attempt but is not waiting");
+  books_[id].new_attempt = true;
+}
+
 void Scheduler::interrupt(JobId id, double now, bool failed_attempt) {
   JobState& job = *all_[id];
   if (!job.running()) throw std::logic_error(job_name(id) + " is interrupted but is not running");
@@ -198,7 +203,6 @@ NodeId Scheduler::add_node(const NodeSpec& spec) { return cluster_.add_node(spec
 
 void Scheduler::repair_node(NodeId node) { cluster_.set_up(node, true); }
 
-void Scheduler::node_down(NodeId node) { cluster_.set_up(node, false); }
 
 void Scheduler::compact() {
   if (!needs_compaction_) return;

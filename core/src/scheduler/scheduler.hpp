@@ -105,9 +105,6 @@ class Scheduler {
   NodeId add_node(const NodeSpec& spec);
   // A node that was down is up again, with every GPU free.
   void repair_node(NodeId node);
-  // A node goes down while the runner, not the core, settles its jobs: the
-  // real-node daemon counts their processes as lost and ends them itself.
-  void node_down(NodeId node);
 
   RoundOutcome run_round(double now);
 
@@ -120,6 +117,10 @@ class Scheduler {
   // A waiting job turns out to hold `allocation` all along: it is running
   // again, in the same attempt, without a round deciding it.
   void adopt(JobId id, Allocation allocation, double now);
+  // A waiting job's run turns out to have ended unfinished while nobody
+  // watched (its processes were lost or failed while the daemon was down):
+  // its next launch starts a new attempt.
+  void end_attempt(JobId id);
 
   // Only the core changes the cluster: runners report nodes through the
   // calls above.
