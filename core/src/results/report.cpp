@@ -29,8 +29,9 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
   std::vector<RunReport> reports;
   for (RunRow& run : runs) {
     // A run's figures are the ones it stored when it completed; a run still
-    // going (a real-node run) has its figures so far computed from its rows.
-    if (grouping == JobGrouping::none)
+    // going (a real-node run, whose stored figures trail its rows by a few
+    // seconds) has its figures so far computed from its rows.
+    if (grouping == JobGrouping::none && run.status == "complete")
       if (std::optional<RunSummary> stored = store.figures(run.id)) {
         reports.push_back({std::move(run), *stored, {}});
         continue;
