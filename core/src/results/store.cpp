@@ -230,45 +230,6 @@ std::int64_t ResultsStore::begin_run(const RunInfo& info) {
   return db_.last_insert_id();
 }
 
-namespace {
-
-using JobField = std::variant<JobId JobRecord::*, int JobRecord::*, double JobRecord::*, bool JobRecord::*,
-                              std::string JobRecord::*, std::optional<double> JobRecord::*>;
-
-struct JobColumn {
-  const char* name;
-  const char* sql_type;  // as ALTER TABLE ADD COLUMN takes it: new columns need a default
-  JobField field;
-};
-
-// The `jobs` table after run_id, in its order.
-const JobColumn kJobColumns[] = {
-    {"job_id", "INTEGER NOT NULL", &JobRecord::id},
-    {"name", "TEXT NOT NULL", &JobRecord::name},
-    {"tenant", "TEXT NOT NULL", &JobRecord::tenant},
-    {"vc", "TEXT NOT NULL", &JobRecord::vc},
-    {"model", "TEXT NOT NULL", &JobRecord::model},
-    {"arrival", "REAL NOT NULL", &JobRecord::arrival},
-    {"first_start", "REAL", &JobRecord::first_start},
-    {"finish", "REAL", &JobRecord::finish},
-    {"gpus", "INTEGER NOT NULL", &JobRecord::gpus},
-    {"min_gpus", "INTEGER NOT NULL", &JobRecord::min_gpus},
-    {"max_gpus", "INTEGER NOT NULL", &JobRecord::max_gpus},
-    {"total_work", "REAL NOT NULL", &JobRecord::total_work},
-    {"executed_work", "REAL NOT NULL", &JobRecord::executed_work},
-    {"attained_service", "REAL NOT NULL", &JobRecord::attained_service},
-    {"gpu_seconds", "REAL NOT NULL", &JobRecord::gpu_seconds},
-    {"preemptions", "INTEGER NOT NULL", &JobRecord::preemptions},
-    {"attempts", "INTEGER NOT NULL", &JobRecord::attempts},
-    {"status", "TEXT NOT NULL", &JobRecord::status},
-    {"tracked", "INTEGER NOT NULL", &JobRecord::tracked},
-    {"gpu_milli", "INTEGER NOT NULL DEFAULT 1000", &JobRecord::gpu_milli},
-    {"held_gpus", "INTEGER NOT NULL DEFAULT 0", &JobRecord::held_gpus},
-    {"priority", "REAL NOT NULL DEFAULT 1", &JobRecord::priority},
-};
-
-}  // namespace
-
 const std::string& job_row_columns() {
   static const std::string columns = [] {
     std::string text;

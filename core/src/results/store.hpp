@@ -43,10 +43,9 @@ namespace tessel {
 inline constexpr int kSchemaVersion = 6;
 
 // A `jobs` row is written and read through one table of its columns
-// (store.cpp: kJobColumns, each a name, an SQL type and a JobRecord member):
-// the INSERT, the SELECT, reading a row back, and the columns a database
-// of an older schema gains all come from it. A new job field is a JobRecord
-// member (summary.hpp, with job_record and job_state) and a row there.
+// (job_row.hpp: kJobColumns): the INSERT, the SELECT, reading a row back, the
+// columns a database of an older schema gains, and job_record/job_state all
+// come from it.
 
 // The columns read_job_row reads, in its order, for a SELECT of `jobs` rows,
 // and how many they are.

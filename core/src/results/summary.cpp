@@ -96,64 +96,6 @@ double percentile(std::span<const double> sorted, double p) {
   return sorted[below] + (sorted[above] - sorted[below]) * (position - static_cast<double>(below));
 }
 
-JobRecord job_record(const JobState& job) {
-  const JobSpec& s = job.spec;
-  JobRecord r;
-  r.id = s.id;
-  r.name = s.name;
-  r.tenant = s.tenant;
-  r.vc = s.vc;
-  r.model = s.model;
-  r.arrival = s.arrival;
-  r.first_start = job.first_start;
-  r.finish = job.finish;
-  r.gpus = s.gpus;
-  r.min_gpus = s.min_gpus;
-  r.max_gpus = s.max_gpus;
-  r.gpu_milli = s.gpu_milli;
-  r.held_gpus = job.allocation.gpu_count();
-  r.total_work = s.total_work;
-  r.executed_work = job.executed_work;
-  r.attained_service = job.attained_service;
-  r.gpu_seconds = job.gpu_seconds;
-  r.preemptions = job.preemptions;
-  r.attempts = job.attempts;
-  r.status = std::string(to_string(job.status));
-  r.tracked = s.tracked;
-  r.priority = s.priority;
-  return r;
-}
-
-JobState job_state(const JobRecord& r) {
-  JobState job;
-  JobSpec& s = job.spec;
-  s.id = r.id;
-  s.name = r.name;
-  s.tenant = r.tenant;
-  s.vc = r.vc;
-  s.model = r.model;
-  s.arrival = r.arrival;
-  s.gpus = r.gpus;
-  s.min_gpus = r.min_gpus;
-  s.max_gpus = r.max_gpus;
-  s.gpu_milli = r.gpu_milli;
-  s.total_work = r.total_work;
-  s.tracked = r.tracked;
-  s.priority = r.priority;
-  job.first_start = r.first_start;
-  job.finish = r.finish;
-  job.executed_work = r.executed_work;
-  job.attained_service = r.attained_service;
-  job.gpu_seconds = r.gpu_seconds;
-  job.preemptions = r.preemptions;
-  job.attempts = r.attempts;
-  job.status = JobStatus::failed;
-  for (JobStatus status : {JobStatus::pending, JobStatus::queued, JobStatus::running, JobStatus::preempted,
-                           JobStatus::finished, JobStatus::failed, JobStatus::rejected})
-    if (to_string(status) == r.status) job.status = status;
-  return job;
-}
-
 RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds, int cluster_gpus) {
   RunSummary s;
   std::vector<double> jcts;

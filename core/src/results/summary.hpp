@@ -19,33 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tessel/ids.hpp"
-#include "tessel/job.hpp"
+#include "results/job_row.hpp"
 
 namespace tessel {
-
-struct JobRecord {
-  JobId id = 0;
-  std::string name, tenant, vc, model;
-  double arrival = 0;
-  std::optional<double> first_start, finish;
-  int gpus = 0, min_gpus = 0, max_gpus = 0;
-  int gpu_milli = 1000;  // share of each GPU, 1000 = whole GPUs
-  int held_gpus = 0;     // GPUs the job held when the run ended (0 unless still running)
-  double total_work = 0, executed_work = 0, attained_service = 0, gpu_seconds = 0;
-  int preemptions = 0, attempts = 0;
-  std::string status;
-  bool tracked = true;
-  double priority = 1;
-};
-
-// `job` as it stands: its spec, its progress, and the GPUs it holds now.
-JobRecord job_record(const JobState& job);
-// The job a record describes, as far as a record can: spec, progress and
-// counters, but no GPUs (a running job comes back waiting), for a runner
-// that restores its jobs from the database. A status tessel does not know
-// (a real-node job's 'cancelled') reads as failed.
-JobState job_state(const JobRecord& record);
 
 struct RunSummary {
   std::size_t jobs = 0;        // tracked
