@@ -2,6 +2,9 @@
 // and pkg-config file, and an out-of-tree plugin builds against them.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "support.hpp"
 
 using namespace tessel::test;
@@ -45,6 +48,19 @@ TEST_CASE("the out-of-tree example builds against the installed SDK and runs") {
 
   const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + pc.parent_path().string(),
                                         "PKG_CONFIG_SYSROOT_DIR=" + prefix_root.string()};
+  // The SDK's headers need nothing beyond the standard library, so tessel.pc
+  // requires nothing; the LP wrapper's GLPK comes with tessel-lp.
+  for (const auto& entry : fs::recursive_directory_iterator(stage))
+    if (entry.path().extension() == ".hpp" && entry.path().parent_path().filename() == "tessel") {
+      std::ifstream header(entry.path());
+      const std::string text{std::istreambuf_iterator<char>(header), {}};
+      CHECK_MESSAGE(text.find("#include <boost/") == std::string::npos, entry.path().string());
+    }
+  const auto lp = run_command({"pkg-config", "--cflags", "--libs", "tessel-lp"}, dir.path(), env);
+  REQUIRE_MESSAGE(lp.code == 0, lp.err);
+  CHECK(lp.out.find("-ltessel") != std::string::npos);
+  CHECK(lp.out.find("-lglpk") != std::string::npos);
+  CHECK(lp.out.find("-std=c++20") != std::string::npos);
   const fs::path example = source_root() / "examples/out-of-tree-plugin";
   const fs::path build = dir.path() / "example-build";
   const auto setup = run_command({"meson", "setup", build.string(), example.string()}, dir.path(), env);

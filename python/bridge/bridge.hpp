@@ -30,7 +30,7 @@ class LoadedClass;  // bridge.cpp: the Python class and its instance
 class JobObjects;   // python/src/sdk_types.hpp
 
 // One Python policy object: loads its module, creates the instance, calls it.
-class BOOST_SYMBOL_VISIBLE HostedPolicy {
+class TESSEL_VISIBLE HostedPolicy {
  public:
   HostedPolicy(const PluginContext& context, PluginKind kind);
   ~HostedPolicy();
@@ -53,7 +53,7 @@ class BOOST_SYMBOL_VISIBLE HostedPolicy {
 // The ArgumentDeclarer of a stage's "python" plugin: the class's constructor
 // parameters. A class without the stage's method cannot declare any.
 template <PluginKind kind>
-BOOST_SYMBOL_VISIBLE bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>& out,
+TESSEL_VISIBLE bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>& out,
                                             FactoryError& error) noexcept;
 
 // The plugin's own arguments: module and class.
@@ -63,7 +63,7 @@ inline constexpr ArgSpec kBridgeArgs[] = {
      "the policy class; its constructor's parameters are this stage's further arguments"},
 };
 
-class BOOST_SYMBOL_VISIBLE AdmissionBridge final : public AdmissionPolicy {
+class TESSEL_VISIBLE AdmissionBridge final : public AdmissionPolicy {
  public:
   explicit AdmissionBridge(const PluginContext& context) : policy_(context, PluginKind::admission) {}
   std::string hosted_code() const override { return policy_.where(); }
@@ -74,7 +74,7 @@ class BOOST_SYMBOL_VISIBLE AdmissionBridge final : public AdmissionPolicy {
   HostedPolicy policy_;
 };
 
-class BOOST_SYMBOL_VISIBLE AllocationBridge final : public AllocationPolicy {
+class TESSEL_VISIBLE AllocationBridge final : public AllocationPolicy {
  public:
   explicit AllocationBridge(const PluginContext& context) : policy_(context, PluginKind::allocation) {}
   std::string hosted_code() const override { return policy_.where(); }
@@ -85,7 +85,7 @@ class BOOST_SYMBOL_VISIBLE AllocationBridge final : public AllocationPolicy {
   HostedPolicy policy_;
 };
 
-class BOOST_SYMBOL_VISIBLE PlacementBridge final : public PlacementPolicy {
+class TESSEL_VISIBLE PlacementBridge final : public PlacementPolicy {
  public:
   explicit PlacementBridge(const PluginContext& context) : policy_(context, PluginKind::placement) {}
   std::string hosted_code() const override { return policy_.where(); }
@@ -98,7 +98,7 @@ class BOOST_SYMBOL_VISIBLE PlacementBridge final : public PlacementPolicy {
 
 // resize() is required; arrange, reconfiguration_seconds and keep_after_loss
 // cross into Python only if the class defines them.
-class BOOST_SYMBOL_VISIBLE ElasticityBridge final : public ElasticityPolicy {
+class TESSEL_VISIBLE ElasticityBridge final : public ElasticityPolicy {
  public:
   explicit ElasticityBridge(const PluginContext& context);
   std::string hosted_code() const override { return policy_.where(); }

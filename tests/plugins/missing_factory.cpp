@@ -7,6 +7,6 @@ namespace {
 const LoadMarker marker("missing_factory");
 }  // namespace
 
-extern "C" BOOST_SYMBOL_EXPORT constinit const tessel::PluginInfo tessel_plugin_info =
+extern "C" TESSEL_VISIBLE constinit const tessel::PluginInfo tessel_plugin_info =
     tessel::abi::info_record(tessel::PluginKind::allocation, "missing_factory", "1.0", "has no factory", 0,
                              tessel::kAbiLayout);

@@ -18,8 +18,8 @@ struct OldRecord {
 const OldRecord record = {4, 2, "old_abi"};
 }  // namespace
 
-extern "C" BOOST_SYMBOL_EXPORT const void* const tessel_plugin_info = &record;
-extern "C" BOOST_SYMBOL_EXPORT tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
+extern "C" TESSEL_VISIBLE const void* const tessel_plugin_info = &record;
+extern "C" TESSEL_VISIBLE tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
                                                                     tessel::FactoryError&) noexcept {
   std::abort();  // must never run
 }

@@ -16,8 +16,8 @@ tessel::PluginInfo computed_at_load() {  // not constexpr: runs as a static cons
 }
 }  // namespace
 
-extern "C" BOOST_SYMBOL_EXPORT const tessel::PluginInfo tessel_plugin_info = computed_at_load();
-extern "C" BOOST_SYMBOL_EXPORT tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
+extern "C" TESSEL_VISIBLE const tessel::PluginInfo tessel_plugin_info = computed_at_load();
+extern "C" TESSEL_VISIBLE tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
                                                                     tessel::FactoryError&) noexcept {
   std::abort();  // must never run
 }

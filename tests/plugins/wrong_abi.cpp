@@ -17,8 +17,8 @@ consteval tessel::PluginInfo next_abi() {
 }
 }  // namespace
 
-extern "C" BOOST_SYMBOL_EXPORT constinit const tessel::PluginInfo tessel_plugin_info = next_abi();
-extern "C" BOOST_SYMBOL_EXPORT tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
+extern "C" TESSEL_VISIBLE constinit const tessel::PluginInfo tessel_plugin_info = next_abi();
+extern "C" TESSEL_VISIBLE tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
                                                                     tessel::FactoryError&) noexcept {
   std::abort();  // must never run
 }

@@ -11,10 +11,10 @@ namespace {
 const LoadMarker marker("wrong_layout");
 }  // namespace
 
-extern "C" BOOST_SYMBOL_EXPORT constinit const tessel::PluginInfo tessel_plugin_info =
+extern "C" TESSEL_VISIBLE constinit const tessel::PluginInfo tessel_plugin_info =
     tessel::abi::info_record(tessel::PluginKind::allocation, "wrong_layout", "1.0", "built against other headers",
                              0, tessel::kAbiLayout + 1);
-extern "C" BOOST_SYMBOL_EXPORT tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
+extern "C" TESSEL_VISIBLE tessel::Plugin* tessel_plugin_create(const tessel::PluginContext&,
                                                                     tessel::FactoryError&) noexcept {
   std::abort();  // must never run
 }

@@ -1,6 +1,6 @@
 // A linear program solved with GLPK's simplex method, for allocation plugins
 // that optimise (gavel, synergy's `opt` mode). Not part of tessel.hpp: a
-// plugin that includes it links GLPK too (-lglpk; Debian: libglpk-dev).
+// plugin that includes it links GLPK too: pkg-config tessel-lp (Debian: libglpk-dev).
 //
 // The class owns its glp_prob, numbers rows and columns from 0, and keeps
 // GLPK quiet: GLPK prints progress to the terminal unless told otherwise,

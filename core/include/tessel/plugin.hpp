@@ -30,7 +30,7 @@
 #include <variant>
 #include <vector>
 
-#include <boost/config.hpp>
+#include "tessel/visibility.hpp"
 
 #include "tessel/slots.hpp"
 
@@ -197,7 +197,7 @@ struct ArgDeclaration {
 // Thrown by a plugin constructor when an argument has the right type but a
 // wrong value ("thresholds must increase"). The loader reports it against the
 // argument's line in the user's TOML file.
-class BOOST_SYMBOL_VISIBLE ArgumentError : public std::invalid_argument {
+class TESSEL_VISIBLE ArgumentError : public std::invalid_argument {
  public:
   ArgumentError(std::string argument, const std::string& message)
       : std::invalid_argument(message), argument_(std::move(argument)) {}
@@ -239,13 +239,13 @@ class PluginContext {
 // Python policy raised, or returned something that is not a decision). The
 // message says where in the user's code. The core reports it as the user's
 // to fix (exit code 2), naming the plugin, its stage and the time.
-class BOOST_SYMBOL_VISIBLE HostedCodeError : public std::runtime_error {
+class TESSEL_VISIBLE HostedCodeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // The base of every stage interface (see stages.hpp).
-class BOOST_SYMBOL_VISIBLE Plugin {
+class TESSEL_VISIBLE Plugin {
  public:
   virtual ~Plugin() = default;
 
@@ -287,7 +287,7 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
   static_assert(::tessel::abi::args_fit(ARGS),                                                      \
                 "an argument's name, default, help or choices is too long for its ArgRecord field " \
                 "(see kArgNameSize and the others in tessel/plugin.hpp)");                          \
-  extern "C" BOOST_SYMBOL_EXPORT constinit const std::array<::tessel::ArgRecord, std::size(ARGS)>   \
+  extern "C" TESSEL_VISIBLE constinit const std::array<::tessel::ArgRecord, std::size(ARGS)>   \
       tessel_plugin_args = ::tessel::abi::arg_records(ARGS);                                        \
   TESSEL_PLUGIN_EXPORT_(Class, kind, name, version, description, std::size(ARGS))
 
@@ -295,7 +295,7 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
 // ArgumentDeclarer (see above).
 #define TESSEL_PLUGIN_HOSTING(Class, kind, name, version, description, ARGS, DECLARER)              \
   TESSEL_PLUGIN_WITH_ARGS(Class, kind, name, version, description, ARGS)                            \
-  extern "C" BOOST_SYMBOL_EXPORT bool tessel_plugin_arguments(                                      \
+  extern "C" TESSEL_VISIBLE bool tessel_plugin_arguments(                                      \
       const ::tessel::PluginContext& context, std::vector<::tessel::ArgDeclaration>& declarations,  \
       ::tessel::FactoryError& error) noexcept {                                                     \
     return DECLARER(context, declarations, error);                                                  \
@@ -312,10 +312,10 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
                 "the plugin version is too long");                                                      \
   static_assert(::tessel::abi::fits(description, ::tessel::kPluginDescriptionSize),                     \
                 "the plugin description is too long");                                                  \
-  extern "C" BOOST_SYMBOL_EXPORT constinit const ::tessel::PluginInfo tessel_plugin_info =              \
+  extern "C" TESSEL_VISIBLE constinit const ::tessel::PluginInfo tessel_plugin_info =              \
       ::tessel::abi::info_record(::tessel::PluginKind::kind, name, version, description, arg_count,     \
                                  ::tessel::kAbiLayout);                                                 \
-  extern "C" BOOST_SYMBOL_EXPORT ::tessel::Plugin* tessel_plugin_create(                                \
+  extern "C" TESSEL_VISIBLE ::tessel::Plugin* tessel_plugin_create(                                \
       const ::tessel::PluginContext& context, ::tessel::FactoryError& error) noexcept {                 \
     try {                                                                                               \
       return new Class(context);                                                                        \

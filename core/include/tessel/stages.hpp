@@ -27,7 +27,7 @@ struct AdmissionDecision {
 };
 
 // Which newly arrived jobs enter the queue now?
-class BOOST_SYMBOL_VISIBLE AdmissionPolicy : public Plugin {
+class TESSEL_VISIBLE AdmissionPolicy : public Plugin {
  public:
   // Called once per round while view.pending() is not empty. Decide for any
   // of the pending jobs, at most once each; jobs left out are held until the
@@ -58,7 +58,7 @@ struct AllocationPlan {
 };
 
 // Which jobs should run, with how many GPUs (and CPUs, memory), in what order?
-class BOOST_SYMBOL_VISIBLE AllocationPolicy : public Plugin {
+class TESSEL_VISIBLE AllocationPolicy : public Plugin {
  public:
   // Called once per round. Ranks any subset of view.active(), each job once.
   virtual AllocationPlan allocate(const SchedulerView& view) = 0;
@@ -83,7 +83,7 @@ struct PlacementChoice {
 // depend only on its arguments and the view, not on how often it is called.
 // When fewer GPUs are entirely free than a whole-GPU job needs, the core
 // answers "does not fit" itself, without calling `place`.
-class BOOST_SYMBOL_VISIBLE PlacementPolicy : public Plugin {
+class TESSEL_VISIBLE PlacementPolicy : public Plugin {
  public:
   // Choose exactly `want.gpus` distinct GPUs, each with at least
   // `want.gpu_milli` free, on nodes that are up, of `want.gpu_type` if it
@@ -106,7 +106,7 @@ struct ResizeProposal {
 // Should a running elastic job grow or shrink, how should a job use the GPUs
 // it gets, and what does a change cost? Every hook is called only by the
 // core, on the state after placement.
-class BOOST_SYMBOL_VISIBLE ElasticityPolicy : public Plugin {
+class TESSEL_VISIBLE ElasticityPolicy : public Plugin {
  public:
   // Called once per round after placement. Proposes new sizes (or layouts at
   // the same size) for running elastic jobs, each at most once. Placement
