@@ -4,8 +4,10 @@
 Runs each experiment of experiments/reproductions.toml (its full
 configuration) once into a scratch database, reads its figures with
 `tessel report --by AXIS --format json`, and prints one table: experiment,
-figure, published, ours, tolerance, verdict. Exits 1 when any row FAILs,
-2 on a usage error (or when a run fails as the user's error), else 0.
+figure, published, ours, tolerance, verdict. Exits 1 when any row FAILs
+(or tessel fails, a bug), 2 on a usage error (the arguments, the checks
+table, or a run that tessel refuses as the user's error), 130 on Ctrl-C,
+else 0.
 
   /usr/bin/python3 scripts/check_reproductions.py                 # everything (tens of minutes on 2 cores)
   /usr/bin/python3 scripts/check_reproductions.py --only fgd -j 2  # one experiment
@@ -411,6 +413,9 @@ def main(argv):
     except RunFailed as e:
         print(f"check_reproductions: {e}", file=sys.stderr)
         return 2 if e.code == 2 else 1
+    except KeyboardInterrupt:
+        print("check_reproductions: interrupted", file=sys.stderr)
+        return 130
     print("\n".join(table_lines(results, args.markdown)))
     # Why a row was skipped or has nothing to compare (a Markdown table shows the latter as its source).
     notes = [f"{r.experiment}, {r.check.name}: {r.verdict}, {r.note}" for r in results
