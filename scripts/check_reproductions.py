@@ -302,8 +302,9 @@ def check_experiment(experiment, tessel, shared_data, scratch, jobs, reduced):
             result.verdict, result.note = "SKIP", f"{', '.join(absent)} absent"
         return results
     database = scratch / f"{experiment.name}.db"
-    for stale in (database, *(database.with_name(database.name + end) for end in ("-wal", "-shm"))):
-        stale.unlink(missing_ok=True)  # a database of an earlier check: its runs would be averaged in
+    if database.exists():
+        # Its runs would be averaged with the new ones; and it may be someone's results.
+        raise UsageError(f"{database} exists: remove it, or choose another --scratch")
     for run in experiment.runs:
         args = ["run", EXPERIMENTS / run.file, "--db", database, "-q"]
         if jobs:

@@ -142,3 +142,15 @@ def test_every_check_of_the_real_table_names_a_figure_of_report(tmp_path):
     # Every experiment folder with a README is in the table (quickstart.toml has no published figure).
     folders = {path.parent.name for path in (ROOT / "experiments").glob("*/README.md")}
     assert folders == {experiment.name for experiment in experiments}
+
+
+def test_a_database_already_in_scratch_is_left_alone(write, tmp_path):
+    checks = write("checks.toml", FIG9 + fig9_check("within 5% of dp_only", published=1, relative=0.05))
+    scratch = tmp_path / "scratch"
+    assert check_reproductions("--checks", checks, "--reduced", "--scratch", scratch).returncode == 0
+    database = scratch / "tenplex.db"
+    before = database.read_bytes()
+    result = check_reproductions("--checks", checks, "--reduced", "--scratch", scratch)
+    assert result.returncode == 2
+    assert f"{database} exists: remove it, or choose another --scratch" in result.stderr
+    assert database.read_bytes() == before
