@@ -20,7 +20,6 @@ Standard library only.
 
 import argparse
 import json
-import math
 import os
 import pathlib
 import shutil
@@ -284,7 +283,9 @@ def measure(check, reports, reduced):
             raise UsageError(f"{check.name}: {missing} (the report has: {reports.available(check)})")
         values.append(value)
     if len(values) == 2:
-        return (values[0] / values[1] if values[1] != 0 else math.nan), ""
+        if values[1] == 0:
+            return None, f"'{check.divided_by.series}' is 0 there: no ratio"
+        return values[0] / values[1], ""
     return values[0] * UNITS[check.unit], ""
 
 
@@ -400,6 +401,10 @@ def main(argv):
         shared_data = pathlib.Path(os.environ.get("TESSEL_SHARED_DATA") or ROOT.parent / "shared" / "data")
         scratch = args.scratch or pathlib.Path(tempfile.mkdtemp(prefix="tessel-reproductions-"))
         scratch.mkdir(parents=True, exist_ok=True)
+        # Refused before anything runs, so that a full run is never thrown away.
+        for experiment in chosen:
+            if (scratch / f"{experiment.name}.db").exists():
+                raise UsageError(f"{scratch / f'{experiment.name}.db'} exists: remove it, or choose another --scratch")
         try:
             results = []
             for experiment in chosen:

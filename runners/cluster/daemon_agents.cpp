@@ -48,13 +48,15 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
     peer->connection->close_after_sending("duplicate node name");
     return;
   }
+  // One transaction for all this node's changes, the loss of its old self
+  // included: the journal never holds half of them.
+  auto transaction = journal_.transaction();
   if (node != nullptr && node->gpu_indices != indices) {
     // Other GPUs than before: the old node stays down for good.
     if (node->up) node_down(*node, "re-registered with other GPUs");
     node->name += "~" + std::to_string(node->id);
     node = nullptr;
   }
-  auto transaction = journal_.transaction();
   if (node == nullptr) {
     auto entry = std::make_unique<NodeEntry>();
     entry->name = name;

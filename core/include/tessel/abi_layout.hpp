@@ -91,6 +91,9 @@
   FIELD(JobState, attempts, 364) \
   FIELD(JobState, slots, 368) \
   TYPE(SlotStorage, 24, 8) \
+  TYPE(SlotKey, 16, 8) \
+  FIELD(SlotKey, registry, 0) \
+  FIELD(SlotKey, index, 8) \
   TYPE(NodeSpec, 104, 8) \
   FIELD(NodeSpec, name, 0) \
   FIELD(NodeSpec, gpu_type, 32) \

@@ -298,7 +298,14 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
   extern "C" TESSEL_VISIBLE bool tessel_plugin_arguments(                                      \
       const ::tessel::PluginContext& context, std::vector<::tessel::ArgDeclaration>& declarations,  \
       ::tessel::FactoryError& error) noexcept {                                                     \
-    return DECLARER(context, declarations, error);                                                  \
+    try {                                                                                           \
+      return DECLARER(context, declarations, error);                                                \
+    } catch (const std::exception& e) {                                                             \
+      error.message = e.what();                                                                     \
+    } catch (...) {                                                                                 \
+      error.message = "unknown exception";                                                          \
+    }                                                                                               \
+    return false;                                                                                   \
   }                                                                                                 \
   static_assert(std::is_same_v<decltype(&tessel_plugin_arguments), ::tessel::ArgumentDeclarer>);
 

@@ -38,6 +38,8 @@ class SlotStorage {
     SlotKey key;
     std::any value;
   };
+  // Plugins compile these accessors in: a change is an ABI change (abi_layout.hpp).
+  static_assert(sizeof(Entry) == 32, "SlotStorage::Entry changed: bump kAbiVersion and the pins");
   // A job holds a handful of slots at most, so a short vector beats a map.
   std::any& at(SlotKey key) const {
     for (Entry& entry : entries_)

@@ -256,7 +256,7 @@ ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistr
   composed.slots = std::make_shared<SlotRegistry>();
   std::array<PluginPtr<Plugin>, 4> created;
   for (std::size_t i = 0; i < 4; ++i) {
-    composed.info[i] = &entries[i]->info;
+    composed.info[i] = entries[i]->info;
     const PluginContext context(args[i], derive_seed(seed, i + 1), *composed.slots, config_directory);
     created[i] = instantiate(config.stages[i], *entries[i], context, diagnostics);
   }

@@ -16,12 +16,15 @@ struct ComposedScheduler {
   PluginPtr<AllocationPolicy> allocation;
   PluginPtr<PlacementPolicy> placement;
   PluginPtr<ElasticityPolicy> elasticity;
-  std::array<const PluginInfo*, 4> info{};  // by stage, in the registry's entries
+  // By stage: copies of the records, which live in the registry (plain data;
+  // a scheduler may outlive the registry it was composed from). All zero,
+  // names empty, where a test composed the stages by hand.
+  std::array<PluginInfo, 4> info{};
   // Owns the slot numbering the plugins were given.
   std::shared_ptr<SlotRegistry> slots;
 
   const PluginInfo& stage_info(PluginKind kind) const {
-    return *info[static_cast<std::size_t>(kind) - 1];
+    return info[static_cast<std::size_t>(kind) - 1];
   }
   // True when any stage may change its mind as time passes (see Plugin).
   bool time_sensitive() const;

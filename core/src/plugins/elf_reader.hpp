@@ -36,6 +36,9 @@ class ElfFile {
   // Throws ElfError, saying why, when `path` cannot be read or is not a
   // 64-bit little-endian ELF shared object with a dynamic symbol table.
   explicit ElfFile(const std::string& path);
+  // The symbol names point into the file's own bytes.
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
 
   // The ELF machine it was built for (EM_X86_64, ...).
   std::uint16_t machine() const { return machine_; }

@@ -1,8 +1,9 @@
 // A job as the results store keeps it: the JobRecord, and the one table of
 // its columns. Each column gives its SQL name and type, its JobRecord member,
-// and how it is taken from and given back to a JobState; the store's DDL,
-// INSERT, SELECT and migrations, job_record() and job_state() all loop over
-// that table. Adding a persisted job field is a JobState/JobSpec member
+// and how it is taken from and given back to a JobState; the store's INSERT,
+// SELECT and the columns an older database gains (its first CREATE TABLE is
+// history, kept as it was), job_record() and job_state() all loop over that
+// table. Adding a persisted job field is a JobState/JobSpec member
 // (tessel/job.hpp) and one member and one row here.
 #pragma once
 

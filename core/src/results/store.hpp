@@ -148,8 +148,9 @@ class ResultsStore {
   std::vector<RunRow> runs();
   std::optional<RunRow> run(std::int64_t id);
   std::vector<JobRecord> jobs(std::int64_t run);
-  // The figures stored when the run completed (summary.hpp's list); nullopt
-  // for a run that stored none: one still going, or stopped early.
+  // The figures the run stored (summary.hpp's list): at its end, and on real
+  // nodes every few seconds while it goes. nullopt for a run that stored none
+  // (stopped early) or not all (stored by an older tessel).
   std::optional<RunSummary> figures(std::int64_t run);
   std::vector<Sample> samples(std::int64_t run);
   std::vector<DecisionRecord> decisions(std::int64_t run, std::optional<JobId> job = std::nullopt);

@@ -19,7 +19,7 @@ Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
                      std::shared_ptr<const ThroughputModel> model, SchedulerSettings settings,
                      DecisionLog* log)
     : plugins_(std::move(plugins)), admission_(plugins_.admission.get()),
-      admission_name_(plugins_.info[0] ? plugins_.stage_info(PluginKind::admission).name : ""),
+      admission_name_(plugins_.stage_info(PluginKind::admission).name),
       cluster_(std::move(cluster)), model_(std::move(model)), settings_(settings), log_(log) {}
 
 std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
