@@ -5,9 +5,10 @@
 // rounds, under accept_all + LAS, the policy that keeps the most jobs in the
 // system (it starves the long ones). At four moments of the run it measures,
 // best of 5, in wall time and this thread's CPU time:
-//   fork       copying the simulation (Simulation::fork: the jobs that are
-//              not done, per-job bookkeeping, the event queue, the cluster)
-//              and creating the candidate's plugins
+//   fork       copying the simulation (Simulation::fork: every job, done
+//              ones too, since a fork's plugins may write any job's slots;
+//              per-job bookkeeping, the event queue, the cluster) and
+//              creating the candidate's plugins
 //   forecast   fork + simulating one candidate: 4 h ahead with the arrivals
 //              known (the synthesizer's default), and Blox's rule (until the
 //              jobs present are done, no arrivals)
@@ -96,7 +97,7 @@ completion = "round"
   std::printf("synthesizer_forecast: %s, %zu jobs, accept_all + las on 32 x 4 GPUs; best of 5, wall / CPU\n",
               trace.c_str(), simulation.job_count());
   std::printf("%6s %6s %6s %5s | %15s %9s | %15s %15s | %17s %17s\n", "hour", "known", "live", "run",
-              "fork (ms)", "us/live", "4 h ahead (ms)", "Blox rule (ms)", "9 x 4 h (ms)", "9 x Blox (ms)");
+              "fork (ms)", "us/known", "4 h ahead (ms)", "Blox rule (ms)", "9 x 4 h (ms)", "9 x Blox (ms)");
 
   SchedulerConfig composition = config.scheduler;
   composition.stages[0] = parse_stage(PluginKind::admission, "accept_all");
@@ -119,12 +120,12 @@ completion = "round"
       for (const auto& c : kCandidates) lab.forecast(c[0], c[1], blox);
     });
     std::printf("%6.0f %6zu %6zu %5zu | %7.3f / %5.3f %9.2f | %7.2f / %5.2f %7.1f / %5.1f | %8.1f / %6.1f %8.0f / %6.0f\n",
-                now / 3600, scheduler.job_count(), live, running, fork.wall, fork.cpu, 1000 * fork.cpu / live,
+                now / 3600, scheduler.job_count(), live, running, fork.wall, fork.cpu, 1000 * fork.cpu / static_cast<double>(scheduler.job_count()),
                 one_ahead.wall, one_ahead.cpu, one_blox.wall, one_blox.cpu, all_ahead.wall, all_ahead.cpu,
                 all_blox.wall, all_blox.cpu);
   });
   simulation.run();
-  std::printf("known: jobs submitted so far; live: not done (copied by a fork); run: running.\n"
+  std::printf("known: jobs submitted so far (copied by a fork); live: not done; run: running.\n"
               "4 h ahead: one forecast of accept_all + las; Blox rule: the same until its jobs are done, no arrivals.\n");
   return 0;
 }
