@@ -300,6 +300,14 @@ TEST_CASE("a killed agent's jobs are requeued and finish elsewhere; its processe
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work") == kJobs);
   CHECK(checked > 0);
   CHECK(cluster.serve_log().find("node a1 is down") != std::string::npos);
+  // Every line of the serve and agent logs carries its UTC time (ISO 8601).
+  const std::regex stamped(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z tessel (serve|agent): )");
+  std::istringstream serve_lines(cluster.serve_log());
+  int lines = 0;
+  for (std::string line; std::getline(serve_lines, line); ++lines) CHECK_MESSAGE(std::regex_search(line, stamped), line);
+  CHECK(lines > 3);
+  std::istringstream agent_lines(slurp(cluster.dir() / "a1.err"));
+  for (std::string line; std::getline(agent_lines, line);) CHECK_MESSAGE(std::regex_search(line, stamped), line);
   CHECK_FALSE(any_log_says(cluster, kJobs, "DUPLICATE"));
   CHECK_FALSE(gpus_shared_at_once(cluster.all_logs()));
 }

@@ -14,6 +14,7 @@
 #include "daemon.hpp"
 #include "engine/errors.hpp"
 #include "job_request.hpp"
+#include "log_line.hpp"
 #include "models/models.hpp"
 #include "tessel/progress.hpp"
 
@@ -48,8 +49,7 @@ int serve(const ServeOptions& options) {
   for (const char* section : {"cluster", "workload", "simulation", "failures"})
     if (config.document->root().contains(section)) unread += (unread.empty() ? "[" : ", [") + std::string(section) + "]";
   if (!unread.empty())
-    std::cerr << "tessel serve: note: leaving " << unread
-              << " to simulations: nodes come from agents, jobs from `tessel submit`" << std::endl;
+    log_line("tessel serve", "note: leaving " + unread + " to simulations: nodes come from agents, jobs from `tessel submit`");
   PluginRegistry registry(config.scheduler.plugin_path);
   DaemonOptions daemon_options;
   daemon_options.database = options.database.empty() ? config.output.database : options.database;
@@ -62,13 +62,13 @@ int serve(const ServeOptions& options) {
   const tcp::endpoint endpoint = daemon.listen(options.listen.empty() ? config.serve.listen : options.listen);
   // Machine-readable, so scripts and tests learn the port that 0 picked.
   std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
-  std::cerr << "tessel serve: run " << daemon.run_id() << (daemon.resumed() ? " (resumed)" : "") << " in "
-            << daemon_options.database << std::endl;
+  log_line("tessel serve", "run " + std::to_string(daemon.run_id()) + (daemon.resumed() ? " (resumed)" : "") + " in " +
+                               daemon_options.database);
   daemon.start();
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code error, int) {
     if (error) return;
-    std::cerr << "tessel serve: stopping; jobs keep running until their agents' leases expire" << std::endl;
+    log_line("tessel serve", "stopping; jobs keep running until their agents' leases expire");
     daemon.stop();
     io.stop();
   });

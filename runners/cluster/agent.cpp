@@ -12,6 +12,7 @@
 #include <boost/asio/connect.hpp>
 
 #include "engine/errors.hpp"
+#include "log_line.hpp"
 
 namespace tessel::cluster {
 
@@ -23,7 +24,7 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-void say(const std::string& line) { std::cerr << "tessel agent: " << line << std::endl; }
+void say(const std::string& line) { log_line("tessel agent", line); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "models/models.hpp"
 #include "plugins/composition.hpp"
 #include "daemon_state.hpp"
+#include "log_line.hpp"
 #include "results/summary.hpp"
 
 namespace tessel::cluster {
@@ -94,7 +95,7 @@ double SchedulerDaemon::grace_of(JobId job) const {
   return jobs_[job].request.grace_seconds.value_or(serve_.grace_seconds);
 }
 
-void SchedulerDaemon::log(const std::string& line) const { std::cerr << "tessel serve: " << line << std::endl; }
+void SchedulerDaemon::log(const std::string& line) const { log_line("tessel serve", line); }
 
 SchedulerDaemon::NodeEntry* SchedulerDaemon::node_named(const std::string& name) {
   for (auto& node : nodes_)
