@@ -191,6 +191,15 @@ TEST_CASE("twenty jobs on three agents all finish, and report reads the live run
   CHECK(table.out.find("is a cluster run, running: figures cover 20 finished of 20 jobs so far") != std::string::npos);
   CHECK(table.out.find("it has no results") == std::string::npos);
 
+  // `tessel jobs` shows each finished job's attempts, and when it started
+  // and ended, in UTC.
+  const CommandResult jobs = cluster.tessel({"jobs"});
+  REQUIRE(jobs.code == 0);
+  CHECK(jobs.out.find("ATTEMPTS") != std::string::npos);
+  const std::regex finished_row(R"(\n\d+ +\S+ +\S+ +finished +\d+ +(\d+) of \1 +0 +1 +\d\d-\d\d \d\d:\d\d:\d\d +\d\d-\d\d \d\d:\d\d:\d\d )");
+  const auto finished_rows = std::distance(std::sregex_iterator(jobs.out.begin(), jobs.out.end(), finished_row), {});
+  CHECK_MESSAGE(finished_rows == 20, jobs.out);
+
   // The environment each process got: the agent's, plus tessel's.
   const std::string log = slurp(cluster.logs(0, 0).at(0));
   CHECK(log.find("launch 1 rank 0 of 1") != std::string::npos);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -123,9 +124,21 @@ int jobs(const ClientOptions& client, const std::string& format) {
     std::cout << list.dump(2) << "\n";
     return 0;
   }
+  // Start and end as wall-clock UTC times; the daemon keeps them relative to its run's time 0.
+  const double epoch = reply.has("epoch") ? reply.number("epoch") : 0;
+  auto wall_clock = [&](const json& job, const char* key) -> std::string {
+    if (!job.contains(key)) return "-";
+    const auto seconds = static_cast<std::time_t>(epoch + job.at(key).get<double>());
+    std::tm utc{};
+    gmtime_r(&seconds, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%m-%d %H:%M:%S", &utc);
+    return text;
+  };
   std::cout << std::left << std::setw(7) << "ID" << std::setw(16) << "NAME" << std::setw(10) << "TENANT"
             << std::setw(11) << "STATUS" << std::setw(6) << "GPUS" << std::setw(18) << "PROGRESS"
-            << std::setw(12) << "PREEMPTIONS" << "NODES\n";
+            << std::setw(12) << "PREEMPTIONS" << std::setw(9) << "ATTEMPTS" << std::setw(16) << "STARTED (UTC)"
+            << std::setw(16) << "ENDED (UTC)" << "NODES\n";
   for (const json& job : list) {
     std::string progress = fixed(job.at("iteration").get<double>(), 0);
     if (job.contains("iterations")) progress += " of " + std::to_string(job.at("iterations").get<std::int64_t>());
@@ -136,8 +149,9 @@ int jobs(const ClientOptions& client, const std::string& format) {
     std::cout << std::left << std::setw(7) << job.at("id").get<std::int64_t>() << std::setw(16)
               << (name.empty() ? "-" : name) << std::setw(10) << job.at("tenant").get<std::string>() << std::setw(11)
               << job.at("status").get<std::string>() << std::setw(6) << job.at("gpus").get<int>() << std::setw(18)
-              << progress << std::setw(12) << job.at("preemptions").get<int>() << (nodes.empty() ? "-" : nodes)
-              << "\n";
+              << progress << std::setw(12) << job.at("preemptions").get<int>() << std::setw(9)
+              << job.at("attempts").get<int>() << std::setw(16) << wall_clock(job, "started") << std::setw(16)
+              << wall_clock(job, "finished") << (nodes.empty() ? "-" : nodes) << "\n";
   }
   return 0;
 }

@@ -287,7 +287,8 @@ json SchedulerDaemon::on_jobs(const Message& m) {
     if (job.finish) row["finished"] = *job.finish;
     list.push_back(std::move(row));
   }
-  return message("jobs", {{"jobs", list}, {"total", count}});
+  // Job times are seconds since the run's time 0, which is `epoch` (Unix seconds).
+  return message("jobs", {{"jobs", list}, {"total", count}, {"epoch", journal_.epoch()}});
 }
 
 json SchedulerDaemon::on_cancel(const Message& m) {
