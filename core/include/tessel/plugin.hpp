@@ -277,6 +277,27 @@ using PluginFactory = Plugin* (*)(const PluginContext&, FactoryError&) noexcept;
 // filled, when the hosted code cannot be loaded. Called before the factory.
 using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclaration>&, FactoryError&) noexcept;
 
+namespace abi {
+
+// What the exported functions do with an exception: nothing a plugin throws
+// crosses into the core; `error` says what it was, and `failed` is returned.
+template <class Result, class Call>
+Result reported(FactoryError& error, Result failed, Call&& call) noexcept {
+  try {
+    return call();
+  } catch (const ArgumentError& e) {
+    error.argument = e.argument();
+    error.message = e.what();
+  } catch (const std::exception& e) {
+    error.message = e.what();
+  } catch (...) {
+    error.message = "unknown exception";
+  }
+  return failed;
+}
+
+}  // namespace abi
+
 }  // namespace tessel
 
 // Exports `Class` (a subclass of one stage interface, constructible from
@@ -298,14 +319,7 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
   extern "C" TESSEL_VISIBLE bool tessel_plugin_arguments(                                      \
       const ::tessel::PluginContext& context, std::vector<::tessel::ArgDeclaration>& declarations,  \
       ::tessel::FactoryError& error) noexcept {                                                     \
-    try {                                                                                           \
-      return DECLARER(context, declarations, error);                                                \
-    } catch (const std::exception& e) {                                                             \
-      error.message = e.what();                                                                     \
-    } catch (...) {                                                                                 \
-      error.message = "unknown exception";                                                          \
-    }                                                                                               \
-    return false;                                                                                   \
+    return ::tessel::abi::reported(error, false, [&] { return DECLARER(context, declarations, error); }); \
   }                                                                                                 \
   static_assert(std::is_same_v<decltype(&tessel_plugin_arguments), ::tessel::ArgumentDeclarer>);
 
@@ -324,16 +338,6 @@ using ArgumentDeclarer = bool (*)(const PluginContext&, std::vector<ArgDeclarati
                                  ::tessel::kAbiLayout);                                                 \
   extern "C" TESSEL_VISIBLE ::tessel::Plugin* tessel_plugin_create(                                \
       const ::tessel::PluginContext& context, ::tessel::FactoryError& error) noexcept {                 \
-    try {                                                                                               \
-      return new Class(context);                                                                        \
-    } catch (const ::tessel::ArgumentError& e) {                                                        \
-      error.argument = e.argument();                                                                    \
-      error.message = e.what();                                                                         \
-    } catch (const std::exception& e) {                                                                 \
-      error.message = e.what();                                                                         \
-    } catch (...) {                                                                                     \
-      error.message = "unknown exception";                                                              \
-    }                                                                                                   \
-    return nullptr;                                                                                     \
+    return ::tessel::abi::reported<::tessel::Plugin*>(error, nullptr, [&] { return new Class(context); }); \
   }                                                                                                     \
   static_assert(std::is_same_v<decltype(&tessel_plugin_create), ::tessel::PluginFactory>);
