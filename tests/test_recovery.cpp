@@ -9,40 +9,15 @@
 #include <cmath>
 #include <regex>
 
-#include "config/experiment.hpp"
+#include "fifo_scheduler.hpp"
 #include "local_cluster.hpp"
-#include "models/models.hpp"
-#include "plugins/composition.hpp"
-#include "plugins/registry.hpp"
 #include "results/sqlite.hpp"
-#include "scheduler/scheduler.hpp"
 #include "support.hpp"
 
 using namespace tessel;
+using namespace tessel::test;
 
 namespace {
-
-const ExperimentConfig& fifo_config() {
-  static const ExperimentConfig config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(R"([cluster]
-nodes = 1
-gpus_per_node = 4
-[workload]
-kind = "synthetic"
-jobs = 1
-[scheduler]
-round_seconds = 1
-allocation = { plugin = "fifo", backfill = true }
-placement = { plugin = "first_fit" }
-)", "recovery.toml")));
-  return config;
-}
-
-std::unique_ptr<Scheduler> scheduler(const std::vector<NodeSpec>& nodes) {
-  PluginRegistry registry(std::vector<std::string>{});
-  const ExperimentConfig& config = fifo_config();
-  return std::make_unique<Scheduler>(compose_scheduler(config.scheduler, registry, 1), ClusterState(nodes),
-                                     build_throughput_model(config.workload.model), config.scheduler.settings);
-}
 
 JobSpec job(int gpus, double work) {
   JobSpec spec;
@@ -55,7 +30,7 @@ JobSpec job(int gpus, double work) {
 
 TEST_CASE("restored jobs keep their counters; adopted ones run on, without a new start or attempt") {
   const std::vector<NodeSpec> node{NodeSpec{"n0", "v100", 4, 32, 256, 0}};
-  auto before = scheduler(node);
+  auto before = fifo_scheduler(node);
   before->submit(job(2, 100), 0);
   before->submit(job(2, 100), 0);
   before->submit(job(2, 100), 0);
@@ -67,7 +42,7 @@ TEST_CASE("restored jobs keep their counters; adopted ones run on, without a new
   CHECK(before->pending().empty());
 
   // The daemon restarts: the same jobs, in id order; nodes come back later.
-  auto after = scheduler(node);
+  auto after = fifo_scheduler(node);
   for (const JobState* saved : before->jobs()) after->restore(*saved);
   CHECK(after->job(0).status == JobStatus::preempted);  // was running: waits until adopted
   CHECK(after->job(0).executed_work == 40);
@@ -93,10 +68,10 @@ TEST_CASE("restored jobs keep their counters; adopted ones run on, without a new
 }
 
 TEST_CASE("in a growing cluster a job larger than today's waits for nodes instead of being rejected") {
-  auto fixed = scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  auto fixed = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
   CHECK(fixed->submit(job(8, 10), 0).status == JobStatus::rejected);
 
-  auto growing = scheduler({});
+  auto growing = fifo_scheduler({});
   growing->expect_growing_cluster();
   CHECK(growing->submit(job(8, 10), 0).status == JobStatus::pending);
   CHECK(growing->run_round(1).started.empty());
@@ -107,12 +82,12 @@ TEST_CASE("in a growing cluster a job larger than today's waits for nodes instea
 }
 
 TEST_CASE("a job whose run ended unseen starts a new attempt when it runs again") {
-  auto core = scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  auto core = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
   core->submit(job(2, 100), 0);
   REQUIRE(core->run_round(0).started == std::vector<JobId>{0});
   CHECK_THROWS_AS(core->end_attempt(0), std::logic_error);  // it runs: the core knows how it ends
 
-  auto after = scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  auto after = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
   after->restore(core->job(0));
   after->end_attempt(0);  // its processes were lost while the daemon was down
   REQUIRE(after->run_round(1).started == std::vector<JobId>{0});
@@ -120,8 +95,6 @@ TEST_CASE("a job whose run ended unseen starts a new attempt when it runs again"
 }
 
 namespace {
-
-using namespace tessel::test;
 
 std::string recovery_cluster(double node_timeout_seconds) {
   return R"([scheduler]
@@ -166,18 +139,25 @@ double real_of(const fs::path& db, const std::string& sql) {
   return query.real(0);
 }
 
+// One agent, one single-GPU job of `iterations`; once it runs, the
+// daemon is killed. Returns the daemon's address, to restart it there.
+std::string run_one_job_then_kill_serve(LocalCluster& cluster, int iterations) {
+  cluster.start_serve();
+  cluster.add_agent("a1", 1);
+  cluster.wait_for_nodes(1);
+  cluster.submit({1, iterations});
+  wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 10; }, 30, "the job runs",
+             [&] { return cluster.diagnostics(); });
+  std::string address = cluster.address();
+  cluster.kill_serve();
+  return address;
+}
+
 }  // namespace
 
 TEST_CASE("a job that exits while the daemon is down keeps its real exit time") {
   LocalCluster cluster(recovery_cluster(8));  // a lease long enough to outlast the restart
-  cluster.start_serve();
-  cluster.add_agent("a1", 1);
-  cluster.wait_for_nodes(1);
-  cluster.submit({1, 100});
-  wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 10; }, 30, "the job runs",
-             [&] { return cluster.diagnostics(); });
-  const std::string address = cluster.address();
-  cluster.kill_serve();
+  const std::string address = run_one_job_then_kill_serve(cluster, 100);
   wait_until([&] { return any_log_matches(cluster, "pid [0-9]+ exited"); }, 10, "the job exits while the daemon is down");
   const double exited = logged_at(cluster.logs(0).at(0), "tessel: ([0-9.]+) pid [0-9]+ exited");
   // Down a while longer: an exit recorded at the restart would be late by that much.
@@ -199,14 +179,7 @@ TEST_CASE("a job that exits while the daemon is down keeps its real exit time") 
 
 TEST_CASE("a job stopped by its agent's lease while the daemon is down counts as lost and starts a new attempt") {
   LocalCluster cluster(recovery_cluster(1));  // the agent stops its jobs after a second of silence
-  cluster.start_serve();
-  cluster.add_agent("a1", 1);
-  cluster.wait_for_nodes(1);
-  cluster.submit({1, 300});
-  wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 10; }, 30, "the job runs",
-             [&] { return cluster.diagnostics(); });
-  const std::string address = cluster.address();
-  cluster.kill_serve();
+  const std::string address = run_one_job_then_kill_serve(cluster, 300);
   wait_until([&] { return any_log_matches(cluster, "train: SIGTERM"); }, 10, "the agent's lease stops the job");
   wait_until([&] { return any_log_matches(cluster, "pid [0-9]+ (exited|killed)"); }, 10, "the job's process is gone");
   cluster.start_serve(address);

@@ -1,11 +1,7 @@
 // The synthesizer: what-if simulations through the lab choose the policy.
 #include <doctest/doctest.h>
 
-#include "config/experiment.hpp"
-#include "models/models.hpp"
-#include "plugins/composition.hpp"
-#include "plugins/registry.hpp"
-#include "scheduler/scheduler.hpp"
+#include "fifo_scheduler.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -274,20 +270,8 @@ decisions = true
 }
 
 TEST_CASE("a fork copies every job, done ones too, with its slots; the fork's plugins see only their own") {
-  const ExperimentConfig config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(R"([cluster]
-nodes = 1
-gpus_per_node = 4
-[workload]
-kind = "synthetic"
-jobs = 1
-[scheduler]
-round_seconds = 1
-allocation = { plugin = "fifo" }
-placement = { plugin = "first_fit" }
-)", "fork.toml")));
-  PluginRegistry registry(std::vector<std::string>{});
-  Scheduler parent(compose_scheduler(config.scheduler, registry, 1), ClusterState({NodeSpec{"n0", "v100", 4, 32, 256, 0}}),
-                   build_throughput_model(config.workload.model), config.scheduler.settings);
+  std::unique_ptr<Scheduler> parent_scheduler = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  Scheduler& parent = *parent_scheduler;
   JobSpec spec;
   spec.gpus = spec.min_gpus = spec.max_gpus = 1;
   spec.total_work = 100;
@@ -301,7 +285,7 @@ placement = { plugin = "first_fit" }
   mine(parent.job(0).slots) = 1;
   mine(parent.job(1).slots) = 2;
 
-  ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, 1);
+  ComposedScheduler plugins = fifo_plugins();
   const std::shared_ptr<SlotRegistry> fork_slots = plugins.slots;
   std::unique_ptr<Scheduler> fork = parent.fork(std::move(plugins));
   CHECK(&fork->job(0) != &parent.job(0));  // done, and still copied
