@@ -162,6 +162,52 @@ TEST_CASE("serve checks its throughput model before it opens the database") {
   CHECK_FALSE(fs::exists(dir.path() / "x.db"));
 }
 
+TEST_CASE("a full disk is the user's to fix: exit 2 naming the database, and no half-written run") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  const TestMount disk = TestMount::tmpfs(dir.path() / "out", 128 * 1024);
+  if (!disk.mounted()) return;  // mounting needs root; CI runs as root
+  // The schema and the run's row fit in 128 KiB; 2,000 jobs' rows do not.
+  const auto result = run_tessel({"run", "small.toml", "--set", "workload.jobs=2000"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.find((dir.path() / "out/results.db").string() + ": cannot write: the disk is full") !=
+        std::string::npos);
+  CHECK(result.err.find("internal error") == std::string::npos);
+  // The rows went in one transaction, rolled back: the run is marked failed, with nothing half-written.
+  const auto report = run_tessel({"report", "out/results.db", "--format", "csv"}, dir.path());
+  REQUIRE(report.code == 0);
+  CHECK(report.out.find("\n1,small,failed,") != std::string::npos);
+  CHECK(count(dir.path() / "out/results.db", "SELECT count(*) FROM jobs") == 0);
+}
+
+TEST_CASE("a read-only database: run exits 2 naming it, report still reads it") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  REQUIRE(run_tessel({"run", "small.toml"}, dir.path()).code == 0);
+  const TestMount file = TestMount::read_only(dir.path() / "out/results.db");
+  if (!file.mounted()) return;  // mounting needs root; CI runs as root
+  const auto result = run_tessel({"run", "small.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.find("out/results.db: cannot write: the file or its folder is read-only") != std::string::npos);
+  CHECK(run_tessel({"report", "out/results.db"}, dir.path()).code == 0);
+}
+
+TEST_CASE("a database in a read-only folder: run exits 2 naming it, report still reads it") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  REQUIRE(run_tessel({"run", "small.toml"}, dir.path()).code == 0);
+  const TestMount folder = TestMount::read_only(dir.path() / "out");
+  if (!folder.mounted()) return;  // mounting needs root; CI runs as root
+  const auto result = run_tessel({"run", "small.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.find("out/results.db: cannot open it, or its journal beside it") != std::string::npos);
+  CHECK(result.err.find("not an SQLite database") == std::string::npos);
+  // SQLite cannot create the WAL index there: the finished file is read as one nobody writes.
+  const auto report = run_tessel({"report", "out/results.db", "--format", "csv"}, dir.path());
+  CHECK(report.code == 0);
+  CHECK(report.out.find("\n1,small,complete,50,50,") != std::string::npos);
+}
+
 TEST_CASE("a missing config file is a user error") {
   const auto result = run_tessel({"run", "no/such.toml"});
   CHECK(result.code == 2);

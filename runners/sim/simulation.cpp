@@ -566,7 +566,12 @@ std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& regi
     store.abandon_run(id, "interrupted", "stopped by the user");
     throw;
   } catch (const std::exception& e) {
-    store.abandon_run(id, "failed", e.what());
+    // The first error is the one to report: if the store cannot take even
+    // this row (the disk is full), the run is left 'running'.
+    try {
+      store.abandon_run(id, "failed", e.what());
+    } catch (const std::exception&) {
+    }
     throw;
   }
   return id;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +66,23 @@ fs::path TempDir::write(const std::string& name, const std::string& contents) co
   fs::create_directories(file.parent_path());
   std::ofstream(file) << contents;
   return file;
+}
+
+TestMount TestMount::tmpfs(const fs::path& at, std::size_t bytes) {
+  fs::create_directories(at);
+  const std::string options = "size=" + std::to_string(bytes);
+  return TestMount(::mount("tmpfs", at.c_str(), "tmpfs", 0, options.c_str()) == 0 ? at : fs::path());
+}
+
+TestMount TestMount::read_only(const fs::path& at) {
+  if (::mount(at.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) != 0) return TestMount(fs::path());
+  TestMount bound(at);  // unmounted again if the remount fails
+  if (::mount(nullptr, at.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) return TestMount(fs::path());
+  return bound;
+}
+
+TestMount::~TestMount() {
+  if (!at_.empty()) ::umount2(at_.c_str(), MNT_DETACH);
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const fs::path& cwd,

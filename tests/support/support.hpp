@@ -34,6 +34,23 @@ class TempDir {
   fs::path path_;
 };
 
+// A mount for the length of a test: a small tmpfs (a disk that fills up) or
+// a read-only bind of a file or folder onto itself. Mounting needs root (CI
+// runs as root); where it is refused, mounted() is false and the test skips.
+class TestMount {
+ public:
+  static TestMount tmpfs(const fs::path& at, std::size_t bytes);
+  static TestMount read_only(const fs::path& at);
+  TestMount(TestMount&& other) noexcept : at_(std::move(other.at_)) { other.at_.clear(); }
+  TestMount& operator=(TestMount&&) = delete;
+  ~TestMount();
+  bool mounted() const { return !at_.empty(); }
+
+ private:
+  explicit TestMount(fs::path at) : at_(std::move(at)) {}
+  fs::path at_;  // empty: nothing mounted
+};
+
 struct CommandResult {
   int code = -1;
   std::string out;

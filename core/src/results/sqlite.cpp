@@ -5,18 +5,67 @@
 namespace tessel::sql {
 
 namespace {
-[[noreturn]] void fail(sqlite3* db, std::string_view what) {
-  throw Error(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+
+// What the user is told when the storage under a database refuses.
+const char* storage_cause(int code) {
+  switch (code) {
+    case SQLITE_FULL: return "cannot write: the disk is full";
+    case SQLITE_READONLY: return "cannot write: the file or its folder is read-only";
+    case SQLITE_IOERR: return "cannot read or write: I/O error";
+    case SQLITE_CANTOPEN:
+      return "cannot open it, or its journal beside it (-wal, -shm): is the folder missing or read-only?";
+    case SQLITE_PERM: return "cannot open it: permission denied";
+    default: return nullptr;
+  }
 }
+
+// `file` is the database the error is about, `what` the operation.
+[[noreturn]] void raise(const std::string& file, std::string_view what, int code, const std::string& message) {
+  const int primary = code & 0xff;
+  if (const char* cause = storage_cause(primary))
+    throw StorageError(file + ": " + cause + " (" + message + ")", primary);
+  throw Error(what.empty() ? message : std::string(what) + ": " + message, primary);
+}
+
+std::string file_of(sqlite3* db) {
+  const char* file = sqlite3_db_filename(db, "main");
+  return file && *file ? file : "the database";
+}
+
+[[noreturn]] void fail(sqlite3* db, std::string_view what) {
+  if (!db) throw Error(std::string(what) + ": out of memory", SQLITE_NOMEM);
+  raise(file_of(db), what, sqlite3_extended_errcode(db), sqlite3_errmsg(db));
+}
+
 }  // namespace
 
-Database::Database(const std::string& path, bool create) {
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-    std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+Database::Database(const std::string& path, bool create)
+    : Database(path, path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) {}
+
+Database Database::immutable(const std::string& path) {
+  // A URI's path is percent-encoded: '?', '#' and '%' would end or escape it.
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '?' || c == '#' || c == '%') {
+      static const char* kHex = "0123456789ABCDEF";
+      uri += '%';
+      uri += kHex[static_cast<unsigned char>(c) >> 4];
+      uri += kHex[c & 0xf];
+    } else {
+      uri += c;
+    }
+  }
+  return Database(path, uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+}
+
+Database::Database(const std::string& path, const std::string& uri, int flags) {
+  flags |= SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(uri.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    const int code = db_ ? sqlite3_extended_errcode(db_) : SQLITE_NOMEM;
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
-    throw Error("cannot open database '" + path + "': " + message);
+    raise(path, "cannot open database '" + path + "'", code, message);
   }
   sqlite3_extended_result_codes(db_, 1);
   // Several processes (a sweep, `serve` and `report`) may share one file.
@@ -38,9 +87,9 @@ Database::~Database() {
 void Database::exec(std::string_view sql) {
   char* message = nullptr;
   if (sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string text = message ? message : sqlite3_errmsg(db_);
+    const std::string text = message ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
-    throw Error(text);
+    raise(file_of(db_), "", sqlite3_extended_errcode(db_), text);
   }
 }
 

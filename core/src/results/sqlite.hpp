@@ -1,6 +1,9 @@
 // A thin RAII layer over the SQLite C API: a connection and prepared
 // statements with typed binding. Errors become exceptions carrying SQLite's
-// message; the caller decides whether they are the user's (a bad file) or ours.
+// message and code. Where the storage under the file failed (a full disk, a
+// read-only file or folder, an I/O error), the error is a StorageError: the
+// user's to fix, naming the file and the cause. The rest are sql::Error, and
+// the caller decides whether they are the user's (a bad file) or ours.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +16,31 @@
 
 #include <sqlite3.h>
 
+#include "engine/errors.hpp"
+
 namespace tessel::sql {
 
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  Error(const std::string& what, int code) : std::runtime_error(what), code_(code) {}
+  // SQLite's primary result code (SQLITE_NOTADB, SQLITE_CONSTRAINT, ...).
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// The disk or the file system refused: SQLITE_FULL, SQLITE_READONLY,
+// SQLITE_IOERR, SQLITE_CANTOPEN or SQLITE_PERM, with the file named.
+class StorageError : public UserError {
+ public:
+  StorageError(const std::string& what, int code) : UserError(what), code_(code) {}
+  int code() const { return code_; }
+  // The disk is full: space may come back, so a daemon retries.
+  bool disk_full() const { return code_ == SQLITE_FULL; }
+
+ private:
+  int code_;
 };
 
 class Statement;
@@ -26,6 +49,9 @@ class Database {
  public:
   Database() = default;
   explicit Database(const std::string& path, bool create = true);
+  // Opened read-only as a file nobody writes (SQLite's `immutable`): no WAL
+  // index (-shm) is needed beside it, so it reads in a read-only folder.
+  static Database immutable(const std::string& path);
   Database(Database&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
   Database& operator=(Database&& other) noexcept;
   ~Database();
@@ -34,8 +60,10 @@ class Database {
   Statement prepare(std::string_view sql);
   std::int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
   sqlite3* handle() const { return db_; }
+  bool read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
  private:
+  Database(const std::string& path, const std::string& uri, int flags);
   sqlite3* db_ = nullptr;
 };
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <ctime>
+#include <filesystem>
 #include <set>
 #include <type_traits>
 #include <variant>
@@ -176,8 +177,19 @@ std::string utc_now() {
 
 ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
   try {
-    db_ = sql::Database(path, create);
-    migrate();
+    try {
+      db_ = sql::Database(path, create);
+      migrate();
+    } catch (const sql::StorageError& e) {
+      // A finished database in a folder this user cannot write: SQLite cannot
+      // create its WAL index (-shm) there, so a reader opens it as a file
+      // nobody writes. Not while a -wal file beside it may hold rows.
+      if (create || e.code() != SQLITE_CANTOPEN || !std::filesystem::exists(path) ||
+          std::filesystem::exists(path + "-wal"))
+        throw;
+      db_ = sql::Database::immutable(path);
+      migrate();
+    }
   } catch (const sql::Error& e) {
     throw UserError(path + ": " + e.what());
   }
@@ -191,8 +203,9 @@ void ResultsStore::migrate() {
   std::int64_t version = 0;
   try {
     version = pragma("PRAGMA user_version");
-  } catch (const sql::Error&) {
-    throw UserError(path_ + ": not an SQLite database");
+  } catch (const sql::Error& e) {
+    if (e.code() == SQLITE_NOTADB) throw UserError(path_ + ": not an SQLite database");
+    throw;
   }
   const std::int64_t application = pragma("PRAGMA application_id");
   const std::int64_t tables = pragma("SELECT count(*) FROM sqlite_master");
@@ -201,6 +214,7 @@ void ResultsStore::migrate() {
   if (version > kSchemaVersion)
     throw UserError(path_ + ": written by a newer tessel (schema " + std::to_string(version) +
                     ", this tessel knows up to " + std::to_string(kSchemaVersion) + ")");
+  if (version == kSchemaVersion && db_.read_only()) return;  // nothing to set or upgrade
   db_.exec("PRAGMA journal_mode=WAL");
   db_.exec("PRAGMA foreign_keys=ON");
   db_.exec("PRAGMA synchronous=NORMAL");
