@@ -490,3 +490,44 @@ TEST_CASE("tenplex and dp_only keep every job within its GPU range through failu
     for (const JobRecord& job : results.jobs) CHECK(job.status == "finished");
   }
 }
+
+namespace {
+
+// One GPT-1.3B job asking for 8 GPUs (4-16) on two nodes; n1 crashes at one
+// hour and comes back at three.
+std::string pausing_run(const std::string& elasticity) {
+  std::string config = failing_node("x");
+  config.replace(config.find("{ plugin = \"x\" }"), 16, elasticity);
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("dp_only with a fixed split pauses on too few GPUs; reconfiguration = checkpoint always reloads") {
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus,parameters\n0,8,36000,4,8,1.3e9\n");
+  // Split 2x4 needs 8 GPUs: on n0 alone the job stops and holds nothing
+  // until n1 is back at 3 h, then restarts on its 8 GPUs.
+  const RunResults paused = simulate(dir, pausing_run("{ plugin = \"dp_only\", split = \"2x4\" }"));
+  CHECK(paused.resizes.empty());
+  CHECK(paused.jobs[0].status == "finished");
+  // So it finishes 2 h of pause plus the 30 s restart later than without the
+  // crash.
+  std::string no_crash = pausing_run("{ plugin = \"dp_only\", split = \"2x4\" }");
+  no_crash.replace(no_crash.find("[[cluster.events]]"), no_crash.find("[failures]") - no_crash.find("[[cluster.events]]"),
+                   "");
+  const RunResults steady = simulate(dir, no_crash);
+  CHECK(*paused.jobs[0].finish - *steady.jobs[0].finish == doctest::Approx(7200 + 30));
+  // Without the split it shrinks to 4 GPUs and keeps training: it finishes
+  // earlier.
+  const RunResults resplit = simulate(dir, pausing_run("{ plugin = \"dp_only\" }"));
+  REQUIRE(resplit.resizes.size() == 2);
+  CHECK(*resplit.jobs[0].finish < *paused.jobs[0].finish);
+
+  // A restart from the checkpoint even where replicas could move: the growth
+  // back to 8 GPUs at 3 h costs 30 s + 20.8 GB at 2 GB/s, not 31.664 s.
+  const RunResults checkpoint = simulate(dir, pausing_run("{ plugin = \"dp_only\", reconfiguration = \"checkpoint\" }"));
+  REQUIRE(checkpoint.resizes.size() == 2);
+  CHECK(checkpoint.resizes[1].cost_seconds == doctest::Approx(40.4));
+  CHECK(resplit.resizes[1].cost_seconds == doctest::Approx(31.664));
+}
