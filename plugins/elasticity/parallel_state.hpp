@@ -19,9 +19,14 @@
 // the nearest GPU of the old allocation that held it and survives: on its own
 // node over NVLink, else over the network, else (no survivor holds it) from
 // the checkpoint in storage. GPUs receive in parallel, each at the per-GPU
-// bandwidths, so the network part takes as long as the busiest receiver;
-// storage is one shared service, so its part takes all bytes read from it
-// over `storage_gb_per_s`. The dataset is not moved: as in Tenplex (whose
+// bandwidths, so the network part takes as long as the busiest receiver or,
+// with `node_send_gb_per_s`, the busiest sending node if that is slower
+// (Tenplex's measured transfers are limited by the nodes serving the state:
+// its redeployment takes half as long from two nodes as from one, 13 s
+// against 27 s for 6.7B, Fig. 10); storage is one shared service, so its
+// part takes all bytes read from it over `storage_gb_per_s`. With
+// `state_served_by = "first_node"` one node holds and sends the whole state,
+// as Tenplex-Central, the paper's centralised baseline, does. The dataset is not moved: as in Tenplex (whose
 // MLFS serves it), every GPU reads its samples from shared storage, and the
 // position in the dataset is a few bytes.
 #pragma once
