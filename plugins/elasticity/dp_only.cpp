@@ -92,7 +92,14 @@ class DpOnly final : public ElasticityPolicy {
   bool time_sensitive() const override { return false; }
 
   JobLayout arrange(const SchedulerView& view, const JobState& job, const Allocation& allocation) override {
-    if (pinned_.gpus() > 0) return pinned_.layout();
+    if (pinned_.gpus() > 0) {
+      // A job starts on its request (or more), never on fewer GPUs; below tp x pp it could never run.
+      if (allocation.gpu_count() < pinned_.gpus())
+        throw ArgumentError("split", "job " + job.spec.name + " got " + std::to_string(allocation.gpu_count()) +
+                                         " GPUs, fewer than the split's " + std::to_string(pinned_.gpus()) +
+                                         ": its request (gpus) must be at least tp x pp");
+      return pinned_.layout();
+    }
     FixedSplit& split = split_(job.slots);
     if (split.gpus() > 0 && allocation.gpu_count() % split.gpus() == 0) return split.layout();
     const JobLayout best = best_layout(view, job.spec, view.cluster().shape_of(allocation), settings_.memory).layout;
