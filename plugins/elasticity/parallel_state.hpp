@@ -26,9 +26,10 @@
 // against 27 s for 6.7B, Fig. 10); storage is one shared service, so its
 // part takes all bytes read from it over `storage_gb_per_s`. With
 // `state_served_by = "first_node"` one node holds and sends the whole state,
-// as Tenplex-Central, the paper's centralised baseline, does. The dataset is not moved: as in Tenplex (whose
-// MLFS serves it), every GPU reads its samples from shared storage, and the
-// position in the dataset is a few bytes.
+// as Tenplex-Central, the paper's centralised baseline, does. The dataset is
+// not moved: as in Tenplex (whose MLFS serves it), every GPU reads its
+// samples from shared storage, and the position in the dataset is a few
+// bytes.
 #pragma once
 
 #include <algorithm>

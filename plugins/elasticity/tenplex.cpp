@@ -72,7 +72,8 @@ std::map<int, JobLayout> pinned_layouts(const std::vector<std::string>& entries)
       throw ArgumentError("layouts", "'" + entry + "' is not GPUS=TPxPP, as \"8=2x4\"");
     const JobLayout split = parse_split(std::string_view(entry).substr(equals + 1), "layouts");
     if (gpus % (split.tensor_parallel * split.pipeline_parallel) != 0)
-      throw ArgumentError("layouts", "'" + entry + "': " + std::to_string(gpus) + " GPUs are not a multiple of tp x pp");
+      throw ArgumentError("layouts",
+                          "'" + entry + "': " + std::to_string(gpus) + " GPUs are not a multiple of tp x pp");
     if (!pinned.emplace(gpus, split).second)
       throw ArgumentError("layouts", "pins " + std::to_string(gpus) + " GPUs twice");
   }
