@@ -77,6 +77,7 @@ const Experiment kExperiments[] = {
      {"pollux/workloads/workload-1.csv"}},
     {"tenplex/tenplex.toml", {"sweep.seeds=[1]"}, {}},
     {"tenplex/fig9.toml", {}, {}},
+    {"tenplex/fig9-plot.toml", {}, {}},
     // Every policy, one seed, the pods resampled down to a quarter of the GPUs.
     {"fgd/fgd.toml",
      {"sweep.seeds=[42]", "workload.gpu_demand_ratio=0.25"},

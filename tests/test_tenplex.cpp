@@ -107,8 +107,31 @@ struct LoadedPolicy {
   }
 };
 
+// The argument a plugin's constructor rejects ("" if none).
+std::string rejected_argument(const std::string& name, const toml::table& arguments) {
+  try {
+    LoadedPolicy loaded(name, arguments);
+  } catch (const ArgumentError& error) {
+    return error.argument();
+  }
+  return "";
+}
+
 // 100 GB/s within a node, 10 GB/s across, 2 GB/s from storage.
 const toml::table kBandwidths{{"intra_node_gb_per_s", 100.0}, {"inter_node_gb_per_s", 10.0}, {"storage_gb_per_s", 2.0}};
+
+// The state model's settings: kBandwidths, 16 bytes a parameter, senders
+// unlimited unless `node_send_gb_per_s` is given.
+elasticity::ParallelStateSettings state_settings(double node_send_gb_per_s = 0,
+                                                 const std::string& state_served_by = "holders") {
+  PluginArgs args;
+  for (const auto& [name, value] : kBandwidths) args.set(std::string(name.str()), *value.value<double>());
+  args.set("bytes_per_parameter", 16.0);
+  args.set("activation_gb", 4.0);
+  args.set("node_send_gb_per_s", node_send_gb_per_s);
+  args.set("state_served_by", state_served_by);
+  return elasticity::ParallelStateSettings(args);
+}
 
 // A view of one job on `cluster`, restarts free, priced by `model`.
 struct OneJobView {
@@ -220,11 +243,7 @@ TEST_CASE("a change of layout moves only what each new owner lacks, bytes by han
   // 1e9 parameters x 16 bytes: S = 16 GB of state. Nodes n0, n1, n2 hold GPUs
   // 0-3, 4-7, 8-11. Ranks run tensor slice fastest, then stage, then replica.
   const ClusterState cluster = nodes_of_four(3);
-  PluginArgs args;
-  for (const auto& [name, value] : kBandwidths) args.set(std::string(name.str()), *value.value<double>());
-  args.set("bytes_per_parameter", 16.0);
-  args.set("activation_gb", 4.0);
-  const elasticity::ParallelStateSettings settings(args);
+  const elasticity::ParallelStateSettings settings = state_settings();
   constexpr double S = 16e9;
 
   // (dp 4, tp 2, pp 1) on n0-n1 -> (dp 2, tp 2, pp 2) on n1-n2. GPUs 4-7 keep
@@ -263,6 +282,75 @@ TEST_CASE("a change of layout moves only what each new owner lacks, bytes by han
   CHECK(lost.storage_bytes == doctest::Approx(8e9));
   CHECK(lost.intra_node_bytes + lost.inter_node_bytes == 0);
   CHECK(lost.seconds(settings) == doctest::Approx(4));
+}
+
+TEST_CASE("redeploying 6.7B: Tenplex's 13 s against Tenplex-Central's 27 s, from senders' bandwidth") {
+  // Tenplex's Fig. 10 (artifact benchmark/redeployment): GPT-3 6.7B in
+  // (tp 4, pp 2) moves from hosts 1-2 to hosts 3-4. Each node sends at 4.43
+  // GB/s (fig9.toml gives the source, the artifact's Fig. 14). The state is
+  // 16 x 6.7e9 = 107.2 GB, a shard 13.4 GB.
+  const ClusterState cluster = nodes_of_four(4);
+  constexpr double state = 16 * 6.7e9;
+  const Allocation from = on(gpu_range(0, 8), 4, 2), to = on(gpu_range(8, 16), 4, 2);
+
+  // Distributed: each node sends its own 4 shards, 53.6 GB in 12.1 s; the
+  // receivers (13.4 GB at 10 GB/s, 1.34 s) wait for them.
+  const auto distributed = elasticity::plan_transfer(cluster, state, from, to, state_settings(4.43));
+  CHECK(distributed.inter_node_bytes == doctest::Approx(state));
+  CHECK(distributed.busiest_gpu_seconds == doctest::Approx(1.34));
+  CHECK(distributed.busiest_node_seconds == doctest::Approx(53.6e9 / 4.43e9));
+  // Central: n0 sends all 8 shards, 107.2 GB in 24.2 s.
+  const auto central = elasticity::plan_transfer(cluster, state, from, to, state_settings(4.43, "first_node"));
+  CHECK(central.inter_node_bytes == doctest::Approx(state));
+  CHECK(central.busiest_node_seconds == doctest::Approx(107.2e9 / 4.43e9));
+  // The published 13 s and 27 s, within 20%.
+  const auto settings = state_settings(4.43);
+  CHECK(std::abs(distributed.seconds(settings) / 13 - 1) < 0.2);
+  CHECK(std::abs(central.seconds(settings) / 27 - 1) < 0.2);
+  // Without the senders' limit the receivers alone would take 1.34 s.
+  CHECK(elasticity::plan_transfer(cluster, state, from, to, state_settings()).seconds(settings) ==
+        doctest::Approx(1.34));
+
+  // Replicas share the sending: one more replica of (tp 2, pp 1) on n2 from
+  // two on n0 and n1 takes its two shards one from each node.
+  const auto shared = elasticity::plan_transfer(cluster, 16e9, on(gpu_range(0, 8), 2, 1), on(gpu_range(0, 10), 2, 1),
+                                                state_settings(4));
+  CHECK(shared.inter_node_bytes == doctest::Approx(16e9));
+  CHECK(shared.busiest_node_seconds == doctest::Approx(8e9 / 4e9));
+}
+
+TEST_CASE("tenplex's layouts pin a split per GPU count; bad entries name the argument") {
+  const auto model = parallel_3d("sequence_length = 1024, microbatch_size = 8");
+  ClusterState cluster = nodes_of_four(4);
+  OneJobView one(cluster, *model, gpt(1.3e9, 128));
+  toml::table pinned = kBandwidths;
+  pinned.insert("layouts", toml::array{"4=2x2", "8=2x4", "16=2x4"});
+  LoadedPolicy tenplex("tenplex", pinned);
+  LoadedPolicy best("tenplex", kBandwidths);
+  auto arranged = [&](LoadedPolicy& plugin, int gpus) {
+    return plugin.policy->arrange(one.view, one.job, on(gpu_range(0, gpus), 0, 0));
+  };
+  CHECK(arranged(tenplex, 4) == JobLayout{0, 2, 2});
+  CHECK(arranged(tenplex, 8) == JobLayout{0, 2, 4});
+  CHECK(arranged(tenplex, 16) == JobLayout{0, 2, 4});
+  // Counts not pinned, and every count without `layouts`, get the best split,
+  // which for GPT-3 XL is never tp 2, pp 4.
+  CHECK(arranged(tenplex, 12) == arranged(best, 12));
+  CHECK(arranged(best, 8) != JobLayout{0, 2, 4});
+  CHECK(arranged(best, 16) != JobLayout{0, 2, 4});
+
+  for (const char* entry : {"6=2x4", "8", "8=2", "x=2x4", "8=0x4", "8=2x4x"}) {
+    CAPTURE(entry);
+    toml::table bad = kBandwidths;
+    bad.insert("layouts", toml::array{entry});
+    CHECK(rejected_argument("tenplex", bad) == "layouts");
+  }
+  toml::table twice = kBandwidths;
+  twice.insert("layouts", toml::array{"8=2x4", "8=2x2"});
+  CHECK(rejected_argument("tenplex", twice) == "layouts");
+  toml::table bad_split = kBandwidths;
+  bad_split.insert("split", "2by4");
+  CHECK(rejected_argument("dp_only", bad_split) == "split");
 }
 
 TEST_CASE("dp_only restarts from the checkpoint where tenplex moves a few shards") {
@@ -401,4 +489,52 @@ TEST_CASE("tenplex and dp_only keep every job within its GPU range through failu
     CHECK(shrank > 0);
     for (const JobRecord& job : results.jobs) CHECK(job.status == "finished");
   }
+}
+
+namespace {
+
+// One GPT-1.3B job asking for 8 GPUs (4-16) on two nodes; n1 crashes at one
+// hour and comes back at three.
+std::string pausing_run(const std::string& elasticity) {
+  std::string config = failing_node("x");
+  config.replace(config.find("{ plugin = \"x\" }"), 16, elasticity);
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("dp_only with a fixed split pauses on too few GPUs; reconfiguration = checkpoint always reloads") {
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus,parameters\n0,8,36000,4,8,1.3e9\n");
+  // Split 2x4 needs 8 GPUs: on n0 alone the job stops and holds nothing
+  // until n1 is back at 3 h, then restarts on its 8 GPUs.
+  const RunResults paused = simulate(dir, pausing_run("{ plugin = \"dp_only\", split = \"2x4\" }"));
+  CHECK(paused.resizes.empty());
+  CHECK(paused.jobs[0].status == "finished");
+  // So it finishes 2 h of pause plus the 30 s restart later than without the
+  // crash.
+  std::string no_crash = pausing_run("{ plugin = \"dp_only\", split = \"2x4\" }");
+  const auto events = no_crash.find("[[cluster.events]]");
+  no_crash.erase(events, no_crash.find("[failures]") - events);
+  const RunResults steady = simulate(dir, no_crash);
+  CHECK(*paused.jobs[0].finish - *steady.jobs[0].finish == doctest::Approx(7200 + 30));
+  // Without the split it shrinks to 4 GPUs and keeps training: it finishes
+  // earlier.
+  const RunResults resplit = simulate(dir, pausing_run("{ plugin = \"dp_only\" }"));
+  REQUIRE(resplit.resizes.size() == 2);
+  CHECK(*resplit.jobs[0].finish < *paused.jobs[0].finish);
+
+  // A job asking for fewer GPUs than the split could never run: the run stops, saying so.
+  TempDir small;
+  small.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus,parameters\n0,4,36000,4,8,1.3e9\n");
+  CHECK_THROWS_WITH(simulate(small, pausing_run("{ plugin = \"dp_only\", split = \"2x4\" }")),
+                    doctest::Contains("got 4 GPUs, fewer than the split's 8"));
+
+  // A restart from the checkpoint even where replicas could move: the growth
+  // back to 8 GPUs at 3 h costs 30 s + 20.8 GB at 2 GB/s, not 31.664 s.
+  const RunResults checkpoint =
+      simulate(dir, pausing_run("{ plugin = \"dp_only\", reconfiguration = \"checkpoint\" }"));
+  REQUIRE(checkpoint.resizes.size() == 2);
+  CHECK(checkpoint.resizes[1].cost_seconds == doctest::Approx(40.4));
+  CHECK(resplit.resizes[1].cost_seconds == doctest::Approx(31.664));
 }

@@ -25,10 +25,27 @@
 //    priced as dp_only runs it: multiples of the fixed split add replicas,
 //    other counts restart from the checkpoint with their best split.
 //
+// Two options make it the baselines of Tenplex's artifact
+// (benchmark/dynamic_resources):
+//  - `split = "TPxPP"` fixes the split from the start, as Tenplex-DP's
+//    configuration file does (pytorch-para-config.json: tp 2, pp 4 at 8 and
+//    16 GPUs). The job never re-splits: on fewer GPUs than tp x pp it pauses,
+//    stopping and holding nothing until its request fits again, as the
+//    artifact's DP-only run has no configuration for 4 GPUs and skips those
+//    phases (pytorch-schedule.json); growth goes to multiples of tp x pp only.
+//  - `reconfiguration = "checkpoint"` makes every change a restart from the
+//    checkpoint (the cost above), as Torch Distributed Elastic, the artifact's
+//    third system (run.sh, -no-tenplex), restarts its workers on every change
+//    and reloads the checkpoint Megatron-LM saved; "move" (the default) moves
+//    replicas as above.
+//
 // Simplifications: the checkpoint is read once for the whole job at one
 // aggregate bandwidth, whatever the number of readers; the progress lost
 // since the last checkpoint is the simulator's ([failures]
 // checkpoint_interval_seconds), the same as for tenplex.
+#include <optional>
+#include <string>
+
 #include <tessel/tessel.hpp>
 
 #include "parallel_state.hpp"
@@ -47,14 +64,42 @@ struct FixedSplit {
   JobLayout layout() const { return {0, tensor_parallel, pipeline_parallel}; }
 };
 
+constexpr ArgSpec kArgs[] = {
+    TESSEL_PARALLEL_STATE_ARGS,
+    {"split", ArgType::string, "\"\"",
+     "the (tp, pp) split every job keeps from its start, as \"TPxPP\" (\"2x4\"): never re-split, pause on fewer "
+     "GPUs; empty: the best split of the first start, re-chosen after a restart"},
+    {"reconfiguration", ArgType::string, "\"move\"",
+     "what a change of GPUs costs: moving replicas where the split is kept (move), or always a restart from the "
+     "checkpoint (checkpoint: Torch Distributed Elastic)",
+     "move|checkpoint"},
+};
+
+FixedSplit pinned_split(const std::string& text) {
+  if (text.empty()) return {};
+  const JobLayout split = parse_split(text, "split");
+  return {split.tensor_parallel, split.pipeline_parallel};
+}
+
 class DpOnly final : public ElasticityPolicy {
  public:
   explicit DpOnly(const PluginContext& context)
-      : settings_(context.args()), split_(context.job_slot<FixedSplit>()) {}
+      : settings_(context.args()),
+        pinned_(pinned_split(context.args().string("split"))),
+        always_checkpoint_(context.args().string("reconfiguration") == "checkpoint"),
+        split_(context.job_slot<FixedSplit>()) {}
 
   bool time_sensitive() const override { return false; }
 
   JobLayout arrange(const SchedulerView& view, const JobState& job, const Allocation& allocation) override {
+    if (pinned_.gpus() > 0) {
+      // A job starts on its request (or more), never on fewer GPUs; below tp x pp it could never run.
+      if (allocation.gpu_count() < pinned_.gpus())
+        throw ArgumentError("split", "job " + job.spec.name + " got " + std::to_string(allocation.gpu_count()) +
+                                         " GPUs, fewer than the split's " + std::to_string(pinned_.gpus()) +
+                                         ": its request (gpus) must be at least tp x pp");
+      return pinned_.layout();
+    }
     FixedSplit& split = split_(job.slots);
     if (split.gpus() > 0 && allocation.gpu_count() % split.gpus() == 0) return split.layout();
     const JobLayout best = best_layout(view, job.spec, view.cluster().shape_of(allocation), settings_.memory).layout;
@@ -67,27 +112,34 @@ class DpOnly final : public ElasticityPolicy {
     const bool same_split = from.layout.tensor_parallel == to.layout.tensor_parallel &&
                             from.layout.pipeline_parallel == to.layout.pipeline_parallel &&
                             data_parallel(from.layout, from.gpu_count()) > 0;
-    if (!same_split || lost_any(view.cluster(), from)) return restart_seconds(view, job.spec, settings_);
+    if (always_checkpoint_ || !same_split || lost_any(view.cluster(), from))
+      return restart_seconds(view, job.spec, settings_);
     return view.settings().restart_seconds +
            plan_transfer(view.cluster(), settings_.state_bytes(job.spec), from, to, settings_).seconds(settings_);
   }
 
   bool keep_after_loss(const SchedulerView& view, const JobState& job, const Allocation& remaining) override {
     // The core has checked [min_gpus, max_gpus]; what is left must also hold the model.
-    return best_layout(view, job.spec, view.cluster().shape_of(remaining), settings_.memory).fits;
+    const Shape shape = view.cluster().shape_of(remaining);
+    if (pinned_.gpus() > 0)  // too few GPUs for the split: pause
+      return remaining.gpu_count() >= pinned_.gpus() &&
+             priced(view, job.spec, shape, pinned_.layout(), settings_.memory).fits;
+    return best_layout(view, job.spec, shape, settings_.memory).fits;
   }
 
   std::vector<ResizeProposal> resize(const SchedulerView& view) override {
     return grow_into_free_gpus(view, [&](const JobState& job, int gpus) -> std::optional<GrowthOption> {
-      const FixedSplit& split = split_(job.slots);
-      Shape shape = packed_like(view.cluster(), job, gpus);
-      if (split.gpus() == 0 || gpus % split.gpus() != 0)  // a new split: restart from the checkpoint
+      const FixedSplit& split = pinned_.gpus() > 0 ? pinned_ : split_(job.slots);
+      const Shape shape = packed_like(view.cluster(), job, gpus);
+      if (split.gpus() == 0 || gpus % split.gpus() != 0) {
+        if (pinned_.gpus() > 0) return std::nullopt;  // never re-split
+        // a new split: restart from the checkpoint
         return GrowthOption{best_layout(view, job.spec, shape, settings_.memory),
                             restart_seconds(view, job.spec, settings_)};
-      shape.layout = split.layout();
-      const LayoutChoice more_replicas{shape.layout, view.throughput().rate(job.spec, shape),
-                                       settings_.memory.fits(job.spec.parameters, shape.layout, shape.gpu_mem_gb)};
-      return GrowthOption{more_replicas, estimated_move_seconds(view, job.spec, shape.layout, settings_)};
+      }
+      return GrowthOption{priced(view, job.spec, shape, split.layout(), settings_.memory),
+                          always_checkpoint_ ? restart_seconds(view, job.spec, settings_)
+                                             : estimated_move_seconds(view, job.spec, split.layout(), settings_)};
     });
   }
 
@@ -99,6 +151,8 @@ class DpOnly final : public ElasticityPolicy {
   }
 
   ParallelStateSettings settings_;
+  FixedSplit pinned_;       // from `split`; zero: chosen per job
+  bool always_checkpoint_;  // reconfiguration = "checkpoint"
   Slot<FixedSplit> split_;
 };
 
@@ -107,4 +161,4 @@ class DpOnly final : public ElasticityPolicy {
 TESSEL_PLUGIN_WITH_ARGS(DpOnly, elasticity, "dp_only", "1.0",
                         "DP-only elastic scaling (Tenplex's baseline): tp and pp fixed at the first layout, "
                         "dp changes move replicas, anything else restarts from the checkpoint",
-                        kParallelStateArgs)
+                        kArgs)

@@ -12,6 +12,11 @@
 //    those that fit in GPU memory (tessel/parallelism.hpp), each candidate
 //    probed as view.throughput().rate(job, shape with that layout). The
 //    global batch stays the job's, as Tenplex keeps it for convergence.
+//    `layouts` pins the split for given GPU counts instead, as Tenplex's
+//    artifact does with a configuration file per experiment
+//    (benchmark/dynamic_resources/tenplex-para-config.json: "4=2x2",
+//    "8=2x4", "16=2x4", GPUS=TPxPP); each count must be a multiple of its
+//    tp x pp. Counts not pinned get the throughput-best split.
 //  - reconfiguration_seconds: the restart of the workers
 //    (view.settings().restart_seconds) plus the state transfer: each GPU of
 //    the new layout receives the parts of its new shard it did not hold,
@@ -35,6 +40,12 @@
 // the simulator takes from every job on a failed node, although Tenplex
 // recovers it from surviving replicas. The plugin never shrinks a job to make
 // room for others; the allocation policy may.
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <string>
+#include <vector>
+
 #include <tessel/tessel.hpp>
 
 #include "parallel_state.hpp"
@@ -44,14 +55,40 @@ namespace {
 using namespace tessel;
 using namespace tessel::elasticity;
 
+constexpr ArgSpec kArgs[] = {
+    TESSEL_PARALLEL_STATE_ARGS,
+    {"layouts", ArgType::string_list, "[]",
+     "the (tp, pp) split for given GPU counts, as \"GPUS=TPxPP\" (\"8=2x4\"); other counts get the "
+     "throughput-best split"},
+};
+
+std::map<int, JobLayout> pinned_layouts(const std::vector<std::string>& entries) {
+  std::map<int, JobLayout> pinned;
+  for (const std::string& entry : entries) {
+    const auto equals = entry.find('=');
+    int gpus = 0;
+    const auto [end, error] = std::from_chars(entry.data(), entry.data() + std::min(equals, entry.size()), gpus);
+    if (equals == std::string::npos || error != std::errc{} || end != entry.data() + equals || gpus < 1)
+      throw ArgumentError("layouts", "'" + entry + "' is not GPUS=TPxPP, as \"8=2x4\"");
+    const JobLayout split = parse_split(std::string_view(entry).substr(equals + 1), "layouts");
+    if (gpus % (split.tensor_parallel * split.pipeline_parallel) != 0)
+      throw ArgumentError("layouts",
+                          "'" + entry + "': " + std::to_string(gpus) + " GPUs are not a multiple of tp x pp");
+    if (!pinned.emplace(gpus, split).second)
+      throw ArgumentError("layouts", "pins " + std::to_string(gpus) + " GPUs twice");
+  }
+  return pinned;
+}
+
 class Tenplex final : public ElasticityPolicy {
  public:
-  explicit Tenplex(const PluginContext& context) : settings_(context.args()) {}
+  explicit Tenplex(const PluginContext& context)
+      : settings_(context.args()), pinned_(pinned_layouts(context.args().strings("layouts"))) {}
 
   bool time_sensitive() const override { return false; }
 
   JobLayout arrange(const SchedulerView& view, const JobState& job, const Allocation& allocation) override {
-    return best_layout(view, job.spec, view.cluster().shape_of(allocation), settings_.memory).layout;
+    return choose(view, job.spec, view.cluster().shape_of(allocation)).layout;
   }
 
   double reconfiguration_seconds(const SchedulerView& view, const JobState& job, const Allocation& from,
@@ -63,18 +100,26 @@ class Tenplex final : public ElasticityPolicy {
 
   bool keep_after_loss(const SchedulerView& view, const JobState& job, const Allocation& remaining) override {
     // The core has checked [min_gpus, max_gpus]; what is left must also hold the model.
-    return best_layout(view, job.spec, view.cluster().shape_of(remaining), settings_.memory).fits;
+    return choose(view, job.spec, view.cluster().shape_of(remaining)).fits;
   }
 
   std::vector<ResizeProposal> resize(const SchedulerView& view) override {
     return grow_into_free_gpus(view, [&](const JobState& job, int gpus) -> std::optional<GrowthOption> {
-      const LayoutChoice choice = best_layout(view, job.spec, packed_like(view.cluster(), job, gpus), settings_.memory);
+      const LayoutChoice choice = choose(view, job.spec, packed_like(view.cluster(), job, gpus));
       return GrowthOption{choice, estimated_move_seconds(view, job.spec, choice.layout, settings_)};
     });
   }
 
  private:
+  // The pinned split of this GPU count, else the throughput-best that fits.
+  LayoutChoice choose(const SchedulerView& view, const JobSpec& job, const Shape& shape) const {
+    const auto pinned = pinned_.find(shape.gpus);
+    if (pinned != pinned_.end()) return priced(view, job, shape, pinned->second, settings_.memory);
+    return best_layout(view, job, shape, settings_.memory);
+  }
+
   ParallelStateSettings settings_;
+  std::map<int, JobLayout> pinned_;
 };
 
 }  // namespace
@@ -82,4 +127,4 @@ class Tenplex final : public ElasticityPolicy {
 TESSEL_PLUGIN_WITH_ARGS(Tenplex, elasticity, "tenplex", "1.0",
                         "Tenplex (SOSP'24): re-choose (dp, tp, pp) on every GPU change, move only the shards "
                         "whose owner changes, keep running after a node loss, grow into free GPUs",
-                        kParallelStateArgs)
+                        kArgs)

@@ -27,7 +27,7 @@ def table(stdout):
 
 
 # Fig. 9's schedule, reduced as CI runs it (it is small already): tenplex
-# finishes 1.4% before dp_only (experiments/tenplex/README.md).
+# finishes 16% before tenplex-dp (experiments/tenplex/README.md).
 FIG9 = """\
 [tenplex]
 runs = [{ file = "tenplex/fig9.toml", reduced = [] }]
@@ -40,9 +40,9 @@ def fig9_check(name, **tolerance):
         "[[tenplex.check]]",
         f'name = "{name}"',
         'figure = "avg_jct_s"',
-        'by = "scheduler.elasticity.plugin"',
+        'by = "scheduler.elasticity"',
         'row = { series = "fig9", at = "tenplex" }',
-        'divided_by = { series = "fig9", at = "dp_only" }',
+        'divided_by = { series = "fig9", at = "tenplex-dp" }',
         f"published = {tolerance.pop('published')}",
         'source = "a test"',
     ]
@@ -51,27 +51,27 @@ def fig9_check(name, **tolerance):
 
 
 def test_checks_that_hold_pass_and_exit_0(write):
-    checks = write("checks.toml", FIG9 + fig9_check("within 5% of dp_only", published=1, relative=0.05)
-                   + fig9_check("faster than dp_only", published=1, direction="below"))
+    checks = write("checks.toml", FIG9 + fig9_check("within 20% of tenplex-dp", published=1, relative=0.2)
+                   + fig9_check("faster than tenplex-dp", published=1, direction="below"))
     result = check_reproductions("--checks", checks, "--reduced")
     assert result.returncode == 0, result.stderr
     rows = table(result.stdout)
     assert rows[0] == HEADER
-    assert rows[1][:3] == ["tenplex", "within 5% of dp_only", "1.00×"]
-    assert rows[1][4:] == ["±5%", "PASS"]
+    assert rows[1][:3] == ["tenplex", "within 20% of tenplex-dp", "1.00×"]
+    assert rows[1][4:] == ["±20%", "PASS"]
     assert rows[2][2:] == ["< 1.00×", rows[2][3], "direction", "PASS"]
     ours = float(rows[1][3].rstrip("×"))
-    assert 0.95 <= ours < 1
+    assert 0.8 <= ours < 1
     assert "2 PASS, 0 FAIL" in result.stdout
 
 
 def test_a_figure_outside_its_tolerance_fails_and_exits_1(write):
-    checks = write("checks.toml", FIG9 + fig9_check("within 5% of dp_only", published=1, relative=0.05)
+    checks = write("checks.toml", FIG9 + fig9_check("within 20% of tenplex-dp", published=1, relative=0.2)
                    + fig9_check("impossible", published=0.01, relative=0.01))
     result = check_reproductions("--checks", checks, "--reduced")
     assert result.returncode == 1, result.stderr
     verdicts = {row[1]: row[-1] for row in table(result.stdout)[1:]}
-    assert verdicts == {"within 5% of dp_only": "PASS", "impossible": "FAIL"}
+    assert verdicts == {"within 20% of tenplex-dp": "PASS", "impossible": "FAIL"}
 
 
 def test_absent_data_skips_and_runs_nothing(write, tmp_path):
@@ -86,11 +86,11 @@ def test_absent_data_skips_and_runs_nothing(write, tmp_path):
 
 def test_a_row_the_full_run_lacks_is_a_usage_error(write):
     checks = write("checks.toml", FIG9 + fig9_check("typo", published=1, relative=0.05).replace(
-        'at = "dp_only"', 'at = "dp-only"'))
+        'at = "tenplex-dp"', 'at = "tenplex_dp"'))
     result = check_reproductions("--checks", checks)
     assert result.returncode == 2
-    assert "typo: no row 'fig9' at scheduler.elasticity.plugin = \"dp-only\"" in result.stderr
-    assert 'fig9 at "dp_only"' in result.stderr  # what the report has
+    assert "typo: no row 'fig9' at scheduler.elasticity = \"tenplex_dp\"" in result.stderr
+    assert 'fig9 at "tenplex-dp"' in result.stderr  # what the report has
 
 
 def test_mistakes_in_the_arguments_or_the_table_exit_2(write):
@@ -114,14 +114,17 @@ def test_mistakes_in_the_arguments_or_the_table_exit_2(write):
     assert "broken.toml: " in result.stderr and "line 1" in result.stderr
 
 
-def test_the_published_tenplex_gain_is_reported_as_missed():
-    """The real table: Tenplex's 24% is not reproduced, and the table says so."""
+def test_the_published_tenplex_gains_are_reported_as_met_or_missed():
+    """The real table: Fig. 9's 24%, as plotted, is met within 15%; 298
+    against 576 min, and 24% on the failure sweep, are not, and the table
+    says so."""
     result = check_reproductions("--only", "tenplex", "--reduced")
     assert result.returncode == 1, result.stderr
     rows = table(result.stdout)
     assert rows[0] == HEADER
-    assert [row[-1] for row in rows[1:]] == ["FAIL", "FAIL"]
-    assert all(row[2] == "0.76×" and row[4] == "±15%" for row in rows[1:])
+    assert [row[-1] for row in rows[1:]] == ["PASS", "FAIL", "FAIL"]
+    assert [row[2] for row in rows[1:]] == ["0.76×", "0.52×", "0.76×"]
+    assert all(row[4] == "±15%" for row in rows[1:])
 
 
 def test_every_check_of_the_real_table_names_a_figure_of_report(tmp_path):
@@ -145,7 +148,7 @@ def test_every_check_of_the_real_table_names_a_figure_of_report(tmp_path):
 
 
 def test_a_database_already_in_scratch_is_left_alone(write, tmp_path):
-    checks = write("checks.toml", FIG9 + fig9_check("within 5% of dp_only", published=1, relative=0.05))
+    checks = write("checks.toml", FIG9 + fig9_check("within 20% of tenplex-dp", published=1, relative=0.2))
     scratch = tmp_path / "scratch"
     assert check_reproductions("--checks", checks, "--reduced", "--scratch", scratch).returncode == 0
     database = scratch / "tenplex.db"
