@@ -336,7 +336,8 @@ std::unique_ptr<ThroughputModel> parse_parallel_3d_model(TableReader& arguments,
   if (auto schedule = arguments.choice("pipeline_schedule", {"1f1b", "interleaved"}, "1f1b"))
     options.schedule = *schedule == "interleaved" ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   if (arguments.present("model_chunks") && options.schedule != PipelineSchedule::interleaved)
-    arguments.error("model_chunks", "applies to pipeline_schedule = \"interleaved\" only");
+    arguments.error("model_chunks", "model_chunks in [" + arguments.table_name() + "]" +
+                                        " applies to pipeline_schedule = \"interleaved\" only");
   return std::make_unique<Parallel3dModel>(std::move(options));
 }
 
