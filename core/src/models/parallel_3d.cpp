@@ -8,8 +8,9 @@
 //   name = "parallel-3d"
 //   achieved_tflops = { v100 = 39 }      # measured per-GPU rate, by GPU type; adds to these
 //   peak_tflops = { a100 = 312, v100 = 125 }       # datasheet dense fp16/bf16 tensor rate
-//   matmul_efficiency = { a100 = 0.869 }           # measured best matmul / peak
+//   matmul_efficiency = { a100 = 0.880 }           # measured best matmul / peak, per full wave
 //   memory_gb_per_s = { a100 = 2039, v100 = 900 }  # datasheet HBM bandwidth
+//   multiprocessors = { a100 = 108, v100 = 80 }    # datasheet SM count
 //   intra_node_gb_per_s = 150    # NVLink, per GPU
 //   inter_node_gb_per_s = 12.5   # each GPU's share of its node's network
 //   offload_gb_per_s = 16        # PCIe, for state that does not fit (below)
@@ -57,11 +58,16 @@
 // Compute, for a GPU type in achieved_tflops (a measured end-to-end rate):
 // 8 P b s / (t p) FLOPs at that rate: 2 forward, 4 backward and 2
 // recomputed-forward FLOPs per parameter and token (SC'21, Appendix).
-// Otherwise, from peak_tflops, matmul_efficiency and memory_gb_per_s, each
-// operation of the stage's L / p layers priced by roofline (Williams et al.,
-// CACM 2009): a matrix product of m×k by k×n takes
-//   max(2 m k n / (peak · matmul_efficiency), 2 (m k + k n + m n) / memory)
-// and one layer's forward pass is the products of Megatron's tensor-parallel
+// Otherwise, from peak_tflops, matmul_efficiency, memory_gb_per_s and
+// multiprocessors, each operation of the stage's L / p layers priced by
+// roofline (Williams et al., CACM 2009): a matrix product of m×k by k×n takes
+//   max(2 m k n / (peak · matmul_efficiency · fill), 2 (m k + k n + m n) / memory)
+// where fill is the share of tile slots its output uses: cuBLAS computes it
+// in tiles of 256×128 (or 128×256, whichever fills better), one tile per
+// multiprocessor at a time, so a product of T tiles takes ceil(T / SMs)
+// waves, and partial tiles and partial waves cost whole ones (NVIDIA,
+// "Matrix Multiplication Background User's Guide": tile and wave
+// quantization). One layer's forward pass is the products of Megatron's tensor-parallel
 // layer (SC'21 §3.2, Fig. 5): QKV (bs × h × 3h/t), the attention scores and
 // their weighted values (per head, a b / t of s × h/a × s and s × s × h/a),
 // the projection (bs × h/t × h) and the MLP (bs × h × 4h/t, bs × 4h/t × h);
@@ -96,9 +102,12 @@
 // TFLOP/s dense bf16/fp16 and 2,039 GB/s HBM2e (80 GB; NVIDIA A100
 // datasheet), V100 SXM2 125 TFLOP/s and 900 GB/s (NVIDIA V100 datasheet).
 // matmul_efficiency: the largest matmul rate measured on an A100 SXM, 271.2
-// of 312 TFLOP/s (S. Bekman, "Machine Learning Engineering", compute/
-// accelerator, Maximum Achievable Matmul FLOPS table, torch 2.6, 2025); no
-// such measurement is given for a V100, so it has none. 150 GB/s is a
+// of 312 TFLOP/s at 1024×10240×5120 (S. Bekman, "Machine Learning
+// Engineering", compute/accelerator, Maximum Achievable Matmul FLOPS table,
+// torch 2.6, 2025), over the 320 / 324 of three waves that shape fills: 0.880
+// per full wave; no such measurement is given for a V100, so it has none.
+// Multiprocessors: 108 on an A100, 80 on a V100 (NVIDIA's Ampere and Volta
+// architecture whitepapers). 150 GB/s is a
 // V100's six NVLink links of 25 GB/s, 12.5 GB/s one 100 Gb/s InfiniBand
 // link per GPU, 16 GB/s PCIe 3.0 x16. Sequence 2048 and batch 512 are
 // GPT-3's for its 1.3B model (Brown et al., 2020, Table 2.1), whose 6.7B to
@@ -133,8 +142,11 @@ enum class PipelineSchedule { one_f_one_b, interleaved };
 struct Parallel3dOptions {
   ByGpuType achieved_tflops{{"v100", 39}};
   ByGpuType peak_tflops{{"a100", 312}, {"v100", 125}};
-  ByGpuType matmul_efficiency{{"a100", 271.2 / 312}};
+  // 271.2 of 312 TFLOP/s at 1024×10240×5120, whose 320 tiles fill 320 / 324
+  // of three waves on 108 multiprocessors (see the top).
+  ByGpuType matmul_efficiency{{"a100", 271.2 / 312 / (320.0 / 324)}};
   ByGpuType memory_gb_per_s{{"a100", 2039}, {"v100", 900}};
+  ByGpuType multiprocessors{{"a100", 108}, {"v100", 80}};
   double intra_node_gb_per_s = 150;
   double inter_node_gb_per_s = 12.5;
   double offload_gb_per_s = 16;
@@ -156,14 +168,33 @@ constexpr double kFp16Bytes = 2;
 constexpr double kPositive = 1e-9;  // the smallest value read for quantities that must be positive
 constexpr double kHeadSize = 128;   // GPT-3's, see the top
 
+// cuBLAS's largest output tile on Ampere, 256×128 (either way round), and
+// the one this model assumes (NVIDIA, "Matrix Multiplication Background User's
+// Guide", Deep Learning Performance documentation: tile and wave quantization).
+constexpr double kTileRows = 256, kTileColumns = 128;
+
 // A GPU type's roofline, when it is priced from its datasheet.
 struct Roofline {
   double flops = 0;  // peak · matmul_efficiency, FLOP/s
   double bytes = 0;  // memory bandwidth, bytes/s
+  double multiprocessors = 0;
+
+  // The share of the GPU's tile slots that `count` products with m×n
+  // outputs use: whole tiles in whole waves, one tile per multiprocessor.
+  double wave_fill(double m, double n, double count) const {
+    double best = 0;
+    for (const auto [rows, columns] : {std::pair{kTileRows, kTileColumns}, std::pair{kTileColumns, kTileRows}}) {
+      const double tiles = std::ceil(m / rows) * std::ceil(n / columns) * count;
+      const double waves = std::ceil(tiles / multiprocessors);
+      best = std::max(best, m * n * count / (rows * columns) / (waves * multiprocessors));
+    }
+    return best;
+  }
 
   // Seconds for `count` products of m×k by k×n in fp16.
   double matmul(double m, double k, double n, double count = 1) const {
-    return count * std::max(2 * m * k * n / flops, kFp16Bytes * (m * k + k * n + m * n) / bytes);
+    return count * std::max(2 * m * k * n / (flops * wave_fill(m, n, count)),
+                            kFp16Bytes * (m * k + k * n + m * n) / bytes);
   }
 };
 
@@ -209,7 +240,8 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
   std::string check(const ClusterState& cluster) const override {
     for (const std::string& type : cluster.gpu_types())
       if (!options_.achieved_tflops.contains(type) && !roofline(type))
-        return "no achieved_tflops, nor peak_tflops, matmul_efficiency and memory_gb_per_s, for GPU type '" +
+        return "no achieved_tflops, nor peak_tflops, matmul_efficiency, memory_gb_per_s and multiprocessors, "
+               "for GPU type '" +
                type + "'";
     return {};
   }
@@ -233,11 +265,11 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
   }
 
   std::optional<Roofline> roofline(std::string_view type) const {
-    double peak = 0, efficiency = 0, memory = 0;
+    double peak = 0, efficiency = 0, memory = 0, multiprocessors = 0;
     if (!look_up(options_.peak_tflops, type, peak) || !look_up(options_.matmul_efficiency, type, efficiency) ||
-        !look_up(options_.memory_gb_per_s, type, memory))
+        !look_up(options_.memory_gb_per_s, type, memory) || !look_up(options_.multiprocessors, type, multiprocessors))
       return std::nullopt;
-    return Roofline{peak * 1e12 * efficiency, memory * 1e9};
+    return Roofline{peak * 1e12 * efficiency, memory * 1e9, multiprocessors};
   }
 
   // Seconds of one microbatch's forward and backward passes on the last
@@ -315,6 +347,7 @@ std::unique_ptr<ThroughputModel> parse_parallel_3d_model(TableReader& arguments,
   read_by_gpu_type(arguments, "peak_tflops", options.peak_tflops, kPositive);
   read_by_gpu_type(arguments, "matmul_efficiency", options.matmul_efficiency, kPositive, 1);
   read_by_gpu_type(arguments, "memory_gb_per_s", options.memory_gb_per_s, kPositive);
+  read_by_gpu_type(arguments, "multiprocessors", options.multiprocessors, 1);
   auto read = [&](std::string_view key, double& value, double min = kPositive) {
     value = arguments.number(key, value, min).value_or(value);
   };
