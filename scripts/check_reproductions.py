@@ -36,7 +36,7 @@ DEFAULT_CHECKS = EXPERIMENTS / "reproductions.toml"
 
 # The units a published value may be given in, as multiples of the figure's
 # own (seconds, or a fraction for "%").
-UNITS = {"s": 1.0, "h": 1 / 3600, "%": 100.0}
+UNITS = {"s": 1.0, "h": 1 / 3600, "%": 100.0, "TFLOP/s": 1e-12}
 TOLERANCES = ("relative", "absolute", "direction")
 
 
@@ -76,6 +76,7 @@ class Run:
     file: str
     set: list
     reduced: list
+    price: bool = False  # `tessel price FILE`: rows by "case", no simulation
 
 
 @dataclass
@@ -182,8 +183,15 @@ def load_checks(path):
         for i, run in enumerate(take(table, "runs", list, where)):
             run_where = f"{where}.runs[{i}]"
             if not isinstance(run, dict):
-                raise UsageError(f"{run_where}: expected {{ file, set, reduced }}")
-            refuse_unknown(run, ("file", "set", "reduced"), run_where)
+                raise UsageError(f"{run_where}: expected {{ file, set, reduced }} or {{ price }}")
+            if "price" in run:
+                refuse_unknown(run, ("price",), run_where)
+                file = take(run, "price", str, run_where)
+                if not (EXPERIMENTS / file).is_file():
+                    raise UsageError(f"{run_where}.price: no file experiments/{file}")
+                runs.append(Run(file, [], [], price=True))
+                continue
+            refuse_unknown(run, ("file", "set", "reduced", "price"), run_where)
             file = take(run, "file", str, run_where)
             if not (EXPERIMENTS / file).is_file():
                 raise UsageError(f"{run_where}.file: no experiment file experiments/{file}")
@@ -222,10 +230,13 @@ def same_value(reported, wanted):
 
 
 class Reports:
-    """`tessel report --by --over --format json` of one database, each asked once."""
+    """`tessel report --by --over --format json` of one database, each asked once;
+    with the rows of `tessel price` runs, which are by "case"."""
 
-    def __init__(self, tessel, database):
+    def __init__(self, tessel, database, priced=()):
         self.tessel, self.database, self.cache = tessel, database, {}
+        if priced:
+            self.cache[("case", ())] = list(priced)
 
     def rows(self, by, over):
         key = (by, tuple(over))
@@ -303,10 +314,15 @@ def check_experiment(experiment, tessel, shared_data, scratch, jobs, reduced):
             result.verdict, result.note = "SKIP", f"{', '.join(absent)} absent"
         return results
     database = scratch / f"{experiment.name}.db"
+    priced = []
+    for run in experiment.runs:
+        if run.price:
+            priced += json.loads(tessel_command(tessel, "price", EXPERIMENTS / run.file, "--format", "json",
+                                                what=f"tessel price experiments/{run.file}"))
     if database.exists():
         # Its runs would be averaged with the new ones; and it may be someone's results.
         raise UsageError(f"{database} exists: remove it, or choose another --scratch")
-    for run in experiment.runs:
+    for run in (run for run in experiment.runs if not run.price):
         args = ["run", EXPERIMENTS / run.file, "--db", database, "-q"]
         if jobs:
             args += ["-j", jobs]
@@ -316,7 +332,7 @@ def check_experiment(experiment, tessel, shared_data, scratch, jobs, reduced):
         print(f"running experiments/{run.file}{' (reduced)' if reduced else ''} ...", file=sys.stderr, flush=True)
         tessel_command(tessel, *args, what=f"tessel run experiments/{run.file}")
         print(f"  done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    reports = Reports(tessel, database)
+    reports = Reports(tessel, database, priced)
     for result in pending:
         result.ours, why = measure(result.check, reports, reduced)
         if result.ours is None:

@@ -1,6 +1,6 @@
 // The `tessel` command as a user meets it: exit codes, messages, output.
 #include <doctest/doctest.h>
-
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 #include "support.hpp"
@@ -30,7 +30,7 @@ database = "out/results.db"
 }  // namespace
 
 TEST_CASE("every command has --help and exits 0") {
-  for (const char* command : {"run", "validate", "plugins", "report"}) {
+  for (const char* command : {"run", "validate", "price", "plugins", "report"}) {
     CAPTURE(command);
     const auto result = run_tessel({command, "--help"});
     CHECK(result.code == 0);
@@ -221,6 +221,48 @@ TEST_CASE("validate accepts a good experiment without running it") {
   CHECK(result.code == 0);
   CHECK(result.out == "small.toml: ok: 50 jobs on 4 nodes, 16 GPUs, accept_all -> fifo -> consolidated -> none\n");
   CHECK_FALSE(fs::exists(dir.path() / "out"));
+}
+
+TEST_CASE("price prices each case without simulating, and refuses bad cases with exit 2") {
+  TempDir dir;
+  const std::string case_text = R"(
+[[case]]
+name = "one node"
+model = { name = "parallel-3d", achieved_tflops = { v100 = 100 }, intra_node_gb_per_s = 100, sequence_length = 1000, hidden_per_layer = 1000 }
+parameters = 1.2e10
+batch_size = 8
+gpu_type = "v100"
+gpu_mem_gb = 1000
+gpus = 8
+tensor_parallel = 1
+pipeline_parallel = 4
+)";
+  dir.write("cases.toml", case_text);
+  // 1.7428 s a step, worked by hand in tests/test_models.cpp; 96 B s L h^2 (1 + s/6h + V/16Lh) FLOPs.
+  const auto json = run_tessel({"price", "cases.toml", "--format", "json"}, dir.path());
+  REQUIRE(json.code == 0);
+  const auto rows = nlohmann::json::parse(json.out);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["series"] == "cases");
+  CHECK(rows[0]["case"] == "one node");
+  CHECK(rows[0]["steps_per_s"].get<double>() == doctest::Approx(1 / 1.7428));
+  const double flops = 96.0 * 8 * 1000 * 10 * 1e8 * (1 + 1000 / 6e4 + 51200 / (16 * 10 * 1e4));
+  CHECK(rows[0]["flops_per_gpu"].get<double>() == doctest::Approx(flops / 1.7428 / 8));
+  const auto table = run_tessel({"price", "cases.toml"}, dir.path());
+  CHECK(table.code == 0);
+  CHECK(table.out.starts_with("case"));
+  CHECK(table.out.find("one node") != std::string::npos);
+
+  std::string bad = case_text;
+  bad.replace(bad.find("hidden_per_layer = 1000"), 23, R"(pipeline_schedule = "zigzag")");
+  dir.write("bad.toml", bad + "\n[[case]]\nname = \"no gpus\"\ngpu_type = \"v100\"\ngpu_mem_gb = 1\n");
+  const auto refused = run_tessel({"price", "bad.toml"}, dir.path());
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("unknown pipeline_schedule 'zigzag' in [case[0].model] (valid: 1f1b, interleaved)") !=
+        std::string::npos);
+  CHECK(refused.err.find("[case[1]] is missing required key 'gpus'") != std::string::npos);
+  dir.write("empty.toml", "");
+  CHECK(run_tessel({"price", "empty.toml"}, dir.path()).code == 2);
 }
 
 TEST_CASE("the quickstart experiment runs") {

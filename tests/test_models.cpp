@@ -400,3 +400,133 @@ TEST_CASE("a cluster of a GPU type the table lacks is refused before the run") {
       simulate(dir, two_node_experiment("a100", R"({ name = "gavel-table", path = "throughputs.json" })")),
       "throughput model 'gavel-table': no throughputs for GPU type 'a100' (the table has: k80, v100)", UserError);
 }
+
+namespace {
+
+Shape parallel_shape(int gpus, int nodes, const std::string& gpu_type, double gpu_mem_gb, int tp, int pp) {
+  Shape shape;
+  shape.gpus = gpus;
+  shape.nodes = nodes;
+  shape.gpu_type = gpu_type;
+  shape.gpu_mem_gb = gpu_mem_gb;
+  shape.layout.tensor_parallel = tp;
+  shape.layout.pipeline_parallel = pp;
+  return shape;
+}
+
+JobSpec parallel_job(double parameters, int batch_size) {
+  JobSpec job;
+  job.parameters = parameters;
+  job.batch_size = batch_size;
+  return job;
+}
+
+}  // namespace
+
+// SC'21 Table 1 (experiments/megatron): each row's shape, layout and batch on
+// DGX A100 nodes at datasheet bandwidths. Pinned at what the roofline model
+// gives now, beside the published figure it is compared with in the README
+// (ours are 4-24% above it: see experiments/megatron/README.md).
+TEST_CASE("parallel-3d prices SC'21's weak-scaling table from datasheets") {
+  struct Row {
+    const char* name;
+    double parameters;
+    int heads, hidden, layers, tp, pp, gpus, batch;
+    double published, ours;  // TFLOP/s per GPU
+  };
+  const Row rows[] = {
+      {"1.7B", 1.7e9, 24, 2304, 24, 1, 1, 32, 512, 137, 143.00},
+      {"3.6B", 3.6e9, 32, 3072, 30, 2, 1, 64, 512, 138, 149.90},
+      {"7.5B", 7.5e9, 32, 4096, 36, 4, 1, 128, 512, 142, 147.70},
+      {"18B", 18.4e9, 48, 6144, 40, 8, 1, 256, 1024, 135, 149.30},
+      {"39B", 39.1e9, 64, 8192, 48, 8, 2, 512, 1536, 138, 165.30},
+      {"76B", 76.1e9, 80, 10240, 60, 8, 4, 1024, 1792, 140, 173.20},
+      {"145B", 145.6e9, 96, 12288, 80, 8, 8, 1536, 2304, 148, 173.80},
+      {"310B", 310.1e9, 128, 16384, 96, 8, 16, 1920, 2160, 155, 181.90},
+      {"530B", 529.6e9, 128, 20480, 105, 8, 35, 2520, 2520, 163, 184.90},
+      {"1T", 1008.0e9, 160, 25600, 128, 8, 64, 3072, 3072, 163, 185.20},
+  };
+  TempDir dir;
+  for (const Row& row : rows) {
+    CAPTURE(row.name);
+    const auto model = model_from(
+        dir, "{ name = \"parallel-3d\", layers = " + std::to_string(row.layers) +
+                 ", hidden_size = " + std::to_string(row.hidden) + ", attention_heads = " + std::to_string(row.heads) +
+                 ", intra_node_gb_per_s = 300, inter_node_gb_per_s = 25 }");
+    const JobSpec job = parallel_job(row.parameters, row.batch);
+    const Shape shape = parallel_shape(row.gpus, row.gpus / 8, "a100", 80, row.tp, row.pp);
+    const auto* flops = dynamic_cast<const FlopCount*>(model.get());
+    REQUIRE(flops != nullptr);
+    // The paper's count (SC'21, Appendix, eq. 3), written out here.
+    const double s = 2048, h = row.hidden, l = row.layers;
+    CHECK(flops->flops_per_unit(job, shape) ==
+          doctest::Approx(96 * row.batch * s * l * h * h * (1 + s / (6 * h) + 51200 / (16 * l * h))));
+    const double tflops = flops->flops_per_unit(job, shape) * model->rate(job, shape) / row.gpus / 1e12;
+    CHECK(tflops == doctest::Approx(row.ours).epsilon(0.001));
+  }
+  const auto small = model_from(dir, R"({ name = "parallel-3d", layers = 24, hidden_size = 2304, attention_heads = 24 })");
+  // Without the datasheet bandwidths the same row is slower: the defaults are a V100 cluster's.
+  const JobSpec job = parallel_job(1.7e9, 512);
+  const Shape shape = parallel_shape(32, 4, "a100", 80, 1, 1);
+  CHECK(dynamic_cast<const FlopCount&>(*small).flops_per_unit(job, shape) * small->rate(job, shape) / 32 / 1e12 <
+        rows[0].ours);
+}
+
+// By hand, with a measured rate: 1.2e10 parameters, hidden_per_layer 1000 ->
+// h = 1e4, L = 10; 100 TFLOP/s, 100 GB/s; s = 1000, b = 1; batch 8 on 8 GPUs
+// of one node as (t, p) = (1, 4): d = 2, m = 4 microbatches.
+//   compute   8 x 1.2e10 x 1000 / 4 / 1e14            = 0.24 s
+//   pipeline  2 x 2 bytes x 1000 x 1e4 / 1e11          = 4e-4 s   (x2 interleaved)
+//   allreduce 2 x 1/2 x 2 bytes x 1.2e10 / 4 / 1e11    = 0.06 s
+//   1F1B        (4 + 3)     (0.24 + 4e-4) + 0.06 = 1.7428 s
+//   interleaved (4 + 3 / 2) (0.24 + 8e-4) + 0.06 = 1.3844 s
+TEST_CASE("parallel-3d: the interleaved schedule divides the bubble by its chunks and sends chunks times as much") {
+  TempDir dir;
+  const std::string common =
+      R"(name = "parallel-3d", achieved_tflops = { v100 = 100 }, intra_node_gb_per_s = 100, )"
+      R"(sequence_length = 1000, hidden_per_layer = 1000)";
+  const JobSpec job = parallel_job(1.2e10, 8);
+  const Shape shape = parallel_shape(8, 1, "v100", 1000, 1, 4);
+  CHECK(1 / model_from(dir, "{ " + common + " }")->rate(job, shape) == doctest::Approx(1.7428));
+  CHECK(1 / model_from(dir, "{ " + common + R"(, pipeline_schedule = "1f1b" })")->rate(job, shape) ==
+        doctest::Approx(1.7428));
+  CHECK(1 / model_from(dir, "{ " + common + R"(, pipeline_schedule = "interleaved" })")->rate(job, shape) ==
+        doctest::Approx(1.3844));
+  // Four chunks: (4 + 3/4) (0.24 + 16e-4) + 0.06.
+  CHECK(1 / model_from(dir, "{ " + common + R"(, pipeline_schedule = "interleaved", model_chunks = 4 })")
+                    ->rate(job, shape) == doctest::Approx(4.75 * 0.2416 + 0.06));
+}
+
+TEST_CASE("parallel-3d refuses an unknown pipeline schedule, and chunks without interleaving") {
+  TempDir dir;
+  CHECK(problems(dir, R"({ name = "parallel-3d", pipeline_schedule = "zigzag" })") ==
+        "model.toml:2:53: unknown pipeline_schedule 'zigzag' in [workload.model] (valid: 1f1b, interleaved)");
+  CHECK(problems(dir, R"({ name = "parallel-3d", model_chunks = 4 })") ==
+        "model.toml:2:48: model_chunks in [workload.model] applies to pipeline_schedule = \"interleaved\" only");
+  CHECK(problems(dir, R"({ name = "parallel-3d", matmul_efficiency = { a100 = 1.5 } })") ==
+        "model.toml:2:62: 'a100' in [workload.model.matmul_efficiency] must be in 1e-09..1, got 1.5");
+}
+
+TEST_CASE("parallel-3d prices a GPU type from its datasheet when no measured rate is given") {
+  TempDir dir;
+  std::vector<NodeSpec> nodes(1);
+  nodes[0].gpu_type = "a100";
+  const auto model = model_from(dir, R"({ name = "parallel-3d" })");
+  CHECK(model->check(ClusterState(nodes)).empty());
+  nodes[0].gpu_type = "h100";
+  CHECK(model_from(dir, R"({ name = "parallel-3d", peak_tflops = { h100 = 989 }, memory_gb_per_s = { h100 = 3350 } })")
+            ->check(ClusterState(nodes)) ==
+        "no achieved_tflops, nor peak_tflops, matmul_efficiency, memory_gb_per_s and multiprocessors, for GPU type "
+        "'h100'");
+  CHECK(model_from(dir, R"({ name = "parallel-3d", peak_tflops = { h100 = 989 }, memory_gb_per_s = { h100 = 3350 }, )"
+                        R"(matmul_efficiency = { h100 = 0.7 }, multiprocessors = { h100 = 132 } })")
+            ->check(ClusterState(nodes))
+            .empty());
+  // A measured rate (the V100's default, 39 TFLOP/s) wins over the datasheet, even with all of it given.
+  const JobSpec job = parallel_job(1.3e9, 512);
+  const Shape v100 = parallel_shape(8, 1, "v100", 32, 1, 1);
+  const auto datasheet = model_from(dir, R"({ name = "parallel-3d", matmul_efficiency = { v100 = 0.8 } })");
+  const auto measured = model_from(dir, R"({ name = "parallel-3d", matmul_efficiency = { v100 = 0.8 }, )"
+                                        R"(achieved_tflops = { v100 = 39 } })");
+  CHECK(datasheet->rate(job, v100) == doctest::Approx(measured->rate(job, v100)));
+}

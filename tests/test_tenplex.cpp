@@ -205,7 +205,9 @@ TEST_CASE("parallel-3d checks its arguments and needs a FLOP rate for every GPU 
   }
   std::vector<NodeSpec> nodes(2);
   nodes[1].gpu_type = "k80";
-  CHECK(parallel_3d("")->check(ClusterState(nodes)) == "no achieved_tflops for GPU type 'k80'");
+  CHECK(parallel_3d("")->check(ClusterState(nodes)) ==
+        "no achieved_tflops, nor peak_tflops, matmul_efficiency, memory_gb_per_s and multiprocessors, for GPU type "
+        "'k80'");
   CHECK(parallel_3d("achieved_tflops = { k80 = 4 }")->check(ClusterState(nodes)).empty());
 }
 

@@ -12,7 +12,10 @@
 #include <regex>
 #include <span>
 
+#include <nlohmann/json.hpp>
+
 #include "config/experiment.hpp"
+#include "config/toml_document.hpp"
 #include "engine/errors.hpp"
 #include "plugins/composition.hpp"
 #include "plugins/registry.hpp"
@@ -21,6 +24,7 @@
 #include "results/report.hpp"
 #include "results/store.hpp"
 #include "experiment_runner.hpp"
+#include "models/models.hpp"
 #include "simulation.hpp"
 
 namespace tessel::cli {
@@ -244,6 +248,85 @@ int plot(const PlotOptions& options) {
     request.output = std::filesystem::path(options.database).stem().string() + "-" + options.kind + ".svg";
   tessel::plot(store, request);
   std::cout << "wrote " << request.output << "\n";
+  return 0;
+}
+
+namespace {
+
+// One [[case]] of a `tessel price` file.
+struct PriceCase {
+  std::string name;
+  std::shared_ptr<const ThroughputModel> model;
+  JobSpec job;
+  Shape shape;
+};
+
+std::vector<PriceCase> read_price_cases(const std::string& path) {
+  const auto document = std::make_shared<const TomlDocument>(TomlDocument::load(path));
+  Diagnostics diagnostics;
+  TableReader root(*document, diagnostics, &document->root(), "");
+  std::vector<PriceCase> cases;
+  const toml::array* rows = root.node("case") ? root.node("case")->as_array() : nullptr;
+  if (!rows || rows->empty()) root.error("case", "needs at least one [[case]]");
+  for (std::size_t i = 0; rows && i < rows->size(); ++i) {
+    TableReader row = root.nested((*rows)[i].as_table(), "case[" + std::to_string(i) + "]");
+    PriceCase c;
+    c.name = row.string("name", std::nullopt).value_or("");
+    c.model = build_throughput_model(read_model_settings(row, document), diagnostics);
+    c.job.parameters = row.number("parameters", 0.0, 0).value_or(0);
+    c.job.batch_size = static_cast<int>(row.integer("batch_size", 0, 0).value_or(0));
+    c.shape.gpus = static_cast<int>(row.integer("gpus", std::nullopt, 1).value_or(1));
+    c.shape.nodes = static_cast<int>(row.integer("nodes", 1, 1).value_or(1));
+    c.shape.gpu_type = row.string("gpu_type", std::nullopt).value_or("");
+    c.shape.gpu_mem_gb = row.number("gpu_mem_gb", std::nullopt, 0).value_or(0);
+    c.shape.layout.tensor_parallel = static_cast<int>(row.integer("tensor_parallel", 0, 0).value_or(0));
+    c.shape.layout.pipeline_parallel = static_cast<int>(row.integer("pipeline_parallel", 0, 0).value_or(0));
+    c.job.gpus = c.job.min_gpus = c.job.max_gpus = c.shape.gpus;
+    row.finish();
+    if (c.model) {
+      NodeSpec node;
+      node.gpu_type = c.shape.gpu_type;
+      if (std::string why = c.model->check(ClusterState({node})); !why.empty()) row.error("model", why);
+    }
+    cases.push_back(std::move(c));
+  }
+  root.finish();
+  diagnostics.raise_if_any();
+  return cases;
+}
+
+}  // namespace
+
+int price(const std::string& path, const std::string& format) {
+  if (format != "table" && format != "json") throw UserError("--format: 'table' or 'json', not '" + format + "'");
+  const std::string series = std::filesystem::path(path).stem().string();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const PriceCase& c : read_price_cases(path)) {
+    nlohmann::ordered_json row;
+    row["series"] = series;
+    row["case"] = c.name;
+    const double rate = c.model->rate(c.job, c.shape);
+    row["steps_per_s"] = rate;
+    if (const auto* flops = dynamic_cast<const FlopCount*>(c.model.get()))
+      row["flops_per_gpu"] = flops->flops_per_unit(c.job, c.shape) * rate / c.shape.gpus;
+    rows.push_back(std::move(row));
+  }
+  if (format == "json") {
+    std::cout << rows.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << std::left << std::setw(16) << "case" << std::right << std::setw(14) << "steps/s" << std::setw(16)
+            << "TFLOP/s per GPU" << "\n";
+  for (const auto& row : rows) {
+    std::cout << std::left << std::setw(16) << row["case"].get<std::string>() << std::right << std::setw(14)
+              << std::setprecision(4) << row["steps_per_s"].get<double>() << std::setw(16);
+    if (row.contains("flops_per_gpu"))
+      std::cout << std::fixed << std::setprecision(1) << row["flops_per_gpu"].get<double>() / 1e12
+                << std::defaultfloat;
+    else
+      std::cout << "-";
+    std::cout << "\n";
+  }
   return 0;
 }
 

@@ -53,5 +53,9 @@ int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b)
 int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run,
             std::optional<double> from, std::optional<double> to, const std::string& stage);
 int plot(const PlotOptions& options);
+// Prices each [[case]] of a file (a throughput model, a job, an allocation
+// and its layout) without simulating: steps per second, and FLOP/s per GPU
+// where the model counts its FLOPs. Format "table" or "json".
+int price(const std::string& path, const std::string& format);
 
 }  // namespace tessel::cli

@@ -44,6 +44,12 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("config", validate_config, "experiment TOML file")->required();
   validate_cmd->add_option("--set", validate_overrides, "override a config key")->allow_extra_args(false);
 
+  std::string price_file, price_format = "table";
+  auto* price_cmd =
+      app.add_subcommand("price", "Price each [[case]] of a file with its throughput model, without simulating");
+  price_cmd->add_option("file", price_file, "TOML file of [[case]] tables")->required();
+  price_cmd->add_option("--format", price_format, "table or json")->check(CLI::IsMember({"table", "json"}));
+
   tessel::cli::PluginsOptions plugins;
   auto* plugins_cmd = app.add_subcommand("plugins", "List the plugins found, with their kind, version and description");
   plugins_cmd->add_option("--kind", plugins.kind, "only this stage")
@@ -207,6 +213,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return tessel::cli::run(run, stop_requested);
     if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides);
     if (*plugins_cmd) return tessel::cli::plugins(plugins);
+    if (*price_cmd) return tessel::cli::price(price_file, price_format);
     if (*report_cmd) return tessel::cli::report(report);
     if (*compare_cmd) return tessel::cli::compare(compare_db, compare_a, compare_b);
     if (*explain_cmd) return tessel::cli::explain(explain_db, explain_job, explain_run, explain_from, explain_to, explain_stage);

@@ -140,8 +140,14 @@ def test_every_check_of_the_real_table_names_a_figure_of_report(tmp_path):
     assert "avg_jct_s" in figures
     checked = [check for experiment in experiments for check in experiment.checks if check.published is not None]
     assert checked
+    # Checks by "case" read the rows of `tessel price` runs.
+    priced = set()
+    for run in (run for experiment in experiments for run in experiment.runs if run.price):
+        result = cli("price", ROOT / "experiments" / run.file, "--format", "json")
+        assert result.returncode == 0, result.stderr
+        priced |= set(json.loads(result.stdout)[0]) - {"series", "case"}
     for check in checked:
-        assert check.figure in figures, check.name
+        assert check.figure in (priced if check.by == "case" else figures), check.name
     # Every experiment folder with a README is in the table (quickstart.toml has no published figure).
     folders = {path.parent.name for path in (ROOT / "experiments").glob("*/README.md")}
     assert folders == {experiment.name for experiment in experiments}
@@ -157,3 +163,45 @@ def test_a_database_already_in_scratch_is_left_alone(write, tmp_path):
     assert result.returncode == 2
     assert f"{database} exists: remove it, or choose another --scratch" in result.stderr
     assert database.read_bytes() == before
+
+
+# The 1T row of SC'21 Table 1, priced by `tessel price` (experiments/megatron).
+PRICED = """\
+[megatron]
+runs = [{ price = "megatron/weak_scaling.toml" }]
+data = []
+"""
+
+
+def priced_check(name, published, relative):
+    return "\n".join([
+        "[[megatron.check]]",
+        f'name = "{name}"',
+        'figure = "flops_per_gpu"',
+        'by = "case"',
+        'row = { series = "weak_scaling", at = "1T" }',
+        'unit = "TFLOP/s"',
+        f"published = {published}",
+        'source = "a test"',
+        f"relative = {relative}",
+    ]) + "\n"
+
+
+def test_a_price_run_is_checked_without_simulating(write, tmp_path):
+    checks = write("checks.toml", PRICED + priced_check("near ours", 185, 0.01) + priced_check("far", 100, 0.15))
+    scratch = tmp_path / "scratch"
+    result = check_reproductions("--checks", checks, "--scratch", scratch)
+    assert result.returncode == 1, result.stderr
+    rows = table(result.stdout)
+    assert rows[1][1:] == ["near ours", "185.00 TFLOP/s", rows[1][3], "±1%", "PASS"]
+    assert rows[2][1:] == ["far", "100.00 TFLOP/s", rows[1][3], "±15%", "FAIL"]
+    assert not (scratch / "megatron.db").exists()  # nothing was simulated
+
+
+def test_a_price_run_takes_no_overrides(write):
+    checks = write("checks.toml", PRICED.replace('{ price = "megatron/weak_scaling.toml" }',
+                                                 '{ price = "megatron/weak_scaling.toml", set = ["a=1"] }')
+                   + priced_check("near ours", 185, 0.01))
+    result = check_reproductions("--checks", checks)
+    assert result.returncode == 2
+    assert "runs[0]: unknown key 'set' (known: price)" in result.stderr

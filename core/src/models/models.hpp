@@ -26,6 +26,20 @@ struct ModelKind {
 
 std::span<const ModelKind> throughput_models();
 
+// A model whose work unit is a known number of floating-point operations
+// (parallel-3d: one training step's, as the paper it follows counts them), so
+// that its rate can be told as FLOP/s per GPU (`tessel price`).
+class FlopCount {
+ public:
+  virtual ~FlopCount() = default;
+  virtual double flops_per_unit(const JobSpec& job, const Shape& shape) const = 0;
+
+ protected:
+  FlopCount() = default;
+  FlopCount(const FlopCount&) = default;
+  FlopCount& operator=(const FlopCount&) = default;
+};
+
 // Builds the model: checks its name and arguments and reads its data files.
 // Null after reporting each problem to `diagnostics`, located at the
 // config's keys.
