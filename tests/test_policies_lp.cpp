@@ -131,6 +131,57 @@ TEST_CASE("gavel max_min_fairness: the time shares that equalise normalised thro
   CHECK(time_shares(reason_of(results, 0, 0, PluginKind::allocation)).at("v100") == 1);
 }
 
+TEST_CASE("gavel min_seconds_between_allocations: solves held back as in Gavel's simulator") {
+  // kTwoJobs and job 2 (Beta, 20,000 steps) at 600. Solved at 0; job 1's
+  // arrival at 300 is the first change after a solve at time 0: solved at
+  // once. Job 2's at 600 waits until 300 + 1,920 = 2,220, so for the round
+  // at 2,400; until then job 2 has no share. Without the throttle it has
+  // one from 600.
+  const std::string trace = std::string(kTwoJobs) + "600,1,5000,Beta\n";
+  const auto run = [&](const std::string& extra) {
+    TempDir dir;
+    dir.write("throughputs.json", kGavelTable);
+    dir.write("trace.csv", trace);
+    return simulate(dir, R"([[cluster.groups]]
+count = 1
+gpus_per_node = 1
+gpu_type = "v100"
+[[cluster.groups]]
+count = 1
+gpus_per_node = 3
+gpu_type = "k80"
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+model = { name = "gavel-table", path = "throughputs.json" }
+reference_gpu_type = "v100"
+
+[scheduler]
+allocation = { plugin = "gavel", policy = "max_min_fairness")" + extra + R"( }
+placement = { plugin = "consolidated" }
+
+[output]
+decisions = true
+)");
+  };
+  // The first decision with a time share for `job`, in the allocation stage.
+  const auto first_share = [](const RunResults& results, JobId job) {
+    for (const DecisionRecord& d : results.decisions)
+      if (d.job == job && d.stage == PluginKind::allocation && d.reason.find("time share ") != std::string::npos &&
+          d.reason.find("no time share yet") == std::string::npos)
+        return d.time;
+    return -1.0;
+  };
+  const RunResults throttled = run(", min_seconds_between_allocations = 1920");
+  CHECK(first_share(throttled, 1) == 300);
+  CHECK(reason_of(throttled, 2, 600, PluginKind::allocation).find("no time share yet (solved last at 300 s") !=
+        std::string::npos);
+  CHECK(first_share(throttled, 2) == 2400);
+  const RunResults every_change = run("");
+  CHECK(first_share(every_change, 2) == 600);
+}
+
 TEST_CASE("gavel finish_time_fairness: the shares that equalise finish-time ratios, by hand") {
   // Isolated shares: 1/2 of each type's GPUs per job, as time fractions
   // (0.5, 1.5), scaled to sum to 1: (0.25, 0.75). Job 0's isolated

@@ -28,6 +28,7 @@ class AllocationThrottle {
   }
 
   bool enabled() const { return min_seconds_ > 0; }
+  double seconds() const { return min_seconds_; }
 
   // A recompute is due at `now`: whether it may happen now. If it may, it
   // counts as done at `now`.
