@@ -575,6 +575,6 @@ class Gavel final : public tessel::AllocationPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Gavel, allocation, "gavel", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Gavel, allocation, "gavel", "1.1",
                         "Gavel's heterogeneity-aware time shares per GPU type (LP, GLPK), realised in rounds",
                         kArgs)
