@@ -82,7 +82,7 @@ database = "x.db"
   CHECK(found[2] ==
         "x.toml:4:1: unknown key 'colour' in [cluster] (valid: cpus_per_node, events, gpu_mem_gb, gpu_type, gpus_per_node, "
         "mem_gb_per_node, nodes, nodes_per_rack)");
-  CHECK(found[3] == "x.toml:15:14: unknown completion 'sometimes' in [simulation] (valid: exact, round)");
+  CHECK(found[3] == "x.toml:15:14: unknown completion 'sometimes' in [simulation] (valid: exact, round, exact-held)");
   CHECK(found[4] ==
         "x.toml:17:2: unknown key 'outptu' at the top level (valid: cluster, failures, output, scheduler, serve, "
         "simulation, sweep, workload)");

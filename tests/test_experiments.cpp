@@ -57,6 +57,8 @@ const Experiment kExperiments[] = {
     {"gavel-makespan/fifo-as-run.toml",
      {R"(sweep."workload.jobs"=[30])", "sweep.seeds=[1]"},
      {"gavel/simulation_throughputs.json"}},
+    // Gavel's FIFO_Perf rule by rule: 30 jobs at time 0, one seed.
+    {"gavel-makespan/fifo-perf-100.toml", {"workload.jobs=30", "sweep.seeds=[1]"}, {"gavel/simulation_throughputs.json"}},
     // 300 jobs at 8 jobs/h, the middle 100 tracked: both GPU mixes, four policies.
     {"synergy/synergy.toml",
      {"workload.jobs=300", "workload.track=[100,200]", R"(sweep."workload.jobs_per_hour"=[8])", "sweep.seeds=[1]"},

@@ -131,6 +131,57 @@ TEST_CASE("gavel max_min_fairness: the time shares that equalise normalised thro
   CHECK(time_shares(reason_of(results, 0, 0, PluginKind::allocation)).at("v100") == 1);
 }
 
+TEST_CASE("gavel min_seconds_between_allocations: solves held back as in Gavel's simulator") {
+  // kTwoJobs and job 2 (Beta, 20,000 steps) at 600. Solved at 0; job 1's
+  // arrival at 300 is the first change after a solve at time 0: solved at
+  // once. Job 2's at 600 waits until 300 + 1,920 = 2,220, so for the round
+  // at 2,400; until then job 2 has no share. Without the throttle it has
+  // one from 600.
+  const std::string trace = std::string(kTwoJobs) + "600,1,5000,Beta\n";
+  const auto run = [&](const std::string& extra) {
+    TempDir dir;
+    dir.write("throughputs.json", kGavelTable);
+    dir.write("trace.csv", trace);
+    return simulate(dir, R"([[cluster.groups]]
+count = 1
+gpus_per_node = 1
+gpu_type = "v100"
+[[cluster.groups]]
+count = 1
+gpus_per_node = 3
+gpu_type = "k80"
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+model = { name = "gavel-table", path = "throughputs.json" }
+reference_gpu_type = "v100"
+
+[scheduler]
+allocation = { plugin = "gavel", policy = "max_min_fairness")" + extra + R"( }
+placement = { plugin = "consolidated" }
+
+[output]
+decisions = true
+)");
+  };
+  // The first decision with a time share for `job`, in the allocation stage.
+  const auto first_share = [](const RunResults& results, JobId job) {
+    for (const DecisionRecord& d : results.decisions)
+      if (d.job == job && d.stage == PluginKind::allocation && d.reason.find("time share ") != std::string::npos &&
+          d.reason.find("no time share yet") == std::string::npos)
+        return d.time;
+    return -1.0;
+  };
+  const RunResults throttled = run(", min_seconds_between_allocations = 1920");
+  CHECK(first_share(throttled, 1) == 300);
+  CHECK(reason_of(throttled, 2, 600, PluginKind::allocation).find("no time share yet (solved last at 300 s") !=
+        std::string::npos);
+  CHECK(first_share(throttled, 2) == 2400);
+  const RunResults every_change = run("");
+  CHECK(first_share(every_change, 2) == 600);
+}
+
 TEST_CASE("gavel finish_time_fairness: the shares that equalise finish-time ratios, by hand") {
   // Isolated shares: 1/2 of each type's GPUs per job, as time fractions
   // (0.5, 1.5), scaled to sum to 1: (0.25, 0.75). Job 0's isolated
@@ -378,6 +429,50 @@ TEST_CASE("fifo gpu_type = fastest: each job on the type with room where it runs
   CHECK(jcts(any) == std::vector<double>{3600, 600, 1200});
 }
 
+
+TEST_CASE("fifo gpu_type = fastest-reassigned: every recompute assigns running jobs again, as Gavel's FIFO_Perf") {
+  // One K80 and one V100; Alpha runs 6 steps/s on the V100, 1 on the K80.
+  // Durations are on a V100: job 0 600 steps, job 1 1,200, job 2 3,600, all
+  // at 0; rounds every 300 s.
+  const std::string trace = "arrival,gpus,duration,model\n0,1,100,Alpha\n0,1,200,Alpha\n0,1,600,Alpha\n";
+  TempDir dir;
+  // At 0: job 0 on the V100, job 1 on the K80, job 2 finds no room. Job 0
+  // ends at 100.
+  // fastest: job 1 stays on the K80 (1,200 s); at 300 job 2 takes the V100: 900.
+  const RunResults fastest = fifo_typed(dir, R"({ plugin = "fifo", gpu_type = "fastest" })", trace, k80_and_v100());
+  CHECK(jcts(fastest) == std::vector<double>{100, 1200, 900});
+  // fastest-reassigned: at 300 job 1 (300 steps done) moves to the V100 and
+  // ends at 300 + 900 / 6 = 450; job 2 takes the K80. At 600 job 2 (300
+  // steps done) moves to the V100: 600 + 3,300 / 6 = 1,150.
+  const RunResults reassigned =
+      fifo_typed(dir, R"({ plugin = "fifo", gpu_type = "fastest-reassigned" })", trace, k80_and_v100());
+  const std::vector<double> expected{100, 450, 1150};
+  CHECK(jcts(reassigned) == expected);
+  CHECK(reason_of(reassigned, 1, 300, PluginKind::allocation) ==
+        "served in arrival order on v100, the fastest GPU type with room for it, every active job assigned again in "
+        "arrival order");
+  CHECK(reason_of(reassigned, 2, 0, PluginKind::allocation) ==
+        "needs 1 GPUs of one type; the most free on one type is 0");
+}
+
+TEST_CASE("fifo min_seconds_between_allocations: Gavel's throttle, the first change after time 0 at once") {
+  const std::string trace = "arrival,gpus,duration,model\n0,1,100,Alpha\n0,1,200,Alpha\n0,1,600,Alpha\n";
+  TempDir dir;
+  // As above, but types are assigned again at most every 1,920 s. The
+  // change at 100 (job 0 ends) is the first after the assignment at 0: at
+  // once, in the round at 300, as above. Job 1 ends at 450; the next
+  // assignment may come at 300 + 1,920 = 2,220, so in the round at 2,400:
+  // until then job 2 stays on the K80 and the V100 idles. By 2,400 job 2
+  // has done 2,100 steps; 1,500 more on the V100 take 250 s.
+  const RunResults throttled = fifo_typed(
+      dir, R"({ plugin = "fifo", gpu_type = "fastest-reassigned", min_seconds_between_allocations = 1920 })", trace,
+      k80_and_v100());
+  CHECK(jcts(throttled) == std::vector<double>{100, 450, 2650});
+  // A throttle on FIFO that assigns no type is a contradiction.
+  CHECK_THROWS_WITH(fifo_typed(dir, R"({ plugin = "fifo", min_seconds_between_allocations = 1920 })", trace,
+                               k80_and_v100()),
+                    doctest::Contains("min_seconds_between_allocations"));
+}
 TEST_CASE("fifo gpu_type = random: a type drawn among those with room, never mixed, the queue held at a job none has room for") {
   // Two GPUs of each type, and the linear model: every job runs its
   // duration wherever it runs. Job 0 (1 GPU) draws a type; job 1 (2 GPUs)

@@ -147,6 +147,21 @@ TEST_CASE("FIFO + first_fit, completion at round ends: JCTs by hand") {
   CHECK(jcts(results) == std::vector<double>{300, 400, 550, 380});
 }
 
+TEST_CASE("FIFO + first_fit, exact finish with GPUs held to the round's end (completion = exact-held): by hand") {
+  // The GPUs are released as with "round" (so every start is as there), the
+  // finish is the exact one: job 0 250, job 1 400, job 3 460 (JCT 340), job 2
+  // 520 (JCT 470); job 2's GPUs are held until 600, so its GPU time counts to
+  // then: 2 GPUs x 200 s.
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const RunResults results = simulate(dir, experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })",
+                                                      "[simulation]\ncompletion = \"exact-held\"\n"));
+  CHECK(jcts(results) == std::vector<double>{250, 400, 470, 340});
+  CHECK(results.jobs[1].first_start == 300);
+  CHECK(results.jobs[2].first_start == 400);
+  CHECK(results.jobs[2].gpu_seconds == doctest::Approx(400));
+}
+
 TEST_CASE("FIFO with backfill starts later jobs around a blocked one") {
   // t=0: job 0 on 2 GPUs, job 1 blocked.  t=100: job 2 backfills the other 2 GPUs (ends 220).
   // t=200: job 3 finds no GPU.  t=300: all free; job 1 first (ends 400), job 3 does not fit.

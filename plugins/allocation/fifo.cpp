@@ -16,10 +16,30 @@
 // - "fastest": the type with room on which the throughput model runs the job
 //   fastest (its GPUs packed on as few nodes as possible), as Gavel's
 //   FIFOPolicyWithPerf does; ties go to the type listed first in the cluster.
-// With either, a job for which no type has room is "does not fit": the
-// queue stops there (or, with backfill, skips it), so a job is never split
-// over types. Room is counted in whole free GPUs on nodes that are up, less
-// what the jobs ahead in the queue were granted this round.
+// - "fastest-reassigned": Gavel's FIFOPolicyWithPerf as its code runs it
+//   (policies/fifo.py, FIFOPolicy.get_allocation in mode 'perf'): every
+//   recompute forgets the last assignment and assigns every active job
+//   again, running ones included, in arrival order, each to the fastest
+//   type with room, room counted in all the GPUs up (not only the free
+//   ones). A running job granted another type than it holds moves there
+//   (the core preempts the later jobs in the way), so jobs climb to faster
+//   types as these free up. "fastest" instead keeps a running job on its
+//   type for life.
+// With any of these, a job for which no type has room is "does not fit":
+// the queue stops there (or, with backfill, skips it), so a job is never
+// split over types. Room is counted in whole free GPUs on nodes that are
+// up (all GPUs up, for "fastest-reassigned"), less what the jobs ahead in
+// the queue were granted this round.
+//
+// `min_seconds_between_allocations` (with a typed `gpu_type`): the types are
+// assigned again only when the active jobs or the GPUs up changed, and at
+// most once in that many seconds, as Gavel's simulator recomputes its
+// allocation (allocation_throttle.hpp); in between, the last plan stands,
+// for the jobs still active: a job that arrived meanwhile waits, GPUs freed
+// meanwhile stay idle. 0 (default): every round.
+// A running job that the reassignment leaves without a type (behind a job
+// no type has room for) is denied, and so keeps its GPUs until a granted
+// job needs them; Gavel's would stop at the end of its round.
 // Simplifications: Gavel gives a waiting job the type of a job that just
 // finished, when it fits there, before drawing; when every other type is
 // full, as it is in a busy cluster, the draw picks that type too. CPU and
@@ -34,21 +54,30 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_throttle.hpp"
+
 namespace {
 
-enum class TypeChoice { any, random, fastest };
+enum class TypeChoice { any, random, fastest, fastest_reassigned };
 
 constexpr tessel::ArgSpec kArgs[] = {
     {"backfill", tessel::ArgType::boolean, "false",
      "start later jobs that fit when the oldest waiting job does not"},
     {"gpu_type", tessel::ArgType::string, "\"any\"",
      "who picks a waiting job's GPU type: placement (any), FIFO at random among types with room (random, "
-     "Gavel's FIFO), or FIFO by the fastest type with room (fastest)",
-     "any|random|fastest"},
+     "Gavel's FIFO), FIFO by the fastest type with room (fastest), or the same for every job again at each "
+     "recompute, running ones included (fastest-reassigned, Gavel's FIFO_Perf)",
+     "any|random|fastest|fastest-reassigned"},
+    {"min_seconds_between_allocations", tessel::ArgType::number, "0",
+     "with a typed gpu_type: assign types again only when the active jobs or GPUs up change, at most once in "
+     "this many seconds (Gavel's simulator: 1920); 0: every round"},
 };
 
 TypeChoice type_choice_named(const std::string& name) {
-  return name == "random" ? TypeChoice::random : name == "fastest" ? TypeChoice::fastest : TypeChoice::any;
+  if (name == "random") return TypeChoice::random;
+  if (name == "fastest") return TypeChoice::fastest;
+  if (name == "fastest-reassigned") return TypeChoice::fastest_reassigned;
+  return TypeChoice::any;
 }
 
 class Fifo final : public tessel::AllocationPolicy {
@@ -56,17 +85,46 @@ class Fifo final : public tessel::AllocationPolicy {
   explicit Fifo(const tessel::PluginContext& context)
       : backfill_(context.args().boolean("backfill")),
         type_choice_(type_choice_named(context.args().string("gpu_type"))),
-        seed_(context.seed()) {}
+        seed_(context.seed()),
+        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {
+    if (throttle_.enabled() && type_choice_ == TypeChoice::any)
+      throw tessel::ArgumentError("min_seconds_between_allocations",
+                                  "applies only with gpu_type = \"random\", \"fastest\" or \"fastest-reassigned\": "
+                                  "with \"any\" FIFO assigns no type to keep");
+  }
 
-  bool time_sensitive() const override { return false; }
+  // With a throttle, whether a recompute may happen depends on the time alone.
+  bool time_sensitive() const override { return throttle_.enabled(); }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    if (!throttle_.enabled()) return compute(view);
+    if (!computed_ || changed(view)) {
+      if (throttle_.allow(view.now())) {
+        last_plan_ = compute(view);
+        computed_ = true;
+        remember(view);
+        return last_plan_;
+      }
+    }
+    // The last plan stands, for the jobs still active.
+    tessel::AllocationPlan plan;
+    plan.stop_at_first_unplaced = last_plan_.stop_at_first_unplaced;
+    active_.assign(view.jobs().size(), 0);
+    for (const tessel::JobState* job : view.active()) active_[job->spec.id] = 1;
+    for (const tessel::Grant& grant : last_plan_.ranked)
+      if (grant.job < active_.size() && active_[grant.job]) plan.ranked.push_back(grant);
+    return plan;
+  }
+
+ private:
+  tessel::AllocationPlan compute(const tessel::SchedulerView& view) {
     tessel::AllocationPlan plan;
     plan.stop_at_first_unplaced = !backfill_;
     plan.ranked.reserve(view.active().size());
-    for (const tessel::JobState* job : view.active())  // arrival order
-      if (job->running())
-        plan.ranked.push_back({job->spec.id, job->held(), tessel::Reason("running; FIFO never preempts")});
+    if (type_choice_ != TypeChoice::fastest_reassigned)
+      for (const tessel::JobState* job : view.active())  // arrival order
+        if (job->running())
+          plan.ranked.push_back({job->spec.id, job->held(), tessel::Reason("running; FIFO never preempts")});
     if (type_choice_ != TypeChoice::any) {
       rank_typed(view, plan);
       return plan;
@@ -78,26 +136,55 @@ class Fifo final : public tessel::AllocationPolicy {
     return plan;
   }
 
- private:
-  // Waiting jobs in arrival order, each granted a type with room for it.
+  // The GPUs up by type, the room a recompute counts from.
+  void count_up(const tessel::ClusterState& cluster, std::vector<int>& up) const {
+    up.assign(cluster.gpu_types().size(), 0);
+    for (const tessel::Node& node : cluster.nodes())
+      if (node.up) up[static_cast<std::size_t>(node.type)] += node.spec.gpus;
+  }
+
+  // Whether the active jobs or the GPUs up differ from the last recompute's.
+  bool changed(const tessel::SchedulerView& view) {
+    count_up(view.cluster(), up_now_);
+    if (up_now_ != up_at_compute_ || view.active().size() != ids_at_compute_.size()) return true;
+    for (std::size_t i = 0; i < ids_at_compute_.size(); ++i)
+      if (view.active()[i]->spec.id != ids_at_compute_[i]) return true;
+    return false;
+  }
+
+  void remember(const tessel::SchedulerView& view) {
+    count_up(view.cluster(), up_at_compute_);
+    ids_at_compute_.clear();
+    for (const tessel::JobState* job : view.active()) ids_at_compute_.push_back(job->spec.id);
+  }
+
+  // In arrival order, each job granted a type with room for it: the waiting
+  // jobs, or every active job when types are reassigned.
   void rank_typed(const tessel::SchedulerView& view, tessel::AllocationPlan& plan) {
     const tessel::ClusterState& cluster = view.cluster();
     const auto& types = cluster.gpu_types();
-    free_.assign(types.size(), 0);
-    for (const tessel::Node& node : cluster.nodes())
-      if (node.up) free_[static_cast<std::size_t>(node.type)] += node.free_gpus;
+    const bool reassign = type_choice_ == TypeChoice::fastest_reassigned;
+    if (reassign) {
+      count_up(cluster, free_);
+    } else {
+      free_.assign(types.size(), 0);
+      for (const tessel::Node& node : cluster.nodes())
+        if (node.up) free_[static_cast<std::size_t>(node.type)] += node.free_gpus;
+    }
     if (granted_on_.size() != types.size()) {  // built once: reasons share their text
       granted_on_.clear();
       for (const std::string& type : types)
         granted_on_.push_back(tessel::Reason::text(
             "served in arrival order on " + type +
-            (type_choice_ == TypeChoice::random ? ", drawn at random among the GPU types with room for it"
-                                                : ", the fastest GPU type with room for it")));
+            (type_choice_ == TypeChoice::random    ? ", drawn at random among the GPU types with room for it"
+             : reassign                           ? ", the fastest GPU type with room for it, every active job "
+                                                    "assigned again in arrival order"
+                                                  : ", the fastest GPU type with room for it")));
     }
 
     const tessel::JobState* blocker = nullptr;
     for (const tessel::JobState* job : view.active()) {
-      if (!job->waiting()) continue;
+      if (!job->waiting() && !reassign) continue;
       tessel::Resources want = job->spec.request();
       if (blocker != nullptr) {
         want.gpus = 0;
@@ -145,6 +232,13 @@ class Fifo final : public tessel::AllocationPolicy {
   bool backfill_;
   TypeChoice type_choice_;
   std::uint64_t seed_;
+  tessel_plugins::AllocationThrottle throttle_;
+  // With the throttle: the last recompute's plan, and what it was computed for.
+  tessel::AllocationPlan last_plan_;
+  bool computed_ = false;
+  std::vector<tessel::JobId> ids_at_compute_;  // active jobs, in arrival order
+  std::vector<int> up_at_compute_, up_now_;    // GPUs up by type
+  std::vector<char> active_;                   // by job id, reused
   std::vector<int> free_;          // whole free GPUs by type, reused across rounds
   std::vector<std::size_t> room_;  // types with room for the job at hand
   std::vector<tessel::Reason> granted_on_;  // by type
@@ -152,4 +246,4 @@ class Fifo final : public tessel::AllocationPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Fifo, allocation, "fifo", "1.1", "first in, first out by arrival time", kArgs)
+TESSEL_PLUGIN_WITH_ARGS(Fifo, allocation, "fifo", "1.2", "first in, first out by arrival time", kArgs)

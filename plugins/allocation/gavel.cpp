@@ -60,8 +60,12 @@
 //
 // Simplifications:
 // - No space sharing (Gavel's `_packing` variants): one job per GPU.
-// - Gavel's simulator solves again at most once per 1920 s; here every
-//   change of the job set or of the GPUs up solves again.
+// - Gavel's simulator solves again at most once per 1920 s
+//   (`minimum_time_between_allocation_resets`); here every change of the
+//   job set or of the GPUs up solves again, unless
+//   `min_seconds_between_allocations` is set (allocation_throttle.hpp).
+//   Between solves a job that arrived meanwhile has no share: it runs only
+//   on GPUs that no job with a share there takes (Gavel does not run it).
 // - Types are walked fastest first, as Gavel's hard-coded v100, p100, k80
 //   are: by the mean throughput there, relative to their fastest type, of
 //   the jobs that can run there.
@@ -81,6 +85,8 @@
 
 #include <tessel/lp.hpp>
 
+#include "allocation_throttle.hpp"
+
 namespace {
 
 enum class Policy { max_min_fairness, finish_time_fairness, min_total_duration };
@@ -91,6 +97,9 @@ constexpr tessel::ArgSpec kArgs[] = {
      "finish-time ratio to an isolated share (finish_time_fairness), or the time until every job is done "
      "(min_total_duration)",
      "max_min_fairness|finish_time_fairness|min_total_duration"},
+    {"min_seconds_between_allocations", tessel::ArgType::number, "0",
+     "solve again only this long after the last solve (the first change after a solve at time 0 at once), as "
+     "Gavel's simulator does (1920); 0: at every change of the jobs or the GPUs up"},
 };
 
 Policy policy_named(const std::string& name) {
@@ -238,7 +247,8 @@ class Gavel final : public tessel::AllocationPolicy {
   explicit Gavel(const tessel::PluginContext& context)
       : policy_(policy_named(context.args().string("policy"))),
         policy_name_(context.args().string("policy")),
-        record_(context.job_slot<JobRecord>()) {}
+        record_(context.job_slot<JobRecord>()),
+        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {}
 
   bool time_sensitive() const override { return true; }
 
@@ -255,7 +265,18 @@ class Gavel final : public tessel::AllocationPolicy {
     std::vector<const tessel::JobState*> plannable;
     for (const tessel::JobState* job : view.active())
       if (job->spec.gpus <= largest_type) plannable.push_back(job);
-    if (!solved_ || capacity != solved_capacity_ || !same_jobs(plannable)) solve(view, plannable, capacity);
+    if ((!solved_ || capacity != solved_capacity_ || !same_jobs(plannable)) && throttle_.allow(view.now()))
+      solve(view, plannable, capacity);
+    // Jobs that arrived since the last solve (held back by the throttle).
+    for (const tessel::JobState* job : plannable) {
+      JobRecord& record = record_(job->slots);
+      if (record.planned) continue;
+      record.fit(types);
+      if (!record.shares_text.empty()) continue;
+      record.shares_text = "no time share yet (solved last at " + decimal(last_solve_) +
+                           " s; at most every " + decimal(throttle_.seconds()) + " s)";
+      record.waiting = tessel::Reason::text("waits: " + record.shares_text);
+    }
 
     return plan(view, plannable, capacity, largest_type);
   }
@@ -549,10 +570,11 @@ class Gavel final : public tessel::AllocationPolicy {
   std::vector<std::size_t> type_order_;  // fastest first
   bool called_ = false;
   double last_call_ = 0;
+  tessel_plugins::AllocationThrottle throttle_;
 };
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Gavel, allocation, "gavel", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Gavel, allocation, "gavel", "1.1",
                         "Gavel's heterogeneity-aware time shares per GPU type (LP, GLPK), realised in rounds",
                         kArgs)

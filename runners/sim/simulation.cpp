@@ -195,6 +195,7 @@ void Simulation::schedule_completion(JobId id, double now) {
   const JobProgress& p = progress_[id];
   const JobState& job = scheduler_->job(id);
   double done = std::max(now, p.paused_until) + job.remaining_work() / p.rate;
+  progress_[id].work_done_at = done;
   if (config_.simulation.completion_at_round_end) {
     const double round = scheduler_->settings().round_seconds;
     done = std::ceil(done / round - 1e-9) * round;
@@ -272,6 +273,10 @@ void Simulation::handle(const Event& event) {
       sync(id, now);
       scheduler_->report_progress(id, scheduler_->job(id).spec.total_work, now);
       scheduler_->complete(id, now);
+      // "exact-held": the GPUs were held to the round's end (now), but the
+      // job finished when its work was done, as Gavel's simulator records it.
+      if (config_.simulation.completion_at_round_end && config_.simulation.finish_at_exact_time)
+        scheduler_->job(id).finish = progress_[id].work_done_at;
       // Its other events are void: a rate change due at the same time (the
       // model's change point rounds to the completion time) sorts after the
       // completion and must not re-rate a job that holds no GPUs.

@@ -5,7 +5,8 @@
 // added, removed, failing, repaired) and round boundaries; time jumps from
 // one to the next. Between events a running job progresses at the rate the
 // throughput model gives its allocation, so completion times are exact (or,
-// with `completion = "round"`, held until the end of their round). Rounds
+// with `completion = "round"`, held until the end of their round; with
+// "exact-held", recorded exact while the GPUs are held to the round's end). Rounds
 // run only while there is something to decide: when the composed scheduler is
 // time-insensitive and a round changed nothing, the next round waits for the
 // next event.
@@ -99,6 +100,7 @@ class Simulation {
     std::uint32_t run = 0;         // a new run period invalidates its crash and completion events
     std::uint32_t completion = 0;  // a new rate invalidates its completion and rate-change events
     double next_change = 0;        // progress of the pending rate-change event
+    double work_done_at = 0;       // when its work is done at its current rate (before rounding to a round end)
     bool has_run = false;
 
     void stop() {

@@ -60,7 +60,9 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
 
 SimulationConfig read_simulation(TableReader reader) {
   SimulationConfig config;
-  config.completion_at_round_end = reader.choice("completion", {"exact", "round"}, "exact") == "round";
+  const std::string completion = reader.choice("completion", {"exact", "round", "exact-held"}, "exact").value_or("exact");
+  config.completion_at_round_end = completion != "exact";
+  config.finish_at_exact_time = completion != "round";
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
   config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);

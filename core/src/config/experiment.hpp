@@ -56,7 +56,12 @@ struct SchedulerConfig {
 };
 
 struct SimulationConfig {
-  bool completion_at_round_end = false;  // completion = "round"
+  // completion = "round" or "exact-held": a job's GPUs are held until the
+  // end of the round in which it finishes.
+  bool completion_at_round_end = false;
+  // completion = "exact" or "exact-held": its finish is recorded when its
+  // work is done, not when its GPUs are released (Gavel's simulator).
+  bool finish_at_exact_time = true;
   double preemption_overhead_seconds = 0;
   double start_overhead_seconds = 0;  // at a job's first launch
 };
