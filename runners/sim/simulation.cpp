@@ -272,11 +272,12 @@ void Simulation::handle(const Event& event) {
       const JobId id = event.subject;
       sync(id, now);
       scheduler_->report_progress(id, scheduler_->job(id).spec.total_work, now);
-      scheduler_->complete(id, now);
       // "exact-held": the GPUs were held to the round's end (now), but the
       // job finished when its work was done, as Gavel's simulator records it.
-      if (config_.simulation.completion_at_round_end && config_.simulation.finish_at_exact_time)
-        scheduler_->job(id).finish = progress_[id].work_done_at;
+      scheduler_->complete(id, now, JobStatus::finished,
+                           config_.simulation.completion_at_round_end && config_.simulation.finish_at_exact_time
+                               ? std::optional(std::min(progress_[id].work_done_at, now))
+                               : std::nullopt);
       // Its other events are void: a rate change due at the same time (the
       // model's change point rounds to the completion time) sorts after the
       // completion and must not re-rate a job that holds no GPUs.

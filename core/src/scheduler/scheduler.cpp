@@ -99,19 +99,22 @@ void Scheduler::end_run(JobState& job, double now, JobStatus status) {
   }
 }
 
-void Scheduler::complete(JobId id, double now, JobStatus status) {
+void Scheduler::complete(JobId id, double now, JobStatus status, std::optional<double> work_done_at) {
   JobState& job = *all_[id];
   if (job.done()) throw std::logic_error(job_name(id) + " completes but is already done");
   if (status != JobStatus::finished && status != JobStatus::failed)
     throw std::logic_error(job_name(id) + " completes with status " + std::string(to_string(status)));
+  if (work_done_at && *work_done_at > now)
+    throw std::logic_error(job_name(id) + " completes at " + std::to_string(now) + " with its work done later");
   if (job.running()) {
     stop(job, now, status);
-    return;
+  } else {
+    if (job.status == JobStatus::pending) std::erase(pending_, &job);
+    job.status = status;
+    job.finish = now;
+    needs_compaction_ = true;
   }
-  if (job.status == JobStatus::pending) std::erase(pending_, &job);
-  job.status = status;
-  job.finish = now;
-  needs_compaction_ = true;
+  if (work_done_at) job.finish = *work_done_at;
 }
 
 JobState& Scheduler::restore(const JobState& saved) {

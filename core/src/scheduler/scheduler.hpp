@@ -14,6 +14,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -91,7 +92,11 @@ class Scheduler {
   // A job ends (finished or failed). A running job's GPUs are freed; a job
   // that is not running leaves its queue (a user cancels it, or a daemon
   // recovering from a restart learns that it ended meanwhile).
-  void complete(JobId id, double now, JobStatus status = JobStatus::finished);
+  // Its GPUs are free from `now`; its finish is `now` too, or `work_done_at`
+  // (not after `now`) when the runner held the GPUs past the moment its work
+  // was done (`completion = "exact-held"`, as Gavel's simulator records it).
+  void complete(JobId id, double now, JobStatus status = JobStatus::finished,
+                std::optional<double> work_done_at = std::nullopt);
   // A running job loses its GPUs without the scheduler choosing it (the job
   // crashed): it waits again, as a preempted job. After a crash
   // (`failed_attempt`) its next launch starts a new attempt.
