@@ -45,6 +45,12 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
   }
   const auto service = reader.choice("attained_service", {"gpu_seconds", "seconds"}, "gpu_seconds");
   config.settings.service = service == "seconds" ? ServiceUnit::seconds : ServiceUnit::gpu_seconds;
+  config.rules.stop_left_out = reader.choice("left_out", {"keep", "stop"}, "keep") == "stop";
+  config.rules.place_every_round = reader.choice("placement_each_round", {"sticky", "every_round"}, "sticky") == "every_round";
+  if (config.rules.place_every_round && !config.rules.stop_left_out)
+    reader.error("placement_each_round",
+                 "'placement_each_round = \"every_round\"' in [scheduler] needs 'left_out = \"stop\"': a job the "
+                 "plan leaves out holds nothing once every job gives up its place");
   config.plugin_path = reader.strings("plugin_path", std::vector<std::string>{}).value_or(std::vector<std::string>{});
   for (auto& dir : config.plugin_path) {
     std::filesystem::path p(dir);
@@ -61,6 +67,13 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
 SimulationConfig read_simulation(TableReader reader) {
   SimulationConfig config;
   config.completion_at_round_end = reader.choice("completion", {"exact", "round"}, "exact") == "round";
+  config.whole_iterations =
+      reader.choice("progress", {"continuous", "whole_iterations"}, "continuous") == "whole_iterations";
+  config.progress_where = reader.where("progress");
+  // Whole iterations are counted per round; a job that may end mid-round
+  // would end at a time no whole number of iterations gives.
+  if (config.whole_iterations && !config.completion_at_round_end)
+    reader.error("progress", "'progress = \"whole_iterations\"' in [simulation] needs 'completion = \"round\"'");
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
   config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);
