@@ -80,8 +80,11 @@
 // - The OPT LP is the relaxation of Synergy's (which makes y binary with
 //   GLPK_MI); its demands may not fit node by node, and a job that the
 //   placement stage cannot place waits.
-// - Jobs are not stopped at the end of each round: jobs left out of the
-//   round keep running until a job of the round needs their resources.
+// - By default jobs are not stopped at the end of each round: jobs left out
+//   of the round keep running until a job of the round needs their
+//   resources. Synergy's leases end every round: [scheduler] left_out =
+//   "stop" and placement_each_round = "every_round" (with placement =
+//   "first_fit" here and in the placement plugin) follow it.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -50,6 +50,10 @@
 // - The workload prices a duration at the job's declared CPUs and memory,
 //   so in a trace that declares them a duration is taken at that demand,
 //   not at the proportional share; Synergy-style traces leave them empty.
+// - speedup = "best_or_share" follows Synergy's Job.allocate instead of
+//   interpolating: the profile's speedup at (at least) the best demand,
+//   capped to a server of server_gpus GPUs and rescaled as
+//   add_synergy_profile does, and elsewhere the profile but at most 1.
 // - Not modelled: the placement penalty (1 in every Synergy profile),
 //   storage bandwidth, GPU types. A fractional GPU share slows in proportion.
 #include "models/synergy_sensitivity.hpp"
