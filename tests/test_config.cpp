@@ -228,3 +228,23 @@ TEST_CASE("Synergy's simulator rules: unknown values and contradictory settings 
   CHECK_FALSE(defaults.scheduler.rules.stop_left_out);
   CHECK_FALSE(defaults.scheduler.rules.place_every_round);
 }
+
+TEST_CASE("tessel serve refuses the simulated round's rules, named") {
+  tessel::test::TempDir dir;
+  const std::filesystem::path file = dir.write("serve.toml", "[scheduler]\nleft_out = \"stop\"\nplacement_each_round = \"every_round\"\n"
+                                                "allocation = { plugin = \"fifo\" }\nplacement = { plugin = \"first_fit\" }\n");
+  std::vector<std::string> found;
+  try {
+    load_served_experiment(file);
+  } catch (const ConfigError& e) {
+    for (const auto& d : e.diagnostics()) found.push_back(d.str());
+  }
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == file.string() + ":2:12: 'left_out = \"stop\"' in [scheduler] applies to simulations; tessel serve "
+                                    "keeps running jobs until a ranked job needs their GPUs");
+  CHECK(found[1] == file.string() + ":3:24: 'placement_each_round = \"every_round\"' in [scheduler] applies to "
+                                    "simulations; tessel serve keeps running jobs where they are");
+  dir.write("plain.toml", "[scheduler]\nleft_out = \"keep\"\nallocation = { plugin = \"fifo\" }\n"
+                          "placement = { plugin = \"first_fit\" }\n");
+  CHECK_NOTHROW(load_served_experiment(dir.path() / "plain.toml"));
+}

@@ -163,7 +163,16 @@ ExperimentConfig load_served_experiment(const std::filesystem::path& path,
   TableReader root(document, diagnostics, &document.root(), "");
   for (const char* simulated_only : {"cluster", "workload", "simulation", "failures", "sweep"})
     (void)root.node(simulated_only);  // known, and left to simulations
-  config.scheduler = read_scheduler(root.nested(root.table("scheduler"), "scheduler"), document);
+  TableReader scheduler = root.nested(root.table("scheduler"), "scheduler");
+  config.scheduler = read_scheduler(scheduler, document);
+  // Rules of the simulated round (Synergy's leases); the daemon keeps
+  // running jobs where they are.
+  if (config.scheduler.rules.stop_left_out)
+    scheduler.error("left_out", "'left_out = \"stop\"' in [scheduler] applies to simulations; tessel serve keeps "
+                                "running jobs until a ranked job needs their GPUs");
+  if (config.scheduler.rules.place_every_round)
+    scheduler.error("placement_each_round", "'placement_each_round = \"every_round\"' in [scheduler] applies to "
+                                            "simulations; tessel serve keeps running jobs where they are");
   config.output = read_output(root.nested(root.table("output"), "output"));
   config.serve = read_serve(root.nested(root.table("serve"), "serve"), config.document);
   root.finish();
