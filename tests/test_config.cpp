@@ -197,3 +197,54 @@ TEST_CASE("the rooms include one another one way: config <- models <- workloads"
     CHECK_MESSAGE(files > 0, "no files in core/src/" << room);
   }
 }
+
+TEST_CASE("Synergy's simulator rules: unknown values and contradictory settings are named") {
+  // Each override lands at the end of the section; the messages name the key.
+  const auto unknown = problems(std::string(kGood) + "\n[simulation]\nprogress = \"steps\"\n",
+                                {"scheduler.left_out=\"drop\""});
+  REQUIRE(unknown.size() == 2);
+  CHECK(unknown[0] == "--set scheduler.left_out=\"drop\": unknown left_out 'drop' in [scheduler] (valid: keep, stop)");
+  CHECK(unknown[1] ==
+        "x.toml:15:12: unknown progress 'steps' in [simulation] (valid: continuous, whole_iterations)");
+
+  const auto contradictory = problems(std::string(kGood) + "\n[simulation]\nprogress = \"whole_iterations\"\n",
+                                      {"scheduler.placement_each_round=\"every_round\""});
+  REQUIRE(contradictory.size() == 2);
+  CHECK(contradictory[0] ==
+        "--set scheduler.placement_each_round=\"every_round\": 'placement_each_round = \"every_round\"' in "
+        "[scheduler] needs 'left_out = \"stop\"': a job the plan leaves out holds nothing once every job gives "
+        "up its place");
+  CHECK(contradictory[1] ==
+        "x.toml:15:12: 'progress = \"whole_iterations\"' in [simulation] needs 'completion = \"round\"'");
+
+  const auto config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(
+      std::string(kGood) + "\n[simulation]\ncompletion = \"round\"\nprogress = \"whole_iterations\"\n", "x.toml",
+      {"scheduler.left_out=\"stop\"", "scheduler.placement_each_round=\"every_round\""})));
+  CHECK(config.simulation.whole_iterations);
+  CHECK(config.scheduler.rules.stop_left_out);
+  CHECK(config.scheduler.rules.place_every_round);
+  const auto defaults = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(kGood, "x.toml")));
+  CHECK_FALSE(defaults.simulation.whole_iterations);
+  CHECK_FALSE(defaults.scheduler.rules.stop_left_out);
+  CHECK_FALSE(defaults.scheduler.rules.place_every_round);
+}
+
+TEST_CASE("tessel serve refuses the simulated round's rules, named") {
+  tessel::test::TempDir dir;
+  const std::filesystem::path file = dir.write("serve.toml", "[scheduler]\nleft_out = \"stop\"\nplacement_each_round = \"every_round\"\n"
+                                                "allocation = { plugin = \"fifo\" }\nplacement = { plugin = \"first_fit\" }\n");
+  std::vector<std::string> found;
+  try {
+    load_served_experiment(file);
+  } catch (const ConfigError& e) {
+    for (const auto& d : e.diagnostics()) found.push_back(d.str());
+  }
+  REQUIRE(found.size() == 2);
+  CHECK(found[0] == file.string() + ":2:12: 'left_out = \"stop\"' in [scheduler] applies to simulations; tessel serve "
+                                    "keeps running jobs until a ranked job needs their GPUs");
+  CHECK(found[1] == file.string() + ":3:24: 'placement_each_round = \"every_round\"' in [scheduler] applies to "
+                                    "simulations; tessel serve keeps running jobs where they are");
+  dir.write("plain.toml", "[scheduler]\nleft_out = \"keep\"\nallocation = { plugin = \"fifo\" }\n"
+                          "placement = { plugin = \"first_fit\" }\n");
+  CHECK_NOTHROW(load_served_experiment(dir.path() / "plain.toml"));
+}

@@ -597,6 +597,39 @@ TEST_CASE("synergy-sensitivity interpolates bilinearly per GPU and fills unprofi
   CHECK_THROWS_AS(model.rate(job_of("c"), shape_of(1, 1)), std::invalid_argument);
 }
 
+TEST_CASE("synergy-sensitivity speedup = best_or_share: the speedup at the best demand, capped to a server") {
+  TempDir dir;
+  SynergySensitivityModel::Options options;
+  options.share_cpus_per_gpu = 1;
+  options.share_mem_gb_per_gpu = 10;
+  options.best_or_share = true;
+  options.server_gpus = 4;  // a server: 4 GPUs, 4 CPUs, 40 GB
+  const SynergySensitivityModel model(dir.write("s.csv", kToySensitivity), options);
+  // a on 1 GPU: best 4 CPUs, 20 GB, 2x. Below it the profile, never above 1.
+  CHECK(model.rate(job_of("a"), shape_of(1, 1, 4, 20)) == doctest::Approx(2));
+  CHECK(model.rate(job_of("a"), shape_of(1, 1, 3, 20)) == doctest::Approx(1));  // the profile gives 1.6
+  CHECK(model.rate(job_of("a"), shape_of(1, 1, 1, 10)) == doctest::Approx(0.5));
+  // On 2 GPUs the best, 8 CPUs and 40 GB, is cut to the server's 4 CPUs and
+  // the speedup rescaled between the share (2 CPUs, 1x) and 8 CPUs (2x): 1 + 2/6.
+  const SynergyDemand capped = model.capped_demand("a", 2);
+  CHECK(capped.cpus == 4);
+  CHECK(capped.mem_gb == 40);
+  CHECK(capped.speedup == doctest::Approx(4.0 / 3));
+  CHECK(model.rate(job_of("a"), shape_of(2, 1, 4, 40)) == doctest::Approx(2 * 4.0 / 3));
+  // Wider than a server: the share, no speedup.
+  const SynergyDemand wide = model.capped_demand("a", 5);
+  CHECK(wide.cpus == 5);
+  CHECK(wide.mem_gb == 50);
+  CHECK(wide.speedup == 1);
+  // Without a server size the best demand stands.
+  options.server_gpus = 0;
+  const SynergySensitivityModel uncapped(dir.path() / "s.csv", options);
+  CHECK(uncapped.capped_demand("a", 2).cpus == 8);
+  CHECK(uncapped.rate(job_of("a"), shape_of(2, 1, 4, 40)) == doctest::Approx(2 * 1.0));
+  // One iteration: 0.5 s at the share on each GPU.
+  CHECK(uncapped.iteration_work(job_of("a"), 2) == doctest::Approx(1.0));
+}
+
 TEST_CASE("synergy-sensitivity by GPU count takes the largest profile not above the job's") {
   TempDir dir;
   SynergySensitivityModel::Options options;
@@ -628,7 +661,11 @@ TEST_CASE("synergy-sensitivity names the line at fault") {
   CHECK(problem("a,1,4,20,32,0.5,2,1,10,1\na,1,4,20,32,0.5,2,1,10,1\n") ==
         ":3: repeats the point cpus = 1, mem_gb = 10 of a on 1 GPU");
   CHECK(problem("a,1,4,20,32,0.5,2,1,10,1\na,1,6,20,32,0.5,2,2,10,1\n") ==
-        ":3: field 'best_cpus': best_cpus, best_mem_gb and speedup_at_best differ from earlier rows of a on 1 GPU");
+        ":3: field 'best_cpus': best_cpus, best_mem_gb, speedup_at_best and iter_time_s differ from earlier rows of a "
+        "on 1 GPU");
+  CHECK(problem("a,1,4,20,32,0.5,2,1,10,1\na,1,4,20,32,0.7,2,2,10,1\n") ==
+        ":3: field 'best_cpus': best_cpus, best_mem_gb, speedup_at_best and iter_time_s differ from earlier rows of a "
+        "on 1 GPU");
   CHECK(problem("a,2,4,20,32,0.5,2,1,10,0\na,2,4,20,32,0.5,2,2,10,1\n") ==
         ": a on 2 GPUs has no profiled point at or below cpus = 1, mem_gb = 10");
   CHECK(problem("a,1,4,20,32,0.5,2,0,10,1\n") == ":2: field 'cpus': expected a positive number of CPUs per GPU");
@@ -642,6 +679,12 @@ TEST_CASE("the models read their arguments like any config key") {
   write_toy_app(dir, "apps/toy");
   const std::string x = (dir.path() / "x.toml").string();
   CHECK(config_error(dir, R"({ name = "pollux-apps", path = "apps" })").empty());
+  dir.write("s.csv", kToySensitivity);
+  CHECK(config_error(dir, R"({ name = "synergy-sensitivity", path = "s.csv", speedup = "best" })") ==
+        x + ":8:67: unknown speedup 'best' in [workload.model] (valid: interpolated, best_or_share)");
+  CHECK(config_error(dir, R"({ name = "synergy-sensitivity", path = "s.csv", server_gpus = 8 })") ==
+        x + ":8:71: synergy-sensitivity: 'server_gpus' caps the best demand of speedup = \"best_or_share\"; with "
+            "\"interpolated\" the rate follows what a job holds");
   CHECK(config_error(dir, R"({ name = "pollux-apps" })") ==
         x + ":8:9: [workload.model] is missing required key 'path'");
   CHECK(config_error(dir, R"({ name = "pollux-apps", path = "apps", colour = 1 })") ==
@@ -662,7 +705,7 @@ TEST_CASE("the models read their arguments like any config key") {
             ":8:62: 'share_cpus_per_gpu' in [workload.model] must be >= 0.001, got 0");
   CHECK(config_error(dir, R"({ name = "synergy-sensitivity", path = "s.csv", gpus = 2 })") ==
         x + ":8:57: unknown key 'gpus' in [workload.model] (valid: name, path, profiles_by_gpu_count, "
-            "share_cpus_per_gpu, share_mem_gb_per_gpu)");
+            "server_gpus, share_cpus_per_gpu, share_mem_gb_per_gpu, speedup)");
   CHECK(config_error(dir, R"({ name = "synergy-sensitivity", path = "missing.csv" })") ==
         x + ":8:48: synergy-sensitivity: " + (dir.path() / "missing.csv").string() +
             ": cannot open trace: No such file or directory");

@@ -710,3 +710,29 @@ decisions = true
   CHECK(reason_of(results, 0, 0, PluginKind::placement) ==
         "needs 2 GPUs with 15 CPUs and 5 GB each; 0 such GPUs are free");
 }
+
+TEST_CASE("synergy: the placement rule is an argument of both plugins, and an unknown rule is named") {
+  TempDir dir;
+  dir.write("sensitivity.csv", sensitivity_csv());
+  dir.write("trace.csv", kThreeJobs);
+  auto experiment = [&](const std::string& allocation_rule, const std::string& placement_rule) {
+    dir.write("x.toml", std::string("[cluster]\n") + kSmallNode + R"(
+[workload]
+kind = "csv"
+path = "trace.csv"
+model = { name = "synergy-sensitivity", path = "sensitivity.csv" }
+
+[scheduler]
+allocation = { plugin = "synergy", mode = "tune", placement = ")" + allocation_rule + R"(" }
+placement = { plugin = "synergy", rule = ")" + placement_rule + R"(" }
+)");
+    return run_tessel({"validate", "x.toml"}, dir.path());
+  };
+  CHECK(experiment("first_fit", "first_fit").code == 0);
+  const auto wrong = experiment("nearest", "fullest_first");
+  CHECK(wrong.code == 2);
+  CHECK(wrong.err.find("argument 'placement' of allocation plugin 'synergy' unknown value 'nearest' (valid: fullest, "
+                       "first_fit)") != std::string::npos);
+  CHECK(wrong.err.find("argument 'rule' of placement plugin 'synergy' unknown value 'fullest_first' (valid: "
+                       "fullest, first_fit)") != std::string::npos);
+}

@@ -492,3 +492,86 @@ TEST_CASE("a rate change due when the job completes is not handled after its com
   CHECK(results.jobs[0].status == "finished");
   CHECK(results.end_time == 1000300);
 }
+
+// ------------------------------------------------------------------ Synergy's simulator rules
+
+namespace {
+
+// Model `a` on 1 GPU: throughput 1 at every point, 0.7 s an iteration.
+const char* kIterationProfile =
+    "model,gpus,best_cpus,best_mem_gb,batch,iter_time_s,speedup_at_best,cpus,mem_gb,relative_throughput\n"
+    "a,1,3,62.5,32,0.7,1,3,62.5,1\n";
+
+std::string whole_iterations_experiment(const std::string& progress) {
+  return R"([cluster]
+nodes = 1
+gpus_per_node = 4
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+model = { name = "synergy-sensitivity", path = "profile.csv" }
+
+[scheduler]
+round_seconds = 100
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+
+[simulation]
+completion = "round"
+progress = ")" + progress + "\"\n";
+}
+
+}  // namespace
+
+TEST_CASE("progress = whole_iterations: floor(round / iteration time) iterations per round") {
+  // 300 s of work at the share. Continuous: 100 a round, done at 300.
+  // Whole iterations of 0.7 s: floor(100 / 0.7) = 142 a round, 99.4 s of
+  // work; 298.2 after three rounds, so the job ends with the fourth, at 400.
+  TempDir dir;
+  dir.write("profile.csv", kIterationProfile);
+  dir.write("trace.csv", "arrival,gpus,duration,model\n0,1,300,a\n");
+  CHECK(jcts(simulate(dir, whole_iterations_experiment("continuous"))) == std::vector<double>{300});
+  CHECK(jcts(simulate(dir, whole_iterations_experiment("whole_iterations"))) == std::vector<double>{400});
+}
+
+TEST_CASE("progress = whole_iterations needs a model that knows iterations") {
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const std::string toml = experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })",
+                                      "[simulation]\ncompletion = \"round\"\nprogress = \"whole_iterations\"\n");
+  const std::string expected = (dir.path() / "experiment.toml").string() +
+                               ":15:12: progress = \"whole_iterations\": throughput model 'linear' gives no "
+                               "iteration size for job 0 (profile '')";
+  CHECK_THROWS_WITH_AS(simulate(dir, toml), expected.c_str(), ConfigError);
+}
+
+TEST_CASE("placement_each_round = every_round: running jobs are placed again, and move") {
+  // Two nodes of one GPU. t=0: job 0 (250 s) on node 0, job 1 (1000 s) on
+  // node 1. Round 300, job 0 gone: placed again first-fit, job 1 moves to
+  // node 0 (a preemption, free here) and still ends at 1000; kept, it stays.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,250\n0,1,1000\n");
+  auto run = [&](const std::string& rules) {
+    return simulate(dir, R"([cluster]
+nodes = 2
+gpus_per_node = 1
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+
+[scheduler]
+round_seconds = 300
+allocation = { plugin = "fifo" }
+placement = { plugin = "synergy", rule = "first_fit" }
+)" + rules);
+  };
+  const RunResults kept = run("");
+  const RunResults moved = run("left_out = \"stop\"\nplacement_each_round = \"every_round\"\n");
+  CHECK(jcts(kept) == std::vector<double>{250, 1000});
+  CHECK(jcts(moved) == std::vector<double>{250, 1000});
+  CHECK(kept.jobs[1].preemptions == 0);
+  CHECK(moved.jobs[1].preemptions == 1);
+  CHECK(moved.jobs[0].preemptions == 0);
+}

@@ -45,8 +45,11 @@
 // round) and filled in the round's order with the rule of the `synergy`
 // placement plugin: a running job stays on its GPUs if they have room;
 // else the node with the fewest free GPUs that has room for the whole job;
-// else GPU by GPU from the nodes with the fewest free GPUs. The grants go
-// out in that order and carry no GPU type.
+// else GPU by GPU from the nodes with the fewest free GPUs. With
+// `placement = "first_fit"` the model follows that rule of the placement
+// plugin instead (Synergy without `+place`, _top_synergy_gpus): GPU by GPU
+// from the nodes in order, running jobs not kept where they are. The
+// grants go out in that order and carry no GPU type.
 //
 // The best demand comes from the throughput model alone: the rate of the
 // job on its GPUs (packed on as few nodes as possible) is probed at every
@@ -77,8 +80,11 @@
 // - The OPT LP is the relaxation of Synergy's (which makes y binary with
 //   GLPK_MI); its demands may not fit node by node, and a job that the
 //   placement stage cannot place waits.
-// - Jobs are not stopped at the end of each round: jobs left out of the
-//   round keep running until a job of the round needs their resources.
+// - By default jobs are not stopped at the end of each round: jobs left out
+//   of the round keep running until a job of the round needs their
+//   resources. Synergy's leases end every round: [scheduler] left_out =
+//   "stop" and placement_each_round = "every_round" (with placement =
+//   "first_fit" here and in the placement plugin) follow it.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -103,6 +109,9 @@ constexpr tessel::ArgSpec kArgs[] = {
      "how CPUs and memory are given: GPU-proportional share, best demand when it fits (greedy), "
      "Synergy-TUNE, or Synergy-OPT's LP",
      "proportional|greedy|tune|opt"},
+    {"placement", tessel::ArgType::string, "\"fullest\"",
+     "the `synergy` placement plugin's rule that greedy and TUNE assume when they decide what fits",
+     "fullest|first_fit"},
     {"probe_cpus_per_gpu", tessel::ArgType::number_list, "[1, 2, 3, 4, 5, 6, 9, 12, 24]",
      "CPUs per GPU at which the throughput model is probed for a job's best demand"},
     {"probe_mem_gb_per_gpu", tessel::ArgType::number_list, "[20.83, 62.5, 125, 187.5, 250]",
@@ -176,6 +185,7 @@ class Synergy final : public tessel::AllocationPolicy {
   explicit Synergy(const tessel::PluginContext& context)
       : order_(order_named(context.args().string("order"))),
         mode_(mode_named(context.args().string("mode"))),
+        first_fit_(context.args().string("placement") == "first_fit"),
         probe_cpus_(probe_levels(context.args(), "probe_cpus_per_gpu")),
         probe_mem_gb_(probe_levels(context.args(), "probe_mem_gb_per_gpu")),
         profile_(context.job_slot<Profile>()) {}
@@ -377,8 +387,16 @@ class Synergy final : public tessel::AllocationPolicy {
   bool place(std::size_t i, PerGpu demand) {
     RoundJob& member = round_[i];
     std::vector<std::pair<std::size_t, int>> parts;
+    if (first_fit_) {
+      int needed = member.gpus;
+      for (std::size_t r = 0; r < rooms_.size() && needed > 0; ++r) {
+        const int here = std::min(needed, rooms_[r].room_for(demand));
+        if (here > 0) parts.push_back({r, here}), needed -= here;
+      }
+      if (needed > 0) return false;
+    }
     // A running job stays where it is when its GPUs have room.
-    if (member.job->running() && member.job->allocation.gpu_count() == member.gpus) {
+    if (parts.empty() && member.job->running() && member.job->allocation.gpu_count() == member.gpus) {
       parts = held_parts(member);
       bool room = !parts.empty();
       for (auto [r, gpus] : parts) room = room && rooms_[r].room_for(demand) >= gpus;
@@ -591,6 +609,7 @@ class Synergy final : public tessel::AllocationPolicy {
 
   Order order_;
   Mode mode_;
+  bool first_fit_;
   std::vector<double> probe_cpus_, probe_mem_gb_;
   tessel::Slot<Profile> profile_;
   // Rebuilt every round.

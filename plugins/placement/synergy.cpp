@@ -18,6 +18,15 @@
 //
 // Synergy tries the single node only for multi-GPU jobs; for one GPU its
 // GPU-by-GPU walk picks the same node, so one rule serves both.
+//
+// That is `rule = "fullest"` (the default), Synergy's placement for
+// schedulers named `+place` (AllocationStrategy.SYNERGY_PLACEMENT).
+// `rule = "first_fit"` is its placement without `+place`, the runner.py
+// default (SYNERGY_RANDOM, _top_synergy_gpus): walking the free GPUs in
+// order, node by node, a GPU is taken when its node still has room for one
+// GPU's share of CPUs and memory, until the job has all its GPUs; a running
+// job is not kept where it was (Synergy places every job afresh each
+// round: pair it with [scheduler] placement_each_round = "every_round").
 // The `synergy` allocation plugin decides whether demands fit with this
 // same rule.
 #include <algorithm>
@@ -27,15 +36,24 @@
 
 namespace {
 
+constexpr tessel::ArgSpec kArgs[] = {
+    {"rule", tessel::ArgType::string, "\"fullest\"",
+     "where a job goes: the node with the fewest free GPUs that has room (Synergy's +place), or the first "
+     "GPUs in order whose node has room (its default)",
+     "fullest|first_fit"},
+};
+
 class SynergyPlacement final : public tessel::PlacementPolicy {
  public:
-  explicit SynergyPlacement(const tessel::PluginContext&) {}
+  explicit SynergyPlacement(const tessel::PluginContext& context)
+      : first_fit_(context.args().string("rule") == "first_fit") {}
 
   bool time_sensitive() const override { return false; }
 
   tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
                                 const tessel::Resources& want) override {
     const tessel::ClusterState& cluster = view.cluster();
+    if (first_fit_) return first_fit(cluster, want);
     tessel::PlacementChoice choice;
     if (keep_gpus(cluster, job, want)) {
       choice.gpus = job.allocation.gpus;
@@ -84,6 +102,28 @@ class SynergyPlacement final : public tessel::PlacementPolicy {
   }
 
  private:
+  static tessel::PlacementChoice first_fit(const tessel::ClusterState& cluster, const tessel::Resources& want) {
+    tessel::PlacementChoice choice;
+    int usable = 0;
+    for (const tessel::Node& node : cluster.nodes()) usable += cluster.fits_on(node.id, want);
+    if (usable < want.gpus) {
+      choice.reason = tessel::Reason("needs {} GPUs with {} CPUs and {} GB each; {} such GPUs are free", want.gpus,
+                                     want.cpus / want.gpus, want.mem_gb / want.gpus, usable);
+      return choice;
+    }
+    int needed = want.gpus, nodes = 0;
+    for (const tessel::Node& node : cluster.nodes()) {
+      const int here = std::min(needed, cluster.fits_on(node.id, want));
+      if (here == 0) continue;
+      cluster.take(node.id, want, here, choice.gpus);
+      needed -= here;
+      ++nodes;
+      if (needed == 0) break;
+    }
+    choice.reason = tessel::Reason("on the first {} node(s) in order with room for its GPUs' CPUs and memory", nodes);
+    return choice;
+  }
+
   // While the core resizes a running job, its GPUs are released for the
   // question; it keeps them if each node still has room for its share.
   static bool keep_gpus(const tessel::ClusterState& cluster, const tessel::JobState& job,
@@ -100,10 +140,13 @@ class SynergyPlacement final : public tessel::PlacementPolicy {
     return true;
   }
 
+  bool first_fit_;
   std::vector<std::pair<int, tessel::NodeId>> order_;  // (free GPUs, node), reused across calls
 };
 
 }  // namespace
 
-TESSEL_PLUGIN(SynergyPlacement, placement, "synergy", "1.0",
-              "Synergy's placement: the fullest node with room for the job's GPUs, CPUs and memory")
+TESSEL_PLUGIN_WITH_ARGS(SynergyPlacement, placement, "synergy", "1.0",
+                        "Synergy's placement: the fullest node with room for the job's GPUs, CPUs and memory, or "
+                        "the first GPUs in order whose node has room",
+                        kArgs)

@@ -82,7 +82,15 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
   settings.restart_seconds = config.simulation.preemption_overhead_seconds;
   scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), std::move(workload.model),
                                            settings, &log_);
+  scheduler_->set_round_rules(config.scheduler.rules);
   progress_.resize(jobs_->size());
+  if (config.simulation.whole_iterations)
+    for (const JobSpec& job : *jobs_)
+      if (!(scheduler_->model().iteration_work(job, job.gpus) > 0))
+        throw ConfigError(config.simulation.progress_where,
+                          "progress = \"whole_iterations\": throughput model '" +
+                              std::string(scheduler_->model().name()) + "' gives no iteration size for job " +
+                              std::to_string(job.id) + " (profile '" + job.model + "')");
   arrivals_end_ = jobs_->size();
   lab_ = std::make_unique<Lab>(*this);
   scheduler_->set_lab(lab_.get());
@@ -161,10 +169,26 @@ void Simulation::sync(JobId id, double now) {
   p.synced_at = now;
 }
 
+double Simulation::rate_of(const JobState& job) const {
+  const ThroughputModel& model = scheduler_->model();
+  const double rate = model.rate_at(job.spec, scheduler_->cluster().shape_of(job.allocation), job.executed_work);
+  if (!config_.simulation.whole_iterations) return rate;
+  const double round = scheduler_->settings().round_seconds;
+  const double iteration = model.iteration_work(job.spec, job.allocation.gpu_count());
+  // Synergy: floor(round / iteration time). The tolerance keeps a product
+  // like 2.4 x 300 / 0.64 = 1125 from rounding down to 1124 on its last bit.
+  const double iterations = std::floor(rate * round / iteration * (1 + 1e-12));
+  if (iterations < 1)
+    throw UserError("progress = \"whole_iterations\": job " + std::to_string(job.spec.id) +
+                    " completes no whole iteration (" + std::to_string(iteration) + " work units) in a round of " +
+                    std::to_string(round) + " s at rate " + std::to_string(rate) + ", so it would never progress");
+  return iterations * iteration / round;
+}
+
 void Simulation::start(JobId id, double now, double pause_seconds) {
   JobProgress& p = progress_[id];
   const JobState& job = scheduler_->job(id);
-  p.rate = scheduler_->model().rate_at(job.spec, scheduler_->cluster().shape_of(job.allocation), job.executed_work);
+  p.rate = rate_of(job);
   if (!(p.rate > 0) || !std::isfinite(p.rate))
     throw std::logic_error("throughput model '" + std::string(scheduler_->model().name()) +
                            "' gave rate " + std::to_string(p.rate) + " to job " + std::to_string(id));
@@ -218,8 +242,7 @@ void Simulation::schedule_rate_change(JobId id, double now) {
 void Simulation::rerate(JobId id, double now) {
   JobProgress& p = progress_[id];
   const JobState& job = scheduler_->job(id);
-  const double rate =
-      scheduler_->model().rate_at(job.spec, scheduler_->cluster().shape_of(job.allocation), job.executed_work);
+  const double rate = rate_of(job);
   if (rate == p.rate) return;
   p.rate = rate;
   ++p.completion;

@@ -113,6 +113,10 @@ class Simulation {
   void handle(const Event& event);
   void sync(JobId id, double now);
   void start(JobId id, double now, double pause_seconds);
+  // The job's rate on what it holds: the model's, or with whole iterations
+  // ([simulation] progress) the whole iterations that rate completes in a
+  // round, spread over the round.
+  double rate_of(const JobState& job) const;
   // Schedules the job's completion at its current rate, and the point where
   // the model says its rate changes next, if that comes first.
   void schedule_completion(JobId id, double now);

@@ -207,3 +207,41 @@ def test_a_policy_that_draws_numbers_gets_the_runs_seed_and_repeats_at_any_paral
     assert (one_by_seed[columns].sort_values(["seed", "job_id"]).values.tolist()
             == many_by_seed[columns].sort_values(["seed", "job_id"]).values.tolist())
     assert len(set(one.groupby("run_id")["finish"].sum())) > 1  # the seeds make different runs
+
+
+def test_left_out_stop_stops_a_running_job_the_plan_leaves_out(tmp_path, write):
+    # [scheduler] left_out: the policy grants both jobs at 0, then only job 0.
+    # "keep": job 1 runs on (its GPU is needed by nobody) and ends at 600.
+    # "stop": job 1 stops at the round of 300 with 300 s done, waits until
+    # job 0 ends (1000; next round 1200) and ends at 1500.
+    write("policies/oldest.py", """\
+        import tessel
+
+        class OldestAfterStart:
+            def allocate(self, view):
+                jobs = list(view.active())
+                return tessel.AllocationPlan([tessel.Grant(job) for job in (jobs if view.now() == 0 else jobs[:1])])
+        """)
+    write("trace.csv", "arrival,gpus,duration\n0,1,1000\n0,1,600\n")
+    stage = python_stage("policies/oldest.py", "OldestAfterStart")
+    finish = {}
+    for rule in ("keep", "stop"):
+        experiment = write(f"{rule}.toml", f"""\
+            [cluster]
+            nodes = 1
+            gpus_per_node = 4
+
+            [workload]
+            kind = "csv"
+            path = "trace.csv"
+
+            [scheduler]
+            round_seconds = 300
+            left_out = "{rule}"
+            allocation = {stage}
+            placement = {{ plugin = "first_fit" }}
+            """)
+        jobs = tessel.run(experiment, db=tmp_path / f"{rule}.db").jobs.sort_values("job_id")
+        finish[rule] = jobs["finish"].tolist()
+    assert finish["keep"] == [1000, 600]
+    assert finish["stop"] == [1000, 1500]

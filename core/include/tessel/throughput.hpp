@@ -94,6 +94,15 @@ class ThroughputModel {
     return true;
   }
 
+  // The work units of one training iteration of `job` on `gpus` GPUs, for a
+  // simulator that advances jobs in whole iterations per round ([simulation]
+  // progress = "whole_iterations", as Synergy's Job.allocate does); 0 when
+  // this model does not know a job's iterations.
+  virtual double iteration_work(const JobSpec& job, int gpus) const {
+    (void)job, (void)gpus;
+    return 0;
+  }
+
   // Seconds to finish `work` units on `shape`.
   double seconds_for(const JobSpec& job, double work, const Shape& shape) const {
     return work / rate(job, shape);

@@ -45,6 +45,12 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
   }
   const auto service = reader.choice("attained_service", {"gpu_seconds", "seconds"}, "gpu_seconds");
   config.settings.service = service == "seconds" ? ServiceUnit::seconds : ServiceUnit::gpu_seconds;
+  config.rules.stop_left_out = reader.choice("left_out", {"keep", "stop"}, "keep") == "stop";
+  config.rules.place_every_round = reader.choice("placement_each_round", {"sticky", "every_round"}, "sticky") == "every_round";
+  if (config.rules.place_every_round && !config.rules.stop_left_out)
+    reader.error("placement_each_round",
+                 "'placement_each_round = \"every_round\"' in [scheduler] needs 'left_out = \"stop\"': a job the "
+                 "plan leaves out holds nothing once every job gives up its place");
   config.plugin_path = reader.strings("plugin_path", std::vector<std::string>{}).value_or(std::vector<std::string>{});
   for (auto& dir : config.plugin_path) {
     std::filesystem::path p(dir);
@@ -63,6 +69,13 @@ SimulationConfig read_simulation(TableReader reader) {
   const std::string completion = reader.choice("completion", {"exact", "round", "exact-held"}, "exact").value_or("exact");
   config.completion_at_round_end = completion != "exact";
   config.finish_at_exact_time = completion != "round";
+  config.whole_iterations =
+      reader.choice("progress", {"continuous", "whole_iterations"}, "continuous") == "whole_iterations";
+  config.progress_where = reader.where("progress");
+  // Whole iterations are counted per round; a job that may end mid-round
+  // would end at a time no whole number of iterations gives.
+  if (config.whole_iterations && completion != "round")
+    reader.error("progress", "'progress = \"whole_iterations\"' in [simulation] needs 'completion = \"round\"'");
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
   config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);
@@ -152,7 +165,16 @@ ExperimentConfig load_served_experiment(const std::filesystem::path& path,
   TableReader root(document, diagnostics, &document.root(), "");
   for (const char* simulated_only : {"cluster", "workload", "simulation", "failures", "sweep"})
     (void)root.node(simulated_only);  // known, and left to simulations
-  config.scheduler = read_scheduler(root.nested(root.table("scheduler"), "scheduler"), document);
+  TableReader scheduler = root.nested(root.table("scheduler"), "scheduler");
+  config.scheduler = read_scheduler(scheduler, document);
+  // Rules of the simulated round (Synergy's leases); the daemon keeps
+  // running jobs where they are.
+  if (config.scheduler.rules.stop_left_out)
+    scheduler.error("left_out", "'left_out = \"stop\"' in [scheduler] applies to simulations; tessel serve keeps "
+                                "running jobs until a ranked job needs their GPUs");
+  if (config.scheduler.rules.place_every_round)
+    scheduler.error("placement_each_round", "'placement_each_round = \"every_round\"' in [scheduler] applies to "
+                                            "simulations; tessel serve keeps running jobs where they are");
   config.output = read_output(root.nested(root.table("output"), "output"));
   config.serve = read_serve(root.nested(root.table("serve"), "serve"), config.document);
   root.finish();

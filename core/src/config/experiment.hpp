@@ -45,8 +45,25 @@ struct StageConfig {
   std::string where;  // of the `plugin` key, or of the table
 };
 
+// How the core treats the jobs running when a round begins ([scheduler]).
+struct RoundRules {
+  // left_out = "stop": a running job that the allocation plan denies (0
+  // GPUs) or leaves unranked is stopped at the start of placement, as every
+  // lease ends with its round in Synergy's simulator (JobLeaseEndEvent).
+  // "keep" (default): it runs on until a ranked job needs what it holds.
+  bool stop_left_out = false;
+  // placement_each_round = "every_round": every running job gives up what it holds and
+  // is placed again by the placement plugin, in the plan's rank order, as
+  // Synergy's simulator re-places every job each round; one placed on the
+  // same GPUs with the same grant runs on, one placed elsewhere restarts
+  // there (a preemption), one not placed stops. "sticky" (default): a
+  // running job keeps its GPUs unless its grant changes. Needs left_out = "stop".
+  bool place_every_round = false;
+};
+
 struct SchedulerConfig {
   SchedulerSettings settings;
+  RoundRules rules;
   std::array<StageConfig, 4> stages;  // admission, allocation, placement, elasticity
   std::vector<std::string> plugin_path;
 
@@ -62,6 +79,11 @@ struct SimulationConfig {
   // completion = "exact" or "exact-held": its finish is recorded when its
   // work is done, not when its GPUs are released (Gavel's simulator).
   bool finish_at_exact_time = true;
+  // progress = "whole_iterations": a running job advances floor(round x
+  // rate / iteration) whole iterations per round (Synergy's Job.allocate),
+  // the iteration's size from the throughput model (iteration_work).
+  bool whole_iterations = false;
+  std::string progress_where;  // of the `progress` key, for errors found once the model is built
   double preemption_overhead_seconds = 0;
   double start_overhead_seconds = 0;  // at a job's first launch
 };

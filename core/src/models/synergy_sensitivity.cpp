@@ -50,6 +50,10 @@
 // - The workload prices a duration at the job's declared CPUs and memory,
 //   so in a trace that declares them a duration is taken at that demand,
 //   not at the proportional share; Synergy-style traces leave them empty.
+// - speedup = "best_or_share" follows Synergy's Job.allocate instead of
+//   interpolating: the profile's speedup at (at least) the best demand,
+//   capped to a server of server_gpus GPUs and rescaled as
+//   add_synergy_profile does, and elsewhere the profile but at most 1.
 // - Not modelled: the placement penalty (1 in every Synergy profile),
 //   storage bandwidth, GPU types. A fractional GPU share slows in proportion.
 #include "models/synergy_sensitivity.hpp"
@@ -126,11 +130,13 @@ SynergySensitivityModel::SynergySensitivityModel(const std::filesystem::path& cs
     best.best_cpus_per_gpu = table.number("best_cpus", 0);
     best.best_mem_gb_per_gpu = table.number("best_mem_gb", 0);
     best.speedup_at_best = table.number("speedup_at_best", 0);
+    if (table.has("iter_time_s")) best.iteration_seconds = table.number("iter_time_s", 0);
     const auto [known, first] = profiles.emplace(std::pair(model, gpus), best);
     if (!first && (known->second.best_cpus_per_gpu != best.best_cpus_per_gpu ||
                    known->second.best_mem_gb_per_gpu != best.best_mem_gb_per_gpu ||
-                   known->second.speedup_at_best != best.speedup_at_best))
-      table.fail("best_cpus", "best_cpus, best_mem_gb and speedup_at_best differ from earlier rows of " +
+                   known->second.speedup_at_best != best.speedup_at_best ||
+                   known->second.iteration_seconds != best.iteration_seconds))
+      table.fail("best_cpus", "best_cpus, best_mem_gb, speedup_at_best and iter_time_s differ from earlier rows of " +
                                   profile_name(model, gpus));
     ProfilePoint point;
     point.line = table.line();
@@ -204,10 +210,56 @@ SynergyDemand SynergySensitivityModel::best_demand(std::string_view model, int g
   return {measured.best_cpus_per_gpu * gpus, measured.best_mem_gb_per_gpu * gpus, measured.speedup_at_best};
 }
 
+SynergyDemand SynergySensitivityModel::capped_demand(std::string_view model, int gpus) const {
+  SynergyDemand demand = best_demand(model, gpus);
+  const int server_gpus = options_.server_gpus;
+  if (server_gpus <= 0) return demand;
+  const double server_cpus = server_gpus * options_.share_cpus_per_gpu;
+  const double server_mem_gb = server_gpus * options_.share_mem_gb_per_gpu;
+  const double ideal_cpus = demand.cpus;
+  bool rescale = false;
+  // add_synergy_profile: a demand above a server's is cut to the server's;
+  // a job wider than a server gets the share and no speedup. (Its storage
+  // demand, the share per GPU whatever the model, exceeds a server exactly
+  // when the job is wider than one, so such a job never keeps a speedup.)
+  if (demand.cpus > server_cpus) demand.cpus = server_cpus, rescale = true;
+  if (demand.mem_gb > server_mem_gb) demand.mem_gb = server_mem_gb, rescale = true;
+  if (gpus > server_gpus) {
+    if (ideal_cpus > server_cpus) demand.cpus = gpus * options_.share_cpus_per_gpu;
+    if (best_demand(model, gpus).mem_gb > server_mem_gb) demand.mem_gb = gpus * options_.share_mem_gb_per_gpu;
+    demand.speedup = 1;
+    return demand;
+  }
+  if (rescale) {
+    // Linear in CPUs between the share (speedup 1) and the ideal demand,
+    // read at the capped CPUs; Synergy rescales by CPUs even when only the
+    // memory was capped (it then leaves the speedup as it was).
+    const double share_cpus = gpus * options_.share_cpus_per_gpu;
+    if (ideal_cpus != share_cpus)
+      demand.speedup = 1 + (demand.speedup - 1) / (ideal_cpus - share_cpus) * (demand.cpus - share_cpus);
+  }
+  return demand;
+}
+
+double SynergySensitivityModel::iteration_work(const JobSpec& job, int gpus) const {
+  // Synergy's job iterates at its model's iteration time at the share
+  // whatever its GPU count (add_synergy_profile, Model.use_scores_from_tput).
+  return std::max(gpus, 1) * profile(job.model, gpus).iteration_seconds;
+}
+
 double SynergySensitivityModel::rate(const JobSpec& job, const Shape& shape) const {
   if (shape.gpus < 1) return 0;
-  return shape.gpus * (shape.gpu_milli / 1000.0) *
-         relative_throughput(job.model, shape.gpus, shape.cpus, shape.mem_gb);
+  double relative = relative_throughput(job.model, shape.gpus, shape.cpus, shape.mem_gb);
+  if (options_.best_or_share) {
+    // Job.allocate: the iteration time is divided by the speedup when the
+    // job holds its best demand, else it is the share's.
+    const SynergyDemand best = capped_demand(job.model, shape.gpus);
+    const double cpus = shape.cpus > 0 ? shape.cpus : shape.gpus * options_.share_cpus_per_gpu;
+    const double mem_gb = shape.mem_gb > 0 ? shape.mem_gb : shape.gpus * options_.share_mem_gb_per_gpu;
+    const bool holds_best = cpus >= best.cpus * (1 - 1e-9) && mem_gb >= best.mem_gb * (1 - 1e-9);
+    relative = holds_best ? best.speedup : std::min(relative, 1.0);
+  }
+  return shape.gpus * (shape.gpu_milli / 1000.0) * relative;
 }
 
 std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader& arguments, const ModelSettings&) {
@@ -218,6 +270,12 @@ std::unique_ptr<ThroughputModel> parse_synergy_sensitivity_model(TableReader& ar
   options.share_mem_gb_per_gpu = arguments.number("share_mem_gb_per_gpu", options.share_mem_gb_per_gpu, 1e-3)
                                      .value_or(options.share_mem_gb_per_gpu);
   options.profiles_by_gpu_count = arguments.boolean("profiles_by_gpu_count", false).value_or(false);
+  options.best_or_share =
+      arguments.choice("speedup", {"interpolated", "best_or_share"}, "interpolated") == "best_or_share";
+  options.server_gpus = static_cast<int>(arguments.integer("server_gpus", 0, 0, 1 << 20).value_or(0));
+  if (options.server_gpus > 0 && !options.best_or_share)
+    arguments.error("server_gpus", "synergy-sensitivity: 'server_gpus' caps the best demand of speedup = "
+                                   "\"best_or_share\"; with \"interpolated\" the rate follows what a job holds");
   if (!path) return nullptr;
   try {
     return std::make_unique<SynergySensitivityModel>(*path, options);

@@ -37,6 +37,15 @@ class SynergySensitivityModel final : public ThroughputModel {
     // Price each job with the profile measured on its GPU count (else the
     // largest fewer) instead of the 1-GPU profile, as Synergy's simulator does.
     bool profiles_by_gpu_count = false;
+    // speedup = "best_or_share" (Synergy's Job.allocate): a job holding at
+    // least its best demand runs at the profile's speedup, any other at the
+    // profile's throughput but never above the share's (1). "interpolated"
+    // (default): the profile's throughput at what it holds.
+    bool best_or_share = false;
+    // server_gpus > 0 (with best_or_share): the best demand is capped to one
+    // server of this many GPUs with the share's CPUs and memory per GPU, and
+    // the speedup rescaled as add_synergy_profile does; 0: no cap.
+    int server_gpus = 0;
   };
 
   // Reads model_sensitivity.csv. Throws TraceError naming the file and line.
@@ -45,6 +54,10 @@ class SynergySensitivityModel final : public ThroughputModel {
   std::string_view name() const override { return "synergy-sensitivity"; }
   double rate(const JobSpec& job, const Shape& shape) const override;
   std::span<const std::string> profiles() const override { return names_; }
+  // GPUs x the profile's iteration time at the proportional share (its
+  // `iter_time_s` column; 0 when the file has none): work is GPU-seconds at
+  // that share.
+  double iteration_work(const JobSpec& job, int gpus) const override;
 
   // Throughput of `model` on `gpus` GPUs holding `cpus` and `mem_gb` in all
   // (0: the proportional share), relative to the proportional share.
@@ -52,6 +65,10 @@ class SynergySensitivityModel final : public ThroughputModel {
   // The CPUs and memory, for the whole job, at which `model` on `gpus` GPUs
   // runs fastest, as profiled: not capped to what a node holds.
   SynergyDemand best_demand(std::string_view model, int gpus) const;
+  // The same capped to one server of Options::server_gpus GPUs, with the
+  // speedup rescaled (jobs/workload.py add_synergy_profile); uncapped when
+  // server_gpus is 0.
+  SynergyDemand capped_demand(std::string_view model, int gpus) const;
 
  private:
   // One model measured on one GPU count.
@@ -60,6 +77,7 @@ class SynergySensitivityModel final : public ThroughputModel {
     double best_cpus_per_gpu = 0;
     double best_mem_gb_per_gpu = 0;
     double speedup_at_best = 1;
+    double iteration_seconds = 0;  // at the proportional share; 0: not given
     std::vector<double> relative;  // by CPU level, then memory level; every point filled
   };
   struct ModelProfiles {

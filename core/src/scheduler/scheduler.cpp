@@ -28,6 +28,7 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   copy->running_ = running_;
   copy->round_ = round_;
   copy->admitted_this_round_ = admitted_this_round_;
+  copy->rules_ = rules_;
   // Every job is copied, done ones too: a fork's plugins may write their
   // slots in any job, and must never write into this scheduler's.
   copy->all_.reserve(all_.size());
@@ -537,16 +538,6 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
 
 void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                            RoundOutcome& outcome) {
-  round_running_.clear();
-  reclaimable_gpus_ = 0;
-  for (JobState* job : active_) {
-    if (!job->running()) continue;
-    round_running_.push_back(job);
-    Book& book = books_[job->spec.id];
-    book.reclaimable_in = round_;
-    book.reclaimable_gpus = job->allocation.gpu_count();
-    reclaimable_gpus_ += book.reclaimable_gpus;
-  }
   // Check the whole plan first, and stamp ranks for the preemption order.
   for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
     const Grant& grant = plan.ranked[rank];
@@ -572,6 +563,18 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                                          std::to_string(grant.resources.gpu_type));
   }
 
+  if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
+  round_running_.clear();
+  reclaimable_gpus_ = 0;
+  for (JobState* job : active_) {
+    if (!job->running() || rules_.place_every_round) continue;  // placed again: nobody's victim
+    round_running_.push_back(job);
+    Book& book = books_[job->spec.id];
+    book.reclaimable_in = round_;
+    book.reclaimable_gpus = job->allocation.gpu_count();
+    reclaimable_gpus_ += book.reclaimable_gpus;
+  }
+
   const JobState* blocker = nullptr;
   for (const Grant& grant : plan.ranked) {
     JobState& job = *all_[grant.job];
@@ -580,6 +583,10 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
       continue;
     }
     record(v.now(), job.spec.id, PluginKind::allocation, "grant", grant.reason);
+    if (job.running() && rules_.place_every_round) {
+      place_again(v, job, grant, outcome);
+      continue;
+    }
     if (job.running()) {
       if (grants_held(job.allocation, grant.resources)) {
         protect(job);
@@ -606,6 +613,49 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
       if (job->waiting() && books_[job->spec.id].ranked_in != round_)
         record(v.now(), job->spec.id, PluginKind::allocation, "deny",
                Reason("not ranked by the allocation policy this round"), true);
+}
+
+void Scheduler::stop_left_out(const SchedulerView& v, const AllocationPlan& plan, RoundOutcome& outcome) {
+  std::vector<char> granted(all_.size(), 0);
+  for (const Grant& grant : plan.ranked) granted[grant.job] = grant.resources.gpus > 0;
+  for (JobState* job : active_) {
+    if (!job->running()) continue;
+    if (!granted[job->spec.id]) {
+      stop(*job, v.now(), JobStatus::preempted);
+      ++job->preemptions;
+      outcome.preempted.push_back(job->spec.id);
+      record(v.now(), job->spec.id, PluginKind::placement, "preempt",
+             Reason::text("stopped: this round's plan gives it no GPUs ([scheduler] left_out = \"stop\")"), true);
+    } else if (rules_.place_every_round) {
+      cluster_.release(job->spec.id, job->allocation);  // placed again in rank order
+    }
+  }
+}
+
+void Scheduler::place_again(const SchedulerView& v, JobState& job, const Grant& grant, RoundOutcome& outcome) {
+  const double now = v.now();
+  PlacementChoice choice = place(v, job, grant.resources, /*may_preempt=*/false, outcome);
+  if (choice.placed() && grants_held(job.allocation, grant.resources)) {
+    std::vector<GpuId> held = job.allocation.gpus, chosen = choice.gpus;
+    std::sort(held.begin(), held.end());
+    std::sort(chosen.begin(), chosen.end());
+    if (held == chosen) {
+      cluster_.assign(job.spec.id, job.allocation);
+      protect(job);
+      return;
+    }
+  }
+  end_run(job, now, JobStatus::preempted);  // it holds nothing in the cluster already
+  ++job.preemptions;
+  outcome.preempted.push_back(job.spec.id);
+  if (choice.placed()) {
+    record(now, job.spec.id, PluginKind::placement, "preempt",
+           Reason::text("moved: placed again this round ([scheduler] placement_each_round = \"every_round\")"), true);
+    launch(v, job, grant.resources, std::move(choice.gpus), choice.reason, outcome);
+  } else {
+    record(now, job.spec.id, PluginKind::placement, "preempt",
+           Reason::text("stopped: no room when placed again this round: " + choice.reason.str()), true);
+  }
 }
 
 void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal> proposals,

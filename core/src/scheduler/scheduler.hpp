@@ -73,6 +73,9 @@ class Scheduler {
 
   // The lab plugins reach through their view (lab.hpp); null by default.
   void set_lab(PolicyLab* lab) { lab_ = lab; }
+  // What happens to the jobs running when a round begins ([scheduler]
+  // left_out and placement_each_round); forks keep them.
+  void set_round_rules(RoundRules rules) { rules_ = rules; }
   // From the next round on, `policy` decides admission (owned by the caller,
   // who keeps it alive); `name` labels its decisions.
   void use_admission(AdmissionPolicy& policy, std::string name);
@@ -162,6 +165,12 @@ class Scheduler {
 
   void admit(const SchedulerView& view, RoundOutcome& outcome);
   void place_plan(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
+  // RoundRules: stops the running jobs the plan gives no GPUs; with
+  // place_every_round, releases the others' GPUs for placing them again.
+  void stop_left_out(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
+  // RoundRules::place_every_round: places a running job (holding nothing in
+  // the cluster) again; it runs on, moves, or stops.
+  void place_again(const SchedulerView& view, JobState& job, const Grant& grant, RoundOutcome& outcome);
   void apply_resizes(const SchedulerView& view, std::vector<ResizeProposal> proposals,
                      RoundOutcome& outcome);
 
@@ -230,6 +239,7 @@ class Scheduler {
   ClusterState cluster_;
   std::shared_ptr<const ThroughputModel> model_;
   SchedulerSettings settings_;
+  RoundRules rules_;
   DecisionLog* log_;
   PolicyLab* lab_ = nullptr;
 
