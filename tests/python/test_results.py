@@ -65,6 +65,25 @@ def test_counts_are_integers_in_json(tmp_path):
     assert isinstance(row["jobs"], int) and isinstance(row["preemptions"], int)
 
 
+def test_a_workload_without_end_reads_back_like_any_run(tmp_path, write):
+    # jobs = "until_tracked_done": the run stops when jobs 20..39 are done,
+    # with later jobs still waiting or running; Python and `tessel report`
+    # read it as they read any run.
+    experiment = write("endless.toml", small_cluster(jobs='"until_tracked_done"', jobs_per_hour=60)
+                       .replace("seed = 1\n", "seed = 1\ntrack = [20, 40]\n"))
+    res = tessel.run(experiment, db=tmp_path / "e.db")
+    jobs = res.jobs
+    tracked = jobs[jobs["tracked"] == 1]
+    assert list(tracked["job_id"]) == list(range(20, 40))
+    assert (tracked["status"] == "finished").all()
+    assert len(jobs) > 40 and (jobs["status"] != "finished").any()
+    assert jobs["arrival"].max() <= tracked["finish"].max()
+    printed = json.loads(cli("report", tmp_path / "e.db", "--format", "json").stdout)[0]
+    assert printed["jobs"] == printed["finished"] == 20
+    assert res.report()["avg_jct_s"][0] == printed["avg_jct_s"]
+    assert "the run ended when the tracked jobs were done" in res.runs["note"][0]
+
+
 def test_mistakes_raise_tessel_errors(tmp_path, write):
     with pytest.raises(tessel.ConfigError, match=r"bad\.toml:2:1: unknown key 'nodez'"):
         tessel.run(write("bad.toml", "[cluster]\nnodez = 3\n"), db=tmp_path / "x.db")
