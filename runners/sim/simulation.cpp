@@ -453,6 +453,12 @@ bool Simulation::tracked_done() {
   return tracked_done_below_ == last;
 }
 
+double Simulation::give_up_time() const {
+  const JobId last = stream_->track().second;
+  if (!config_.workload.give_up_seconds || next_arrival_ < last) return kNever;
+  return scheduler_->job(last - 1).spec.arrival + *config_.workload.give_up_seconds;
+}
+
 bool Simulation::settled() {
   if (next_arrival_ < arrivals_end_ || scheduler_->running_count() == 0) return false;
   for (const JobState* job : scheduler_->active())
@@ -483,6 +489,15 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     const double event = events_.empty() ? kNever : events_.front().time;
     const double arrival = next_job ? next_job->arrival : kNever;
     const double now = std::min({event, arrival, next_round_});
+    if (stream_ && !stopped_at_tracked_ && now > give_up_time()) {
+      // Tracked jobs are left that the policy may never finish (LAS under
+      // overload starves the longest for as long as jobs come): the run ends
+      // with them unfinished, and says so.
+      stopped_at_tracked_ = gave_up_ = true;
+      arrivals_end_ = next_arrival_;
+      upcoming_.reset();
+      return false;
+    }
     // Failures and repairs go on forever; the run ends with its jobs, or
     // when its remaining jobs can never be placed.
     if (now == kNever || (!work_left() && now > end_time_) || idle_rounds_ >= kStallRounds) return false;
@@ -567,7 +582,15 @@ RunResults Simulation::collect(double end_time) {
       ++unfinished;
   }
   std::vector<std::string> notes = notes_;
-  if (stopped_at_tracked_) {
+  if (gave_up_) {
+    const auto [first, last] = stream_->track();
+    std::size_t left = 0;
+    for (JobId id = first; id < last; ++id) left += !scheduler_->job(id).done();
+    notes.push_back("the run gave up give_up_hours after the last tracked job arrived, with " +
+                    std::to_string(left) + " tracked jobs not done, after " + std::to_string(next_arrival_) +
+                    " jobs arrived: " + std::to_string(still_running) + " still running, " +
+                    std::to_string(unfinished) + " waiting");
+  } else if (stopped_at_tracked_) {
     notes.push_back("the run ended when the tracked jobs were done, after " + std::to_string(next_arrival_) +
                     " jobs arrived: " + std::to_string(still_running) + " still running, " +
                     std::to_string(unfinished) + " waiting");

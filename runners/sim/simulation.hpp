@@ -136,6 +136,9 @@ class Simulation {
   const JobSpec* upcoming();
   // A stream's tracked jobs have all arrived and are done.
   bool tracked_done();
+  // When a stream's run gives up on its tracked jobs (give_up_hours after
+  // the last of them arrived); never before that one arrived, or without a limit.
+  double give_up_time() const;
   // Nothing is left to arrive, some job runs, and every running job never
   // ends (infinite remaining work): running changes nothing any more, so
   // only an event (a repair, a planned cluster change) could let a waiting
@@ -164,6 +167,7 @@ class Simulation {
   std::optional<JobSpec> upcoming_;  // the stream's next job, made once the run looks at it
   JobId tracked_done_below_ = 0;     // every tracked job below this id is done (a stream's)
   bool stopped_at_tracked_ = false;
+  bool gave_up_ = false;             // ... at [workload] give_up_hours, with tracked jobs left
   std::vector<std::string> notes_;
   DecisionLog log_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -265,7 +265,11 @@ WorkloadParts read_parts(const WorkloadSettings& settings, Diagnostics& diagnost
     parts.profile_weights = read_profile_weights(reader, *weights, parts.model.get());
   if (kind == nullptr) return parts;  // which keys are valid is unknown: no unknown-key reports
   parts.source = kind->parse(reader);
-  if (parts.source->endless()) check_endless(settings, reader);
+  if (parts.source->endless())
+    check_endless(settings, reader);
+  else if (settings.give_up_seconds)
+    reader.error("give_up_hours", "'give_up_hours' in [workload] applies only to jobs without end "
+                                  "(kind = \"synthetic\", jobs = \"until_tracked_done\")");
   reader.finish();
   return parts;
 }
