@@ -414,3 +414,29 @@ TEST_CASE("a workload without end needs track, and none of the transforms that n
   CHECK(refused.code == 2);
   CHECK(refused.err.find("'max_jobs' in [workload] works on the whole trace") != std::string::npos);
 }
+
+TEST_CASE("give_up_hours ends a run without end that has not finished its tracked jobs by then") {
+  TempDir dir;
+  const RunResults results = simulate(dir, endless_experiment("\"until_tracked_done\"", "give_up_hours = 2"));
+  const double give_up = results.jobs[19].arrival + 2 * 3600;
+  std::size_t unfinished = 0;
+  for (const JobRecord& job : results.jobs) {
+    CHECK(job.arrival <= give_up);
+    if (job.tracked) unfinished += job.status != "finished";
+  }
+  CHECK(unfinished > 0);
+  CHECK(results.end_time <= give_up);
+  CHECK(results.note.find("the run gave up give_up_hours after the last tracked job arrived, with " +
+                          std::to_string(unfinished) + " tracked jobs not done") != std::string::npos);
+  // Without the limit the same run goes on until they are done.
+  const RunResults patient = simulate(dir, endless_experiment("\"until_tracked_done\""), "patient.toml");
+  CHECK(patient.end_time > give_up);
+
+  // A finite workload ends by itself: the limit is refused there.
+  const std::string file = (dir.path() / "w.toml").string();
+  dir.write("w.toml", endless_experiment("300", "give_up_hours = 2"));
+  CHECK_THROWS_WITH_AS(load_experiment(file), (file + ":13:17: 'give_up_hours' in [workload] applies only to jobs "
+                                                      "without end (kind = \"synthetic\", jobs = "
+                                                      "\"until_tracked_done\")").c_str(),
+                       ConfigError);
+}
