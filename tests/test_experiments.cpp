@@ -32,13 +32,13 @@ struct Experiment {
 
 const Experiment kExperiments[] = {
     {"quickstart.toml", {"workload.jobs=60"}, {}},
-    // Three policies at 2 and 9 jobs/h, 120 jobs of which the middle 40 count.
+    // Three policies at 2 and 9 jobs/h, jobs 40..79 tracked, giving up 100 h after the last of them arrived.
     {"blox-fig6-7/blox-fig6-7.toml",
-     {"workload.jobs=120", "workload.track=[40,80]", "sweep.seeds=[1]", R"(sweep."workload.jobs_per_hour"=[2,9])",
-      R"(sweep."scheduler.allocation.plugin"=["fifo","las","optimus"])"},
+     {"workload.track=[40,80]", "workload.give_up_hours=100", "sweep.seeds=[1]",
+      R"(sweep."workload.jobs_per_hour"=[2,9])", R"(sweep."scheduler.allocation.plugin"=["fifo","las","optimus"])"},
      {}},
     {"blox-fig12-13/fig12.toml",
-     {"workload.jobs=120", "workload.track=[40,80]", "sweep.seeds=[1]",
+     {"workload.track=[40,80]", "workload.give_up_hours=100", "sweep.seeds=[1]",
       R"(sweep."scheduler.admission"=[{ plugin = "accept_all" }, { plugin = "load_based", factor = 1.2 }])"},
      {}},
     // The bursty trace ships with the experiment; the first 300 jobs of one.

@@ -282,3 +282,161 @@ TEST_CASE("profile_weights mistakes are located") {
                        (file + ":11:19: 'profile_weights' in [workload] needs at least one positive weight").c_str(),
                        ConfigError);
 }
+
+// ------------------------------------------------- jobs without end
+
+namespace {
+
+// A small cluster swamped by synthetic jobs, as Blox's Figures 6, 7, 12 and
+// 13 are: two 4-GPU nodes, 1- and 2-GPU jobs at 4 an hour, jobs 10..19 tracked.
+std::string endless_experiment(const std::string& jobs, const std::string& extra = "") {
+  return R"([cluster]
+nodes = 2
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = )" + jobs + R"(
+jobs_per_hour = 4
+gpu_counts = [1, 2]
+gpu_weights = [3, 1]
+track = [10, 20]
+seed = 7
+elastic_max_gpus = 4
+)" + extra + R"(
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)";
+}
+
+Workload endless_workload(const TempDir& dir, const std::string& jobs, const std::string& extra = "") {
+  const ExperimentConfig config = load_experiment(dir.write("w.toml", endless_experiment(jobs, extra)));
+  return build_workload(config.workload, ClusterState(config.cluster.nodes));
+}
+
+}  // namespace
+
+TEST_CASE("a workload without end makes, one at a time, the jobs a count would") {
+  TempDir dir;
+  const Workload counted = endless_workload(dir, "300");
+  Workload endless = endless_workload(dir, "\"until_tracked_done\"");
+  REQUIRE(endless.stream);
+  CHECK(endless.jobs.empty());
+  CHECK(endless.stream->track() == std::pair<JobId, JobId>{10, 20});
+  CHECK(endless.notes == std::vector<std::string>{"jobs are generated until the tracked ones (ids 10 to 19) are done"});
+  for (const JobSpec& expected : counted.jobs) {
+    const JobSpec job = endless.stream->next();
+    REQUIRE(job.id == expected.id);
+    CHECK(job.arrival == expected.arrival);
+    CHECK(job.gpus == expected.gpus);
+    CHECK(job.max_gpus == 4);  // the per-job transforms apply
+    CHECK(job.total_work == expected.total_work);
+    CHECK(job.tracked == (job.id >= 10 && job.id < 20));
+  }
+  // A copy goes on with the same jobs, from where the original is.
+  JobStream copy = *endless.stream;
+  const JobSpec a = endless.stream->next(), b = copy.next();
+  CHECK(a.id == 300);
+  CHECK(b.id == 300);
+  CHECK(a.arrival == b.arrival);
+  CHECK(a.total_work == b.total_work);
+}
+
+TEST_CASE("a workload without end stops making jobs exactly when the tracked jobs are done") {
+  TempDir dir;
+  const RunResults results = simulate(dir, endless_experiment("\"until_tracked_done\""));
+  double last_tracked_finish = 0;
+  std::size_t tracked = 0;
+  for (const JobRecord& job : results.jobs)
+    if (job.tracked) {
+      ++tracked;
+      REQUIRE(job.status == "finished");
+      last_tracked_finish = std::max(last_tracked_finish, *job.finish);
+    }
+  CHECK(tracked == 10);
+  CHECK(results.end_time == last_tracked_finish);
+  // Jobs after the window went on arriving until then, and waiting: the
+  // cluster is swamped. The next job the generator would make comes later.
+  const std::size_t arrived = results.jobs.size();
+  CHECK(arrived > 40);
+  for (const JobRecord& job : results.jobs) CHECK(job.arrival <= last_tracked_finish);
+  std::size_t unfinished = 0;
+  for (const JobRecord& job : results.jobs) unfinished += job.status != "finished";
+  CHECK(unfinished > 0);
+  Workload stream = endless_workload(dir, "\"until_tracked_done\"");
+  JobSpec next;
+  for (std::size_t i = 0; i <= arrived; ++i) next = stream.stream->next();
+  CHECK(next.id == arrived);
+  CHECK(next.arrival > last_tracked_finish);
+  CHECK(results.note.find("the run ended when the tracked jobs were done, after " + std::to_string(arrived) +
+                          " jobs arrived") != std::string::npos);
+  // The tracked jobs fare as in a long enough counted run, whose arrivals go
+  // on past their end: what arrives after that cannot touch them.
+  const RunResults counted = simulate(dir, endless_experiment(std::to_string(arrived + 50)), "counted.toml");
+  for (JobId id = 10; id < 20; ++id) CHECK(counted.jobs[id].finish == results.jobs[id].finish);
+}
+
+TEST_CASE("a workload without end needs track, and none of the transforms that need the whole trace") {
+  TempDir dir;
+  const std::string file = (dir.path() / "w.toml").string();
+  std::string toml = endless_experiment("\"until_tracked_done\"");
+  toml.replace(toml.find("track = [10, 20]\n"), 17, "");
+  dir.write("w.toml", toml);
+  CHECK_THROWS_WITH_AS(load_experiment(file), (file + ":6:8: 'jobs = \"until_tracked_done\"' in [workload] needs "
+                                                      "'track = [first, last)': the jobs whose end stops the "
+                                                      "generator").c_str(),
+                       ConfigError);
+  for (const char* transform : {"window = [0, 100]", "vcs = [\"a\"]", "tenants = [\"a\"]", "max_jobs = 5",
+                                "shuffle = true", "gpu_demand_ratio = 1.5", "poisson_jobs_per_hour = 3"}) {
+    CAPTURE(transform);
+    const std::string key(transform, std::string_view(transform).find(' '));
+    dir.write("w.toml", endless_experiment("\"until_tracked_done\"", transform));
+    CHECK_THROWS_WITH_AS(load_experiment(file),
+                         (file + ":13:" + std::to_string(key.size() + 4) + ": '" + key + "' in [workload] works on the whole trace; a workload without "
+                                 "end (jobs = \"until_tracked_done\") has none (the per-job transforms "
+                                 "arrival_rate_scale, duration_scale and elastic_* apply)").c_str(),
+                         ConfigError);
+  }
+  dir.write("w.toml", endless_experiment("\"forever\""));
+  CHECK_THROWS_WITH_AS(load_experiment(file), (file + ":6:8: 'jobs' in [workload] must be a count of jobs, or "
+                                                      "\"until_tracked_done\" (generate until every tracked job "
+                                                      "is done), got 'forever'").c_str(),
+                       ConfigError);
+  // A trace file ends: only the generator has `jobs`.
+  toml = endless_experiment("\"until_tracked_done\"");
+  toml.replace(toml.find("kind = \"synthetic\""), 18, "kind = \"csv\"\npath = \"t.csv\"");
+  dir.write("w.toml", toml);
+  CHECK_THROWS_WITH_AS(load_experiment(file), doctest::Contains("7:1: unknown key 'jobs' in [workload]"),
+                       ConfigError);
+  // The command line refuses them the same way, with exit code 2.
+  dir.write("w.toml", endless_experiment("\"until_tracked_done\"", "max_jobs = 5"));
+  const CommandResult refused = run_tessel({"run", file});
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("'max_jobs' in [workload] works on the whole trace") != std::string::npos);
+}
+
+TEST_CASE("give_up_hours ends a run without end that has not finished its tracked jobs by then") {
+  TempDir dir;
+  const RunResults results = simulate(dir, endless_experiment("\"until_tracked_done\"", "give_up_hours = 2"));
+  const double give_up = results.jobs[19].arrival + 2 * 3600;
+  std::size_t unfinished = 0;
+  for (const JobRecord& job : results.jobs) {
+    CHECK(job.arrival <= give_up);
+    if (job.tracked) unfinished += job.status != "finished";
+  }
+  CHECK(unfinished > 0);
+  CHECK(results.end_time <= give_up);
+  CHECK(results.note.find("the run gave up give_up_hours after the last tracked job arrived, with " +
+                          std::to_string(unfinished) + " tracked jobs not done") != std::string::npos);
+  // Without the limit the same run goes on until they are done.
+  const RunResults patient = simulate(dir, endless_experiment("\"until_tracked_done\""), "patient.toml");
+  CHECK(patient.end_time > give_up);
+
+  // A finite workload ends by itself: the limit is refused there.
+  const std::string file = (dir.path() / "w.toml").string();
+  dir.write("w.toml", endless_experiment("300", "give_up_hours = 2"));
+  CHECK_THROWS_WITH_AS(load_experiment(file), (file + ":13:17: 'give_up_hours' in [workload] applies only to jobs "
+                                                      "without end (kind = \"synthetic\", jobs = "
+                                                      "\"until_tracked_done\")").c_str(),
+                       ConfigError);
+}

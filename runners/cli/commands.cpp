@@ -98,7 +98,10 @@ int validate(const std::string& path, const std::vector<std::string>& overrides)
   PluginRegistry registry(config.scheduler.plugin_path);
   Simulation simulation(config, registry);  // composes the plugins and reads the workload
   for (const std::string& note : simulation.notes()) std::cerr << "note: " << note << "\n";
-  std::cout << path << ": ok: " << simulation.job_count() << " jobs on " << cluster_text(config)
+  std::cout << path << ": ok: "
+            << (simulation.endless() ? std::string("jobs until the tracked ones are done")
+                                     : std::to_string(simulation.job_count()) + " jobs")
+            << " on " << cluster_text(config)
             << ", " << composition_text(config.scheduler) << "\n";
   return 0;
 }

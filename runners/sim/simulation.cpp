@@ -77,27 +77,24 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
                                                 config.document->base_directory().string());
   Workload workload = build_workload(config.workload, cluster, std::move(model));
   jobs_ = std::make_shared<const std::vector<JobSpec>>(std::move(workload.jobs));
+  stream_ = std::move(workload.stream);
   notes_ = std::move(workload.notes);
   SchedulerSettings settings = config.scheduler.settings;
   settings.restart_seconds = config.simulation.preemption_overhead_seconds;
   scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), std::move(workload.model),
                                            settings, &log_);
   scheduler_->set_round_rules(config.scheduler.rules);
-  progress_.resize(jobs_->size());
+  progress_.resize(jobs_->size());  // a stream's grow as its jobs arrive
   if (config.simulation.whole_iterations)
-    for (const JobSpec& job : *jobs_)
-      if (!(scheduler_->model().iteration_work(job, job.gpus) > 0))
-        throw ConfigError(config.simulation.progress_where,
-                          "progress = \"whole_iterations\": throughput model '" +
-                              std::string(scheduler_->model().name()) + "' gives no iteration size for job " +
-                              std::to_string(job.id) + " (profile '" + job.model + "')");
-  arrivals_end_ = jobs_->size();
+    for (const JobSpec& job : *jobs_) require_iteration_size(job);
+  arrivals_end_ = stream_ ? std::numeric_limits<std::size_t>::max() : jobs_->size();
   lab_ = std::make_unique<Lab>(*this);
   scheduler_->set_lab(lab_.get());
 }
 
 Simulation::Simulation(const Simulation& origin, ComposedScheduler plugins)
-    : config_(origin.config_), registry_(origin.registry_), jobs_(origin.jobs_), log_(false),
+    : config_(origin.config_), registry_(origin.registry_), jobs_(origin.jobs_), stream_(origin.stream_),
+      upcoming_(origin.upcoming_), tracked_done_below_(origin.tracked_done_below_), log_(false),
       scheduler_(origin.scheduler_->fork(std::move(plugins))), progress_(origin.progress_),
       next_arrival_(origin.next_arrival_), arrivals_end_(origin.arrivals_end_), events_(origin.events_),
       sequence_(origin.sequence_),
@@ -464,6 +461,39 @@ bool Simulation::work_left() {
          !scheduler_->pending().empty();
 }
 
+const JobSpec* Simulation::upcoming() {
+  if (next_arrival_ >= arrivals_end_) return nullptr;
+  if (!stream_) return &(*jobs_)[next_arrival_];
+  if (!upcoming_) {
+    upcoming_ = stream_->next();
+    if (config_.simulation.whole_iterations) require_iteration_size(*upcoming_);
+  }
+  return &*upcoming_;
+}
+
+void Simulation::require_iteration_size(const JobSpec& job) const {
+  if (!(scheduler_->model().iteration_work(job, job.gpus) > 0))
+    throw ConfigError(config_.simulation.progress_where,
+                      "progress = \"whole_iterations\": throughput model '" + std::string(scheduler_->model().name()) +
+                          "' gives no iteration size for job " + std::to_string(job.id) + " (profile '" + job.model +
+                          "')");
+}
+
+bool Simulation::tracked_done() {
+  const auto [first, last] = stream_->track();
+  tracked_done_below_ = std::max(tracked_done_below_, first);
+  while (tracked_done_below_ < last && tracked_done_below_ < next_arrival_ &&
+         scheduler_->job(tracked_done_below_).done())
+    ++tracked_done_below_;
+  return tracked_done_below_ == last;
+}
+
+double Simulation::give_up_time() const {
+  const JobId last = stream_->track().second;
+  if (!config_.workload.give_up_seconds || next_arrival_ < last) return kNever;
+  return scheduler_->job(last - 1).spec.arrival + *config_.workload.give_up_seconds;
+}
+
 bool Simulation::settled() {
   if (next_arrival_ < arrivals_end_ || scheduler_->running_count() == 0) return false;
   for (const JobState* job : scheduler_->active())
@@ -479,13 +509,30 @@ bool Simulation::cluster_may_change(bool repairs) const {
 }
 
 bool Simulation::advance(double until, const std::atomic<bool>* stop) {
-  const std::vector<JobSpec>& jobs = *jobs_;
   while (true) {
     if (stop != nullptr && (handled_ & 1023) == 0 && stop->load(std::memory_order_relaxed))
       throw Interrupted();
+    if (stream_ && !stopped_at_tracked_ && tracked_done()) {
+      // Blox's end (blox/blox_manager.py: terminate once every tracked job
+      // finished): no more jobs are made, and what still runs or waits stays so.
+      stopped_at_tracked_ = true;
+      arrivals_end_ = next_arrival_;
+      upcoming_.reset();
+      return false;
+    }
+    const JobSpec* next_job = upcoming();
     const double event = events_.empty() ? kNever : events_.front().time;
-    const double arrival = next_arrival_ < arrivals_end_ ? jobs[next_arrival_].arrival : kNever;
+    const double arrival = next_job ? next_job->arrival : kNever;
     const double now = std::min({event, arrival, next_round_});
+    if (stream_ && !stopped_at_tracked_ && now > give_up_time()) {
+      // Tracked jobs are left that the policy may never finish (LAS under
+      // overload starves the longest for as long as jobs come): the run ends
+      // with them unfinished, and says so.
+      stopped_at_tracked_ = gave_up_ = true;
+      arrivals_end_ = next_arrival_;
+      upcoming_.reset();
+      return false;
+    }
     // Failures and repairs go on forever; the run ends with its jobs, or
     // when its remaining jobs can never be placed.
     if (now == kNever || (!work_left() && now > end_time_) || idle_rounds_ >= kStallRounds) return false;
@@ -530,9 +577,13 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
       if (job_event) end_time_ = now;
     } else if (arrival == now) {
       accrue_capacity(now);
-      const JobState& job = scheduler_->submit(jobs[next_arrival_], now);
+      const JobState& job = scheduler_->submit(*next_job, now);
       if (job.spec.id != next_arrival_) throw std::logic_error("job ids out of arrival order");
       ++next_arrival_;
+      if (stream_) {
+        upcoming_.reset();
+        progress_.emplace_back();
+      }
       end_time_ = std::max(end_time_, now);
       request_round(now);
     } else {
@@ -548,7 +599,8 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
   for (std::uint32_t i = 0; i < config_.cluster.events.size(); ++i)
     push(config_.cluster.events[i].at, EventKind::cluster_change, i, 0);
   sink_.run_started();
-  end_time_ = jobs_->empty() ? 0 : jobs_->front().arrival;
+  const JobSpec* first = upcoming();
+  end_time_ = first ? first->arrival : 0;
   capacity_since_ = end_time_;
   advance(kNever, stop);
   accrue_capacity(end_time_);
@@ -565,10 +617,24 @@ RunResults Simulation::collect(double end_time) {
       ++unfinished;
   }
   std::vector<std::string> notes = notes_;
-  if (unfinished > 0)
-    notes.push_back(std::to_string(unfinished) + " jobs never finished: the scheduler could not place them");
-  if (still_running > 0)
-    notes.push_back(std::to_string(still_running) + " jobs were still running when the run ended");
+  if (gave_up_) {
+    const auto [first, last] = stream_->track();
+    std::size_t left = 0;
+    for (JobId id = first; id < last; ++id) left += !scheduler_->job(id).done();
+    notes.push_back("the run gave up give_up_hours after the last tracked job arrived, with " +
+                    std::to_string(left) + " tracked jobs not done, after " + std::to_string(next_arrival_) +
+                    " jobs arrived: " + std::to_string(still_running) + " still running, " +
+                    std::to_string(unfinished) + " waiting");
+  } else if (stopped_at_tracked_) {
+    notes.push_back("the run ended when the tracked jobs were done, after " + std::to_string(next_arrival_) +
+                    " jobs arrived: " + std::to_string(still_running) + " still running, " +
+                    std::to_string(unfinished) + " waiting");
+  } else {
+    if (unfinished > 0)
+      notes.push_back(std::to_string(unfinished) + " jobs never finished: the scheduler could not place them");
+    if (still_running > 0)
+      notes.push_back(std::to_string(still_running) + " jobs were still running when the run ended");
+  }
   for (const DecisionRecord& decision : log_.records()) sink_.decided(decision);
   RunTotals totals;
   for (const std::string& note : notes) totals.note += (totals.note.empty() ? "" : "; ") + note;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "scheduler/decision_log.hpp"
 #include "scheduler/scheduler.hpp"
 #include "tessel/rng.hpp"
+#include "workloads/workload.hpp"
 
 namespace tessel {
 
@@ -69,7 +71,9 @@ class Simulation {
   // done with this simulation, so it must not outlive it.
   std::unique_ptr<Simulation> fork(const SchedulerConfig& composition) const;
 
+  // A finite workload's jobs; 0 for a workload without end (endless()).
   std::size_t job_count() const { return jobs_->size(); }
+  bool endless() const { return stream_.has_value(); }
   // What the workload left out or changed, for the user.
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -134,6 +138,15 @@ class Simulation {
   void round(double now);
   void accrue_capacity(double now);
   bool work_left();
+  // The next job to arrive; null when none will.
+  const JobSpec* upcoming();
+  // progress = "whole_iterations" needs the model to size the job's iterations.
+  void require_iteration_size(const JobSpec& job) const;
+  // A stream's tracked jobs have all arrived and are done.
+  bool tracked_done();
+  // When a stream's run gives up on its tracked jobs (give_up_hours after
+  // the last of them arrived); never before that one arrived, or without a limit.
+  double give_up_time() const;
   // Nothing is left to arrive, some job runs, and every running job never
   // ends (infinite remaining work): running changes nothing any more, so
   // only an event (a repair, a planned cluster change) could let a waiting
@@ -156,12 +169,19 @@ class Simulation {
   const ExperimentConfig& config_;
   PluginRegistry* registry_;
   std::shared_ptr<const std::vector<JobSpec>> jobs_;  // arrival order; shared with forks
+  // A workload without end: its jobs are made as they arrive, and none once
+  // every tracked one is done (the run ends there). Forks copy it.
+  std::optional<JobStream> stream_;
+  std::optional<JobSpec> upcoming_;  // the stream's next job, made once the run looks at it
+  JobId tracked_done_below_ = 0;     // every tracked job below this id is done (a stream's)
+  bool stopped_at_tracked_ = false;
+  bool gave_up_ = false;             // ... at [workload] give_up_hours, with tracked jobs left
   std::vector<std::string> notes_;
   DecisionLog log_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<JobProgress> progress_;
   std::size_t next_arrival_ = 0;  // into jobs_
-  std::size_t arrivals_end_ = 0;  // jobs_ from here on never arrive (a forecast without foresight)
+  std::size_t arrivals_end_ = 0;  // jobs from here on never arrive (a forecast without foresight; a stream's end)
   std::vector<Event> events_;  // min-heap
   std::uint64_t sequence_ = 0;
   std::vector<std::uint32_t> node_generation_;  // invalidates a removed node's failures

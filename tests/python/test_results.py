@@ -65,6 +65,54 @@ def test_counts_are_integers_in_json(tmp_path):
     assert isinstance(row["jobs"], int) and isinstance(row["preemptions"], int)
 
 
+def test_a_workload_without_end_reads_back_like_any_run(tmp_path, write):
+    # jobs = "until_tracked_done": the run stops when jobs 20..39 are done,
+    # with later jobs still waiting or running; Python and `tessel report`
+    # read it as they read any run.
+    experiment = write("endless.toml", small_cluster(jobs='"until_tracked_done"', jobs_per_hour=60)
+                       .replace("seed = 1\n", "seed = 1\ntrack = [20, 40]\n"))
+    res = tessel.run(experiment, db=tmp_path / "e.db")
+    jobs = res.jobs
+    tracked = jobs[jobs["tracked"] == 1]
+    assert list(tracked["job_id"]) == list(range(20, 40))
+    assert (tracked["status"] == "finished").all()
+    assert len(jobs) > 40 and (jobs["status"] != "finished").any()
+    assert jobs["arrival"].max() <= tracked["finish"].max()
+    printed = json.loads(cli("report", tmp_path / "e.db", "--format", "json").stdout)[0]
+    assert printed["jobs"] == printed["finished"] == 20
+    assert res.report()["avg_jct_s"][0] == printed["avg_jct_s"]
+    assert "the run ended when the tracked jobs were done" in res.runs["note"][0]
+
+
+def test_tracked_jct_bound_counts_the_jobs_a_run_gave_up_on(tmp_path, write):
+    # experiments/blox-fig12-13/tracked_jct_bound.py: with give_up_hours a
+    # run leaves tracked jobs unfinished; the bound counts each to the run's
+    # end, so it is above the average over those that finished.
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    experiment = write("gave-up.toml", small_cluster(jobs='"until_tracked_done"', jobs_per_hour=60,
+                                                     allocation='{ plugin = "las" }')
+                       .replace("seed = 1\n", "seed = 1\ntrack = [20, 400]\ngive_up_hours = 2\n"))
+    res = tessel.run(experiment, db=tmp_path / "g.db")
+    tracked = res.jobs[res.jobs["tracked"] == 1]
+    done = tracked[tracked["status"] == "finished"]
+    left = len(tracked) - len(done)
+    assert left > 0 and "gave up" in res.runs["note"][0]
+    end = res.runs["end_time"][0]
+    bound = ((done["finish"] - done["arrival"]).sum()
+             + (end - tracked[tracked["status"] != "finished"]["arrival"]).sum()) / len(tracked) / 3600
+    printed = subprocess.run([sys.executable, str(ROOT / "experiments" / "blox-fig12-13" / "tracked_jct_bound.py"),
+                              str(tmp_path / "g.db")], capture_output=True, text=True, check=True).stdout
+    row = printed.splitlines()[1].split()
+    assert float(row[-5]) == pytest.approx(res.report()["avg_jct_s"][0] / 3600, abs=0.01)
+    assert float(row[-3]) == pytest.approx(bound, abs=0.01)
+    assert float(row[-3]) > float(row[-5])
+    assert printed.rstrip().endswith(f"[{left}]")
+
+
 def test_mistakes_raise_tessel_errors(tmp_path, write):
     with pytest.raises(tessel.ConfigError, match=r"bad\.toml:2:1: unknown key 'nodez'"):
         tessel.run(write("bad.toml", "[cluster]\nnodez = 3\n"), db=tmp_path / "x.db")

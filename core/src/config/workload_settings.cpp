@@ -80,6 +80,8 @@ WorkloadSettings read_workload_settings(TableReader& reader, std::shared_ptr<con
     else if (track)
       settings.track = {static_cast<JobId>((*track)[0]), static_cast<JobId>((*track)[1])};
   }
+  if (reader.present("give_up_hours"))
+    if (auto hours = reader.number("give_up_hours", std::nullopt, 0)) settings.give_up_seconds = 3600 * *hours;
   settings.model = read_model_settings(reader, document, "model");
   settings.reference_gpu_type = reader.string("reference_gpu_type", "").value_or("");
   settings.transforms = read_transforms(reader);

@@ -58,6 +58,10 @@ struct WorkloadSettings {
   std::uint64_t seed = 1;
   // Jobs with ids in [first, last) count in the metrics; all jobs when unset.
   std::optional<std::pair<JobId, JobId>> track;
+  // With jobs without end (jobs = "until_tracked_done"): the run stops this
+  // long after the last tracked job arrived, done or not (a policy that
+  // starves a tracked job forever would otherwise never end). Unset: no limit.
+  std::optional<double> give_up_seconds;
   ModelSettings model;
   std::string reference_gpu_type;  // durations were measured on this type (default: the cluster's first)
   TraceTransforms transforms;

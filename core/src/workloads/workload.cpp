@@ -79,6 +79,20 @@ void resample_to_gpu_demand(double ratio, int cluster_gpus, std::uint64_t seed, 
   }
 }
 
+// The transforms that change one job at a time, the last ones applied: a
+// workload without end has only these.
+void apply_job_transforms(const TraceTransforms& t, TraceJob& job) {
+  job.spec.arrival /= t.arrival_rate_scale;
+  job.duration *= t.duration_scale;
+  job.spec.total_work *= t.duration_scale;
+  const bool made_elastic =
+      t.elastic_models.empty() ||
+      std::find(t.elastic_models.begin(), t.elastic_models.end(), job.spec.model) != t.elastic_models.end();
+  if (!made_elastic) return;
+  if (t.elastic_min_gpus > 0) job.spec.min_gpus = std::min(t.elastic_min_gpus, job.spec.gpus);
+  if (t.elastic_max_gpus > 0) job.spec.max_gpus = std::max(t.elastic_max_gpus, job.spec.gpus);
+}
+
 void apply_transforms(const TraceTransforms& t, std::uint64_t seed, int cluster_gpus, std::vector<TraceJob>& jobs,
                       std::vector<std::string>& notes) {
   auto keep_if = [&](auto&& keep, const std::string& what) {
@@ -115,18 +129,7 @@ void apply_transforms(const TraceTransforms& t, std::uint64_t seed, int cluster_
       jobs[i].spec.arrival = now;
     }
   }
-  auto made_elastic = [&](const JobSpec& spec) {
-    return t.elastic_models.empty() ||
-           std::find(t.elastic_models.begin(), t.elastic_models.end(), spec.model) != t.elastic_models.end();
-  };
-  for (TraceJob& job : jobs) {
-    job.spec.arrival /= t.arrival_rate_scale;
-    job.duration *= t.duration_scale;
-    job.spec.total_work *= t.duration_scale;
-    if (!made_elastic(job.spec)) continue;
-    if (t.elastic_min_gpus > 0) job.spec.min_gpus = std::min(t.elastic_min_gpus, job.spec.gpus);
-    if (t.elastic_max_gpus > 0) job.spec.max_gpus = std::max(t.elastic_max_gpus, job.spec.gpus);
-  }
+  for (TraceJob& job : jobs) apply_job_transforms(t, job);
 }
 
 // The work `job` does in `seconds` on `shape` from the start of its
@@ -212,6 +215,28 @@ ProfileDraw profile_draw(const ThroughputModel& model, const std::vector<std::pa
   return draw;
 }
 
+// A workload without end needs `track`: the jobs whose end stops it. The
+// transforms that need the whole trace (to filter, cut, permute, resample
+// or re-time it) cannot apply to jobs that never run out.
+void check_endless(const WorkloadSettings& settings, TableReader& reader) {
+  const char* const endless = "a workload without end (jobs = \"until_tracked_done\")";
+  if (!settings.track)
+    reader.error("jobs", std::string("'jobs = \"until_tracked_done\"' in [workload] needs 'track = [first, last)': "
+                                     "the jobs whose end stops the generator"));
+  const TraceTransforms& t = settings.transforms;
+  const std::pair<bool, const char*> whole_trace[] = {
+      {t.window.has_value(), "window"},         {!t.vcs.empty(), "vcs"},
+      {!t.tenants.empty(), "tenants"},          {t.max_jobs.has_value(), "max_jobs"},
+      {t.shuffle, "shuffle"},                   {t.gpu_demand_ratio.has_value(), "gpu_demand_ratio"},
+      {t.poisson_jobs_per_hour.has_value(), "poisson_jobs_per_hour"},
+  };
+  for (const auto& [set, key] : whole_trace)
+    if (set)
+      reader.error(key, "'" + std::string(key) + "' in [workload] works on the whole trace; " + endless +
+                            " has none (the per-job transforms arrival_rate_scale, duration_scale and "
+                            "elastic_* apply)");
+}
+
 // What [workload] builds: the kind's source and the model, and the weights
 // of the model's profiles.
 struct WorkloadParts {
@@ -240,6 +265,11 @@ WorkloadParts read_parts(const WorkloadSettings& settings, Diagnostics& diagnost
     parts.profile_weights = read_profile_weights(reader, *weights, parts.model.get());
   if (kind == nullptr) return parts;  // which keys are valid is unknown: no unknown-key reports
   parts.source = kind->parse(reader);
+  if (parts.source->endless())
+    check_endless(settings, reader);
+  else if (settings.give_up_seconds)
+    reader.error("give_up_hours", "'give_up_hours' in [workload] applies only to jobs without end "
+                                  "(kind = \"synthetic\", jobs = \"until_tracked_done\")");
   reader.finish();
   return parts;
 }
@@ -251,7 +281,83 @@ WorkloadParts build_parts(const WorkloadSettings& settings, std::shared_ptr<cons
   return parts;
 }
 
+// Numbers, marks and prices jobs one at a time, in arrival order: gives a
+// job without a profile one the model knows (seeded, so the same jobs get
+// the same profiles), and turns its duration into work on the reference shape.
+struct JobPricer {
+  JobPricer(const WorkloadSettings& settings, std::shared_ptr<const ThroughputModel> model,
+            const ClusterState& cluster,
+            std::shared_ptr<const std::vector<std::pair<std::string, double>>> weights)
+      : model(std::move(model)), cluster(&cluster), weights(std::move(weights)),
+        reference(settings.reference_gpu_type), track(settings.track),
+        profile_rng(derive_seed(settings.seed, 0x70726f66)) {}  // "prof"
+
+  JobSpec price(TraceJob entry, JobId id) {
+    const ThroughputModel& m = *model;
+    const std::span<const std::string> profiles = m.profiles();
+    JobSpec spec = std::move(entry.spec);
+    spec.id = id;
+    spec.tracked = !track || (spec.id >= track->first && spec.id < track->second);
+    if (!profiles.empty() && std::find(profiles.begin(), profiles.end(), spec.model) == profiles.end()) {
+      if (!spec.model.empty())
+        throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
+                        " has model '" + spec.model + "', which throughput model '" + std::string(m.name()) +
+                        "' has no data for");
+      auto found = draws.find(spec.gpus);
+      if (found == draws.end()) found = draws.emplace(spec.gpus, profile_draw(m, *weights, spec.gpus)).first;
+      const ProfileDraw& draw = found->second;
+      const std::size_t pick =
+          draw.weights.empty() ? profile_rng.below(draw.names.size()) : profile_rng.weighted(draw.weights);
+      spec.model = *draw.names[pick];
+      ++assigned;
+      unsuited += draw.unsuited;
+    }
+    if (spec.gpu_milli == 0 && !(m.rate(spec, cluster->packed_shape(spec, spec.gpus, reference)) > 0))
+      throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
+                      " holds no share of its GPU (a CPU-only pod: [workload] cpu_only = \"keep\"), and "
+                      "throughput model '" + std::string(m.name()) +
+                      "' gives such a job no progress; the 'linear' model runs it at rate 1");
+    if (spec.total_work <= 0 && entry.duration > 0)
+      spec.total_work = work_in(m, spec, entry.duration, cluster->packed_shape(spec, spec.gpus, reference));
+    if (spec.total_work <= 0) spec.total_work = m.default_work(spec);
+    if (!(spec.total_work > 0))
+      throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
+                      " has no duration or work, and throughput model '" + std::string(m.name()) +
+                      "' cannot size it");
+    return spec;
+  }
+
+  std::shared_ptr<const ThroughputModel> model;
+  const ClusterState* cluster;  // outlives the pricer (a stream owns its copy)
+  // Shared, so that the draws' names stay valid in copies.
+  std::shared_ptr<const std::vector<std::pair<std::string, double>>> weights;
+  std::string reference;
+  std::optional<std::pair<JobId, JobId>> track;
+  Rng profile_rng;
+  std::map<int, ProfileDraw> draws;  // by GPU count
+  std::size_t assigned = 0, unsuited = 0;
+};
+
 }  // namespace
+
+// A stream's generator, the transforms of one job, and its pricing; its
+// copies clone the generator.
+struct JobStream::State {
+  State(std::unique_ptr<JobGenerator> generator, TraceTransforms transforms, std::pair<JobId, JobId> track,
+        JobPricer pricer, std::shared_ptr<const ClusterState> cluster)
+      : generator(std::move(generator)), transforms(std::move(transforms)), track(track),
+        pricer(std::move(pricer)), cluster(std::move(cluster)) {}
+  State(const State& other)
+      : generator(other.generator->clone()), transforms(other.transforms), track(other.track),
+        pricer(other.pricer), cluster(other.cluster), made(other.made) {}
+
+  std::unique_ptr<JobGenerator> generator;
+  TraceTransforms transforms;
+  std::pair<JobId, JobId> track;
+  JobPricer pricer;
+  std::shared_ptr<const ClusterState> cluster;  // what pricer.cluster points to
+  JobId made = 0;
+};
 
 void check_workload(const WorkloadSettings& settings, Diagnostics& diagnostics) {
   (void)read_parts(settings, diagnostics);
@@ -263,69 +369,67 @@ std::unique_ptr<WorkloadSource> build_workload_source(const WorkloadSettings& se
 
 Workload build_workload(const WorkloadSettings& settings, const ClusterState& cluster,
                         std::shared_ptr<const ThroughputModel> given_model) {
-  const WorkloadParts parts = build_parts(settings, std::move(given_model));
-  Trace trace = parts.source->read(settings.seed);
-  std::stable_sort(trace.jobs.begin(), trace.jobs.end(),
-                   [](const TraceJob& a, const TraceJob& b) { return a.spec.arrival < b.spec.arrival; });
-  Workload workload;
-  workload.notes = std::move(trace.notes);
-  apply_transforms(settings.transforms, settings.seed, cluster.installed_gpus(), trace.jobs, workload.notes);
-
+  WorkloadParts parts = build_parts(settings, std::move(given_model));
   const std::string& reference = settings.reference_gpu_type;
   const auto& types = cluster.gpu_types();
   if (!reference.empty() && std::find(types.begin(), types.end(), reference) == types.end())
     throw UserError("[workload] reference_gpu_type '" + reference + "' is not a GPU type of the cluster");
-
   const ThroughputModel& model = *parts.model;
-  workload.model = parts.model;
   if (const std::string problem = model.check(cluster); !problem.empty())
     throw UserError("throughput model '" + std::string(model.name()) + "': " + problem);
-  const std::span<const std::string> profiles = model.profiles();
-  Rng profile_rng(derive_seed(settings.seed, 0x70726f66));  // "prof"
-  std::size_t assigned = 0, unsuited = 0;
-  std::map<int, ProfileDraw> draws;  // by GPU count
 
-  workload.jobs.reserve(trace.jobs.size());
-  for (TraceJob& entry : trace.jobs) {
-    JobSpec& spec = workload.jobs.emplace_back(std::move(entry.spec));
-    spec.id = static_cast<JobId>(workload.jobs.size() - 1);
-    spec.tracked = !settings.track || (spec.id >= settings.track->first && spec.id < settings.track->second);
-    if (!profiles.empty() && std::find(profiles.begin(), profiles.end(), spec.model) == profiles.end()) {
-      if (!spec.model.empty())
-        throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
-                        " has model '" + spec.model + "', which throughput model '" + std::string(model.name()) +
-                        "' has no data for");
-      auto found = draws.find(spec.gpus);
-      if (found == draws.end())
-        found = draws.emplace(spec.gpus, profile_draw(model, parts.profile_weights, spec.gpus)).first;
-      const ProfileDraw& draw = found->second;
-      const std::size_t pick =
-          draw.weights.empty() ? profile_rng.below(draw.names.size()) : profile_rng.weighted(draw.weights);
-      spec.model = *draw.names[pick];
-      ++assigned;
-      unsuited += draw.unsuited;
-    }
-    if (spec.gpu_milli == 0 && !(model.rate(spec, cluster.packed_shape(spec, spec.gpus, reference)) > 0))
-      throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
-                      " holds no share of its GPU (a CPU-only pod: [workload] cpu_only = \"keep\"), and "
-                      "throughput model '" + std::string(model.name()) +
-                      "' gives such a job no progress; the 'linear' model runs it at rate 1");
-    if (spec.total_work <= 0 && entry.duration > 0)
-      spec.total_work = work_in(model, spec, entry.duration, cluster.packed_shape(spec, spec.gpus, reference));
-    if (spec.total_work <= 0) spec.total_work = model.default_work(spec);
-    if (!(spec.total_work > 0))
-      throw UserError("job " + std::to_string(spec.id) + (spec.name.empty() ? "" : " ('" + spec.name + "')") +
-                      " has no duration or work, and throughput model '" + std::string(model.name()) +
-                      "' cannot size it");
+  Workload workload;
+  workload.model = parts.model;
+  auto weights = std::make_shared<const std::vector<std::pair<std::string, double>>>(std::move(parts.profile_weights));
+  if (parts.source->endless()) {
+    // Priced on the cluster as it starts, as a finite workload's jobs are;
+    // the stream keeps its own copy of it.
+    auto owned = std::make_shared<const ClusterState>(cluster);
+    auto state = std::make_unique<JobStream::State>(parts.source->generate(settings.seed), settings.transforms,
+                                                    *settings.track,
+                                                    JobPricer(settings, parts.model, *owned, weights), owned);
+    workload.stream.emplace(std::move(state));
+    workload.notes.push_back("jobs are generated until the tracked ones (ids " + std::to_string(settings.track->first) +
+                             " to " + std::to_string(settings.track->second - 1) + ") are done");
+    return workload;
   }
-  if (assigned > 0)
-    workload.notes.push_back("gave " + count_text(assigned) + " jobs a random profile of '" +
+
+  Trace trace = parts.source->read(settings.seed);
+  std::stable_sort(trace.jobs.begin(), trace.jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.spec.arrival < b.spec.arrival; });
+  workload.notes = std::move(trace.notes);
+  apply_transforms(settings.transforms, settings.seed, cluster.installed_gpus(), trace.jobs, workload.notes);
+
+  JobPricer pricer(settings, parts.model, cluster, weights);
+  workload.jobs.reserve(trace.jobs.size());
+  for (TraceJob& entry : trace.jobs)
+    workload.jobs.push_back(pricer.price(std::move(entry), static_cast<JobId>(workload.jobs.size())));
+  if (pricer.assigned > 0)
+    workload.notes.push_back("gave " + count_text(pricer.assigned) + " jobs a random profile of '" +
                              std::string(model.name()) + "'" +
-                             (parts.profile_weights.empty() ? "" : ", drawn by profile_weights"));
-  if (unsuited > 0)
-    workload.notes.push_back(count_text(unsuited) + " of them have a GPU count no profile suits; they got "
+                             (weights->empty() ? "" : ", drawn by profile_weights"));
+  if (pricer.unsuited > 0)
+    workload.notes.push_back(count_text(pricer.unsuited) + " of them have a GPU count no profile suits; they got "
                              "any profile");
   return workload;
 }
+
+JobStream::JobStream(std::unique_ptr<State> state) : state_(std::move(state)) {}
+JobStream::JobStream(const JobStream& other) : state_(std::make_unique<State>(*other.state_)) {}
+JobStream& JobStream::operator=(const JobStream& other) {
+  if (this != &other) state_ = std::make_unique<State>(*other.state_);
+  return *this;
+}
+JobStream::JobStream(JobStream&&) noexcept = default;
+JobStream& JobStream::operator=(JobStream&&) noexcept = default;
+JobStream::~JobStream() = default;
+
+JobSpec JobStream::next() {
+  TraceJob job = state_->generator->next();
+  apply_job_transforms(state_->transforms, job);
+  return state_->pricer.price(std::move(job), state_->made++);
+}
+
+std::pair<JobId, JobId> JobStream::track() const { return state_->track; }
 
 }  // namespace tessel

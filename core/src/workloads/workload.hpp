@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,11 +41,27 @@ struct Trace {
   std::vector<std::string> notes;
 };
 
+// Jobs one at a time, in arrival order, for a source without end. A clone
+// goes on from the same point and makes the same jobs (a simulation's fork).
+class JobGenerator {
+ public:
+  virtual ~JobGenerator() = default;
+  virtual TraceJob next() = 0;
+  virtual std::unique_ptr<JobGenerator> clone() const = 0;
+};
+
 class WorkloadSource {
  public:
   virtual ~WorkloadSource() = default;
   // Produces the jobs, in any order. Throws TraceError on malformed input.
+  // Not called for a source without end.
   virtual Trace read(std::uint64_t seed) const = 0;
+  // A source without end (`jobs = "until_tracked_done"`) makes its jobs as
+  // the run asks for them, with generate(); it never runs out.
+  virtual bool endless() const { return false; }
+  virtual std::unique_ptr<JobGenerator> generate(std::uint64_t /*seed*/) const {
+    throw std::logic_error("a finite workload source has no generator");
+  }
 };
 
 // Reads the kind's own keys from [workload].
@@ -68,8 +85,36 @@ void check_workload(const WorkloadSettings& settings, Diagnostics& diagnostics);
 // has it, before any transform. Throws ConfigError.
 std::unique_ptr<WorkloadSource> build_workload_source(const WorkloadSettings& settings);
 
+// The jobs of a workload without end, made one at a time as the simulator
+// asks, each numbered, marked and priced as build_workload does a finite
+// workload's: ids count from 0 in arrival order. The simulator stops asking
+// once every tracked job is done (Blox's simulator: msr-fiddle/blox,
+// blox/blox_manager.py, which ends the run when every id of
+// job_ids_to_track is in finished_job; simulator_runner/simulator.py GetJobs
+// calls workload.generate_next_job until then). Copies go on from the same
+// point with the same jobs (a fork). What it holds does not grow with the
+// jobs it made: the generator's state and the pricing's.
+class JobStream {
+ public:
+  struct State;
+  explicit JobStream(std::unique_ptr<State> state);
+  JobStream(const JobStream& other);
+  JobStream& operator=(const JobStream& other);
+  JobStream(JobStream&&) noexcept;
+  JobStream& operator=(JobStream&&) noexcept;
+  ~JobStream();
+
+  JobSpec next();
+  // The tracked ids [first, last): every job without end is tracked or not.
+  std::pair<JobId, JobId> track() const;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
 struct Workload {
-  std::vector<JobSpec> jobs;  // in arrival order, ids 0..n-1 in that order
+  std::vector<JobSpec> jobs;  // in arrival order, ids 0..n-1 in that order; empty with a stream
+  std::optional<JobStream> stream;  // the jobs of a workload without end
   std::vector<std::string> notes;
   std::shared_ptr<const ThroughputModel> model;  // what prices the jobs' work
 };
@@ -82,7 +127,8 @@ struct Workload {
 // prices each duration on the reference shape: its request packed onto the
 // reference GPU type. Throws UserError (TraceError for malformed traces).
 // `model`, when given, stands in for the configured one (a model in C++
-// that no configuration names).
+// that no configuration names). A source without end gives a stream, with
+// only the per-job transforms (check_workload refuses the others).
 Workload build_workload(const WorkloadSettings& settings, const ClusterState& cluster,
                         std::shared_ptr<const ThroughputModel> model = nullptr);
 
