@@ -20,8 +20,15 @@
 //     stops growing at `max_gpus` or when its gain is no longer positive (a
 //     throughput model with a cross-node penalty makes that happen), as in
 //     the paper. Equal gains go to the earlier arrival.
+//  With `remaining_work = "by_epoch"`, T(n) prices the work left from the
+//  start of the epoch under way (the model's last rate change), as Pollux's
+//  simulator does (simulator/optimus.py: remaining iterations from
+//  get_iteration(batch size, job.epoch), which changes only at epoch ends).
+//  Remaining work that falls continuously lets two jobs of equal standing
+//  trade a spare GPU every round, each trade a restart; by epoch, the
+//  ranking holds for an epoch.
 //  A round costs O(jobs + GPUs log jobs), plus a sort of the jobs when the
-//  minimums do not fit.
+//  minimums do not fit (and, by epoch, one walk over each job's epochs).
 //
 // Simplifications:
 //  - The paper learns each job's convergence curve and resource-speed model
@@ -59,12 +66,17 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"minimums_order", tessel::ArgType::string, "\"remaining_time\"",
      "when the minimums do not all fit, which jobs get theirs: shortest estimated remaining time first, or "
      "by arrival (Pollux's simulator)",
-     "remaining_time|arrival"}};
+     "remaining_time|arrival"},
+    {"remaining_work", tessel::ArgType::string, "\"continuous\"",
+     "the work T(n) prices: what is left now, or what was left at the start of the epoch under way (the "
+     "model's last rate change), as Pollux's simulator counts it",
+     "continuous|by_epoch"}};
 
 class Optimus final : public tessel::AllocationPolicy {
  public:
   explicit Optimus(const tessel::PluginContext& context)
-      : shortest_first_(context.args().string("minimums_order") == "remaining_time") {}
+      : shortest_first_(context.args().string("minimums_order") == "remaining_time"),
+        by_epoch_(context.args().string("remaining_work") == "by_epoch") {}
 
   // Remaining times shrink as jobs progress, so gains change between events.
   bool time_sensitive() const override { return true; }
@@ -77,7 +89,10 @@ class Optimus final : public tessel::AllocationPolicy {
     long long minimums_milli = 0;
     for (const tessel::JobState* job : active) {
       const int minimum = job->spec.elastic() ? job->spec.min_gpus : job->spec.gpus;
-      shares_.push_back({job, minimum, remaining(view, *job, minimum)});
+      const double work =
+          by_epoch_ ? job->spec.total_work - view.throughput().last_rate_change(job->spec, job->executed_work)
+                    : job->remaining_work();
+      shares_.push_back({job, work, minimum, remaining(view, *job, work, minimum)});
       minimums_milli += static_cast<long long>(minimum) * job->spec.gpu_milli;
     }
     long long free_milli = static_cast<long long>(cluster.total_gpus()) * 1000;
@@ -120,6 +135,7 @@ class Optimus final : public tessel::AllocationPolicy {
  private:
   struct Share {
     const tessel::JobState* job;
+    double work;           // the remaining work T(n) prices
     int gpus;              // granted so far
     double seconds;        // estimated remaining time on `gpus` GPUs
     bool admitted = false;
@@ -134,13 +150,13 @@ class Optimus final : public tessel::AllocationPolicy {
     bool operator<(const Step& other) const { return gain != other.gain ? gain < other.gain : job > other.job; }
   };
 
-  static double remaining(const tessel::SchedulerView& view, const tessel::JobState& job, int gpus) {
-    return view.remaining_seconds(job, view.cluster().packed_shape(job.spec, gpus));
+  static double remaining(const tessel::SchedulerView& view, const tessel::JobState& job, double work, int gpus) {
+    return view.throughput().seconds_for(job.spec, work, view.cluster().packed_shape(job.spec, gpus));
   }
 
   // Prices `share`'s next GPU; returns its gain.
   static double price_next(const tessel::SchedulerView& view, Share& share) {
-    share.next_seconds = remaining(view, *share.job, share.gpus + 1);
+    share.next_seconds = remaining(view, *share.job, share.work, share.gpus + 1);
     share.next_gain = share.seconds - share.next_seconds;
     return share.next_gain;
   }
@@ -190,12 +206,13 @@ class Optimus final : public tessel::AllocationPolicy {
   }
 
   bool shortest_first_;
+  bool by_epoch_;
   std::vector<Share> shares_;  // reused across rounds
 };
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Optimus, allocation, "optimus", "1.1",
+TESSEL_PLUGIN_WITH_ARGS(Optimus, allocation, "optimus", "1.2",
                         "Optimus (EuroSys'18): minimums first, then each spare GPU to the job whose remaining time "
                         "drops most",
                         kArgs)

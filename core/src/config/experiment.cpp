@@ -61,6 +61,8 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
 SimulationConfig read_simulation(TableReader reader) {
   SimulationConfig config;
   config.completion_at_round_end = reader.choice("completion", {"exact", "round"}, "exact") == "round";
+  config.rate_changes_on_whole_seconds =
+      reader.choice("rate_change_times", {"exact", "whole_seconds"}, "exact") == "whole_seconds";
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
   config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);

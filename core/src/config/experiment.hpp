@@ -57,6 +57,11 @@ struct SchedulerConfig {
 
 struct SimulationConfig {
   bool completion_at_round_end = false;  // completion = "round"
+  // rate_change_times = "whole_seconds": a job reaches each point where its
+  // rate changes (Pollux: an epoch end), and its completion, at the nearest
+  // whole second of when it would, as Pollux's simulator's Job.step rounds
+  // the time to each epoch end.
+  bool rate_changes_on_whole_seconds = false;
   double preemption_overhead_seconds = 0;
   double start_overhead_seconds = 0;  // at a job's first launch
 };
