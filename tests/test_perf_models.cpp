@@ -530,12 +530,12 @@ rate_change_times = ")" + times + R"("
                        ConfigError);
 }
 
-TEST_CASE("optimus, remaining_work = \"by_epoch\": remaining work counts from the start of the epoch") {
+TEST_CASE("optimus, remaining_work = \"by_epoch\": the work left after the epoch under way") {
   // The toy job of batch 40, rigid on one GPU, with 100 s rounds: epoch 0
   // (100 units at 1/4 a second) ends at 400; on average it trains at 250
-  // units per 600 s. At t=100 it has done 25 units: 225 left, 540 s;
-  // by epoch, still the 250 of epoch 0's start, 600 s. At t=500, 75 units
-  // into epoch 1: 75 left (180 s), or by epoch 150 (360 s).
+  // units per 600 s. At t=100 it has done 25 units: 225 left, 540 s; by
+  // epoch, the 150 after epoch 0, 360 s. At t=500, 75 units into its last
+  // epoch: 75 left (180 s), or by epoch a token (about 0 s).
   TempDir dir;
   write_toy_app(dir);
   dir.write("jobs.csv", "name,time,application,num_replicas,batch_size\nj,0,toy,1,40\n");
@@ -563,9 +563,9 @@ decisions = true
     return reason;
   };
   CHECK(last_reason("continuous", 100) == "rigid: its request of 1 GPUs; about 540 s left");
-  CHECK(last_reason("by_epoch", 100) == "rigid: its request of 1 GPUs; about 600 s left");
+  CHECK(last_reason("by_epoch", 100) == "rigid: its request of 1 GPUs; about 360 s left");
   CHECK(last_reason("continuous", 500) == "rigid: its request of 1 GPUs; about 180 s left");
-  CHECK(last_reason("by_epoch", 500) == "rigid: its request of 1 GPUs; about 360 s left");
+  CHECK(last_reason("by_epoch", 500) == "rigid: its request of 1 GPUs; about 0 s left");
 }
 
 TEST_CASE("pollux-apps names the file at fault") {

@@ -20,15 +20,15 @@
 //     stops growing at `max_gpus` or when its gain is no longer positive (a
 //     throughput model with a cross-node penalty makes that happen), as in
 //     the paper. Equal gains go to the earlier arrival.
-//  With `remaining_work = "by_epoch"`, T(n) prices the work left from the
-//  start of the epoch under way (the model's last rate change), as Pollux's
-//  simulator does (simulator/optimus.py: remaining iterations from
-//  get_iteration(batch size, job.epoch), which changes only at epoch ends).
-//  Remaining work that falls continuously lets two jobs of equal standing
-//  trade a spare GPU every round, each trade a restart; by epoch, the
-//  ranking holds for an epoch.
+//  With `remaining_work = "by_epoch"`, T(n) prices the work left after the
+//  epoch under way (the model's next rate change), and a token in the last
+//  epoch, as Pollux's simulator does (simulator/optimus.py: remaining
+//  iterations from get_iteration(batch size, job.epoch), which changes only
+//  at epoch ends). Remaining work that falls continuously lets two jobs of
+//  equal standing trade a spare GPU every round, each trade a restart; by
+//  epoch, the ranking holds for an epoch.
 //  A round costs O(jobs + GPUs log jobs), plus a sort of the jobs when the
-//  minimums do not fit (and, by epoch, one walk over each job's epochs).
+//  minimums do not fit.
 //
 // Simplifications:
 //  - The paper learns each job's convergence curve and resource-speed model
@@ -68,9 +68,15 @@ constexpr tessel::ArgSpec kArgs[] = {
      "by arrival (Pollux's simulator)",
      "remaining_time|arrival"},
     {"remaining_work", tessel::ArgType::string, "\"continuous\"",
-     "the work T(n) prices: what is left now, or what was left at the start of the epoch under way (the "
-     "model's last rate change), as Pollux's simulator counts it",
+     "the work T(n) prices: what is left now, or what is left after the epoch under way (the model's next "
+     "rate change), as Pollux's simulator counts it",
      "continuous|by_epoch"}};
+
+// In its last epoch Pollux's Optimus counts 1 iteration left: some gain, far
+// below any job's in an earlier epoch (its applications train for thousands
+// of iterations or more), so such a job only grows on GPUs no other job
+// gains from. A millionth of the job's work plays that part.
+constexpr double kLastEpochShare = 1e-6;
 
 class Optimus final : public tessel::AllocationPolicy {
  public:
@@ -89,9 +95,7 @@ class Optimus final : public tessel::AllocationPolicy {
     long long minimums_milli = 0;
     for (const tessel::JobState* job : active) {
       const int minimum = job->spec.elastic() ? job->spec.min_gpus : job->spec.gpus;
-      const double work =
-          by_epoch_ ? job->spec.total_work - view.throughput().last_rate_change(job->spec, job->executed_work)
-                    : job->remaining_work();
+      const double work = work_left(view, *job);
       shares_.push_back({job, work, minimum, remaining(view, *job, work, minimum)});
       minimums_milli += static_cast<long long>(minimum) * job->spec.gpu_milli;
     }
@@ -149,6 +153,17 @@ class Optimus final : public tessel::AllocationPolicy {
     // Largest gain on top; equal gains to the earlier arrival.
     bool operator<(const Step& other) const { return gain != other.gain ? gain < other.gain : job > other.job; }
   };
+
+  // The work T(n) prices. By epoch, as Pollux's simulator counts it: the work
+  // after the epoch under way (get_iteration(batch, completion epoch) -
+  // get_iteration(batch, job.epoch), the latter being the iterations done
+  // once the epoch under way completes), and a token in the last epoch.
+  double work_left(const tessel::SchedulerView& view, const tessel::JobState& job) const {
+    if (!by_epoch_) return job.remaining_work();
+    const double epoch_end = view.throughput().next_rate_change(job.spec, job.executed_work);
+    if (epoch_end < job.spec.total_work) return job.spec.total_work - epoch_end;
+    return kLastEpochShare * job.spec.total_work;
+  }
 
   static double remaining(const tessel::SchedulerView& view, const tessel::JobState& job, double work, int gpus) {
     return view.throughput().seconds_for(job.spec, work, view.cluster().packed_shape(job.spec, gpus));

@@ -94,18 +94,6 @@ class ThroughputModel {
     return true;
   }
 
-  // The last point at or before `progress` where rate_at changed (Pollux:
-  // the start of the epoch under way), found by walking next_rate_change
-  // from 0; 0 for models whose rate never changes. Costs one
-  // next_rate_change call per change point passed.
-  double last_rate_change(const JobSpec& job, double progress) const {
-    double last = 0;
-    for (double next = next_rate_change(job, last); next <= progress && next > last;
-         next = next_rate_change(job, last))
-      last = next;
-    return last;
-  }
-
   // Seconds to finish `work` units on `shape`.
   double seconds_for(const JobSpec& job, double work, const Shape& shape) const {
     return work / rate(job, shape);
