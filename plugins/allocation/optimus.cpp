@@ -157,9 +157,11 @@ class Optimus final : public tessel::AllocationPolicy {
   // The work T(n) prices. By epoch, as Pollux's simulator counts it: the work
   // after the epoch under way (get_iteration(batch, completion epoch) -
   // get_iteration(batch, job.epoch), the latter being the iterations done
-  // once the epoch under way completes), and a token in the last epoch.
+  // once the epoch under way completes), and a token in the last epoch. A
+  // model without epochs (its rate never changes with progress) counts
+  // continuously.
   double work_left(const tessel::SchedulerView& view, const tessel::JobState& job) const {
-    if (!by_epoch_) return job.remaining_work();
+    if (!by_epoch_ || !view.throughput().rate_depends_on_progress()) return job.remaining_work();
     const double epoch_end = view.throughput().next_rate_change(job.spec, job.executed_work);
     if (epoch_end < job.spec.total_work) return job.spec.total_work - epoch_end;
     return kLastEpochShare * job.spec.total_work;
