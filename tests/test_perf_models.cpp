@@ -447,6 +447,127 @@ placement = { plugin = "first_fit" }
   CHECK(results.jobs[1].total_work == doctest::Approx(100 / 1.5));
 }
 
+TEST_CASE("pollux-apps, placement = \"exact\": a shape is priced at its GPUs on each node") {
+  TempDir dir;
+  write_toy_app(dir);
+  const PolluxAppsModel by_count(dir.path());
+  const PolluxAppsModel exact(dir.path(), PolluxPlacementPricing::exact);
+  // No batch size on 4 GPUs: 10 per GPU, global 40; gains 1 then 3 (epochs
+  // of 100 and 150 units): 250 units per 150 step times.
+  Shape shape = shape_of(4, 2);
+  shape.node_gpus = {3, 1};  // rotated to the measured 13: 4 s a step
+  CHECK(exact.rate(job_of("toy"), shape) == doctest::Approx(250.0 / 150 / 4.0));
+  CHECK(by_count.rate(job_of("toy"), shape) == doctest::Approx(250.0 / 150 / 3.0));  // mean of 13 and 22
+  shape.node_gpus = {2, 2};
+  CHECK(exact.rate(job_of("toy"), shape) == doctest::Approx(250.0 / 150 / 2.0));
+  CHECK(exact.rate_at(job_of("toy"), shape, 120) == doctest::Approx(3.0 / 2.0));
+  // GPUs per node that do not add up to the shape's (a shape built by hand): the node-count mean.
+  shape.node_gpus = {1};
+  CHECK(exact.rate(job_of("toy"), shape) == doctest::Approx(250.0 / 150 / 3.0));
+}
+
+TEST_CASE("pollux-apps, placement = \"exact\": a running job is priced on the nodes it was placed on") {
+  // 2 nodes x 3 GPUs, first_fit: job a takes GPUs 0-1, job b GPU 2 on node
+  // 0 and all of node 1: 1 + 3, the measured 13, 4 s a step, 150 steps'
+  // worth of time (above): 600 s. By node count it is priced at the mean of
+  // 13 and 22, 3 s a step: 450 s.
+  TempDir dir;
+  write_toy_app(dir);
+  dir.write("jobs.csv", "name,time,application,num_replicas,batch_size\na,0,toy,2,20\nb,0,toy,4,40\n");
+  auto run = [&](const std::string& placement) {
+    return jcts(simulate(dir, R"([cluster]
+nodes = 2
+gpus_per_node = 3
+
+[workload]
+kind = "pollux-workload"
+path = "jobs.csv"
+model = { name = "pollux-apps", path = ".", placement = ")" + placement + R"(" }
+
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)"))[1];
+  };
+  CHECK(run("exact") == doctest::Approx(600));
+  CHECK(run("node_count") == doctest::Approx(450));
+}
+
+TEST_CASE("pollux-apps: rate_change_times = \"whole_seconds\" ends each epoch on a whole second") {
+  // The toy job of batch 40 on one GPU: epoch 0 takes 400 s, epoch 1 200 s.
+  // A 0.6 s start delays both: exactly, epoch 0 ends at 400.6 and the job
+  // at 600.6. On whole seconds epoch 0 ends at 401, where the job has run
+  // 0.4 s into epoch 1 and is set back to its start, as Pollux's Job.step
+  // does; it ends 200 s later, at 601.
+  TempDir dir;
+  write_toy_app(dir);
+  dir.write("jobs.csv", "name,time,application,num_replicas,batch_size\nj,0,toy,1,40\n");
+  auto run = [&](const std::string& times) {
+    return jcts(simulate(dir, R"([cluster]
+nodes = 1
+gpus_per_node = 2
+
+[workload]
+kind = "pollux-workload"
+path = "jobs.csv"
+model = { name = "pollux-apps", path = "." }
+
+[scheduler]
+round_seconds = 1000
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+
+[simulation]
+start_overhead_seconds = 0.6
+rate_change_times = ")" + times + R"("
+)"))[0];
+  };
+  CHECK(run("exact") == doctest::Approx(600.6));
+  CHECK(run("whole_seconds") == 601);
+  CHECK_THROWS_WITH_AS(run("seconds"),
+                       doctest::Contains("unknown rate_change_times 'seconds' in [simulation] (valid: exact, "
+                                         "whole_seconds)"),
+                       ConfigError);
+}
+
+TEST_CASE("optimus, remaining_work = \"by_epoch\": the work left after the epoch under way") {
+  // The toy job of batch 40, rigid on one GPU, with 100 s rounds: epoch 0
+  // (100 units at 1/4 a second) ends at 400; on average it trains at 250
+  // units per 600 s. At t=100 it has done 25 units: 225 left, 540 s; by
+  // epoch, the 150 after epoch 0, 360 s. At t=500, 75 units into its last
+  // epoch: 75 left (180 s), or by epoch a token (about 0 s).
+  TempDir dir;
+  write_toy_app(dir);
+  dir.write("jobs.csv", "name,time,application,num_replicas,batch_size\nj,0,toy,1,40\n");
+  auto last_reason = [&](const std::string& remaining_work, double time) {
+    const RunResults results = simulate(dir, R"([cluster]
+nodes = 1
+gpus_per_node = 2
+
+[workload]
+kind = "pollux-workload"
+path = "jobs.csv"
+model = { name = "pollux-apps", path = "." }
+
+[scheduler]
+round_seconds = 100
+allocation = { plugin = "optimus", remaining_work = ")" + remaining_work + R"(" }
+placement = { plugin = "first_fit" }
+
+[output]
+decisions = true
+)");
+    std::string reason;  // the allocation's last word on the job by `time`
+    for (const DecisionRecord& d : results.decisions)
+      if (d.stage == PluginKind::allocation && d.time <= time) reason = d.reason;
+    return reason;
+  };
+  CHECK(last_reason("continuous", 100) == "rigid: its request of 1 GPUs; about 540 s left");
+  CHECK(last_reason("by_epoch", 100) == "rigid: its request of 1 GPUs; about 360 s left");
+  CHECK(last_reason("continuous", 500) == "rigid: its request of 1 GPUs; about 180 s left");
+  CHECK(last_reason("by_epoch", 500) == "rigid: its request of 1 GPUs; about 0 s left");
+}
+
 TEST_CASE("pollux-apps names the file at fault") {
   TempDir dir;
   write_toy_app(dir);
@@ -688,7 +809,10 @@ TEST_CASE("the models read their arguments like any config key") {
   CHECK(config_error(dir, R"({ name = "pollux-apps" })") ==
         x + ":8:9: [workload.model] is missing required key 'path'");
   CHECK(config_error(dir, R"({ name = "pollux-apps", path = "apps", colour = 1 })") ==
-        x + ":8:48: unknown key 'colour' in [workload.model] (valid: name, path)");
+        x + ":8:48: unknown key 'colour' in [workload.model] (valid: name, path, placement)");
+  CHECK(config_error(dir, R"({ name = "pollux-apps", path = "apps", placement = "exact" })").empty());
+  CHECK(config_error(dir, R"({ name = "pollux-apps", path = "apps", placement = "packed" })") ==
+        x + ":8:60: unknown placement 'packed' in [workload.model] (valid: node_count, exact)");
   CHECK(config_error(dir, R"({ name = "pollux-apps", path = "nowhere" })") ==
         x + ":8:40: pollux-apps: '" + (dir.path() / "nowhere").string() + "' is not a directory");
   CHECK(config_error(dir, R"({ name = "pollux-apps", path = "x.toml" })") ==

@@ -97,6 +97,18 @@ TEST_CASE("optimus gives the third GPU to the larger marginal gain, then grows t
   CHECK(allocation_at(results, 0, 200) == "grant: 3 GPUs, its maximum, by marginal gain; about 67 s left");
 }
 
+TEST_CASE("optimus, remaining_work = \"by_epoch\": a model without epochs counts continuously") {
+  // The trace of the first optimus test; `linear` has no epochs, so its
+  // decisions and times are the same (by epoch proper: tests/test_perf_models.cpp).
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus\n0,1,600,1,3\n0,1,200,1,3\n");
+  const RunResults results =
+      simulate(dir, experiment(one_node(3), R"({ plugin = "optimus", remaining_work = "by_epoch" })"));
+  CHECK(jcts(results)[0] == doctest::Approx(200 + 200.0 / 3));
+  CHECK(jcts(results)[1] == doctest::Approx(200));
+  CHECK(allocation_at(results, 0, 200) == "grant: 3 GPUs, its maximum, by marginal gain; about 67 s left");
+}
+
 TEST_CASE("optimus shrinks a running elastic job for a newcomer instead of preempting it") {
   // Two GPUs. Job 0 is elastic on [1, 2] with 1000 GPU-seconds; job 1 (1 GPU, 100 s) arrives at 50.
   // t=0    job 0 alone takes both GPUs.

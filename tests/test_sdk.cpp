@@ -66,6 +66,9 @@ TEST_CASE("the cluster keeps free counts and the largest free block") {
   CHECK(shape.nodes == 2);
   CHECK(shape.racks == 2);
   CHECK(shape.gpu_type == "v100");
+  CHECK(shape.node_gpus == std::vector<int>{2, 1});
+  // In the order the allocation first names each node, not by node id.
+  CHECK(cluster.shape_of(gpus({8, 0, 9, 12})).node_gpus == std::vector<int>{2, 1, 1});
 
   cluster.release(3, gpus({8, 9, 12, 13}));
   CHECK(cluster.largest_free_block() == 4);
@@ -114,6 +117,7 @@ TEST_CASE("CPU and memory limit how many of a job's GPUs a node takes") {
   CHECK(taken == std::vector<GpuId>{4, 5});
   const Shape packed = cluster.packed_shape(JobSpec{}, 6);
   CHECK(packed.nodes == 2);
+  CHECK(packed.node_gpus == std::vector<int>{4, 2});  // full nodes, then the rest
   CHECK(packed.gpu_type == "v100");
 }
 

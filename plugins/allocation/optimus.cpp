@@ -20,6 +20,13 @@
 //     stops growing at `max_gpus` or when its gain is no longer positive (a
 //     throughput model with a cross-node penalty makes that happen), as in
 //     the paper. Equal gains go to the earlier arrival.
+//  With `remaining_work = "by_epoch"`, T(n) prices the work left after the
+//  epoch under way (the model's next rate change), and a token in the last
+//  epoch, as Pollux's simulator does (simulator/optimus.py: remaining
+//  iterations from get_iteration(batch size, job.epoch), which changes only
+//  at epoch ends). Remaining work that falls continuously lets two jobs of
+//  equal standing trade a spare GPU every round, each trade a restart; by
+//  epoch, the ranking holds for an epoch.
 //  A round costs O(jobs + GPUs log jobs), plus a sort of the jobs when the
 //  minimums do not fit.
 //
@@ -59,12 +66,23 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"minimums_order", tessel::ArgType::string, "\"remaining_time\"",
      "when the minimums do not all fit, which jobs get theirs: shortest estimated remaining time first, or "
      "by arrival (Pollux's simulator)",
-     "remaining_time|arrival"}};
+     "remaining_time|arrival"},
+    {"remaining_work", tessel::ArgType::string, "\"continuous\"",
+     "the work T(n) prices: what is left now, or what is left after the epoch under way (the model's next "
+     "rate change), as Pollux's simulator counts it",
+     "continuous|by_epoch"}};
+
+// In its last epoch Pollux's Optimus counts 1 iteration left: some gain, far
+// below any job's in an earlier epoch (its applications train for thousands
+// of iterations or more), so such a job only grows on GPUs no other job
+// gains from. A millionth of the job's work plays that part.
+constexpr double kLastEpochShare = 1e-6;
 
 class Optimus final : public tessel::AllocationPolicy {
  public:
   explicit Optimus(const tessel::PluginContext& context)
-      : shortest_first_(context.args().string("minimums_order") == "remaining_time") {}
+      : shortest_first_(context.args().string("minimums_order") == "remaining_time"),
+        by_epoch_(context.args().string("remaining_work") == "by_epoch") {}
 
   // Remaining times shrink as jobs progress, so gains change between events.
   bool time_sensitive() const override { return true; }
@@ -77,7 +95,8 @@ class Optimus final : public tessel::AllocationPolicy {
     long long minimums_milli = 0;
     for (const tessel::JobState* job : active) {
       const int minimum = job->spec.elastic() ? job->spec.min_gpus : job->spec.gpus;
-      shares_.push_back({job, minimum, remaining(view, *job, minimum)});
+      const double work = work_left(view, *job);
+      shares_.push_back({job, work, minimum, remaining(view, *job, work, minimum)});
       minimums_milli += static_cast<long long>(minimum) * job->spec.gpu_milli;
     }
     long long free_milli = static_cast<long long>(cluster.total_gpus()) * 1000;
@@ -120,6 +139,7 @@ class Optimus final : public tessel::AllocationPolicy {
  private:
   struct Share {
     const tessel::JobState* job;
+    double work;           // the remaining work T(n) prices
     int gpus;              // granted so far
     double seconds;        // estimated remaining time on `gpus` GPUs
     bool admitted = false;
@@ -134,13 +154,26 @@ class Optimus final : public tessel::AllocationPolicy {
     bool operator<(const Step& other) const { return gain != other.gain ? gain < other.gain : job > other.job; }
   };
 
-  static double remaining(const tessel::SchedulerView& view, const tessel::JobState& job, int gpus) {
-    return view.remaining_seconds(job, view.cluster().packed_shape(job.spec, gpus));
+  // The work T(n) prices. By epoch, as Pollux's simulator counts it: the work
+  // after the epoch under way (get_iteration(batch, completion epoch) -
+  // get_iteration(batch, job.epoch), the latter being the iterations done
+  // once the epoch under way completes), and a token in the last epoch. A
+  // model without epochs (its rate never changes with progress) counts
+  // continuously.
+  double work_left(const tessel::SchedulerView& view, const tessel::JobState& job) const {
+    if (!by_epoch_ || !view.throughput().rate_depends_on_progress()) return job.remaining_work();
+    const double epoch_end = view.throughput().next_rate_change(job.spec, job.executed_work);
+    if (epoch_end < job.spec.total_work) return job.spec.total_work - epoch_end;
+    return kLastEpochShare * job.spec.total_work;
+  }
+
+  static double remaining(const tessel::SchedulerView& view, const tessel::JobState& job, double work, int gpus) {
+    return view.throughput().seconds_for(job.spec, work, view.cluster().packed_shape(job.spec, gpus));
   }
 
   // Prices `share`'s next GPU; returns its gain.
   static double price_next(const tessel::SchedulerView& view, Share& share) {
-    share.next_seconds = remaining(view, *share.job, share.gpus + 1);
+    share.next_seconds = remaining(view, *share.job, share.work, share.gpus + 1);
     share.next_gain = share.seconds - share.next_seconds;
     return share.next_gain;
   }
@@ -190,12 +223,13 @@ class Optimus final : public tessel::AllocationPolicy {
   }
 
   bool shortest_first_;
+  bool by_epoch_;
   std::vector<Share> shares_;  // reused across rounds
 };
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Optimus, allocation, "optimus", "1.1",
+TESSEL_PLUGIN_WITH_ARGS(Optimus, allocation, "optimus", "1.2",
                         "Optimus (EuroSys'18): minimums first, then each spare GPU to the job whose remaining time "
                         "drops most",
                         kArgs)

@@ -54,6 +54,7 @@ struct BestBatch {
   tessel::pollux::RateStretch stretch;
   int gpus = 0;
   int nodes = 0;
+  std::vector<int> node_gpus;  // a model may price the exact placement (pollux-apps, placement = "exact")
   int batch_size = 0;
 };
 
@@ -106,10 +107,12 @@ class PolluxAgent final : public tessel::ElasticityPolicy {
     if (!tessel::pollux::tunes_batch_size(model, job.spec)) return 0;
     BestBatch& best = best_(job.slots);
     const double progress = job.executed_work;
-    if (best.stretch.holds(model, job.spec, progress) && best.gpus == shape.gpus && best.nodes == shape.nodes)
+    if (best.stretch.holds(model, job.spec, progress) && best.gpus == shape.gpus && best.nodes == shape.nodes &&
+        best.node_gpus == shape.node_gpus)
       return best.batch_size;
     best.gpus = shape.gpus;
     best.nodes = shape.nodes;
+    best.node_gpus = shape.node_gpus;
     best.batch_size = tessel::pollux::best_configuration(model, job.spec, shape, progress).batch_size;
     return best.batch_size;
   }

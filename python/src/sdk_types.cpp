@@ -196,7 +196,8 @@ void bind_sdk(py::module_& m) {
       .def_readwrite("cpus", &Shape::cpus)
       .def_readwrite("mem_gb", &Shape::mem_gb)
       .def_readwrite("gpu_mem_gb", &Shape::gpu_mem_gb)
-      .def_readwrite("layout", &Shape::layout);
+      .def_readwrite("layout", &Shape::layout)
+      .def_readwrite("node_gpus", &Shape::node_gpus);
 
   // ------------------------------------------------------------- jobs
   py::class_<JobSpec> job_spec(m, "JobSpec", "What the user asked for; never changes.");

@@ -215,7 +215,7 @@ void Simulation::start(JobId id, double now, double pause_seconds) {
 void Simulation::schedule_completion(JobId id, double now) {
   const JobProgress& p = progress_[id];
   const JobState& job = scheduler_->job(id);
-  double done = std::max(now, p.paused_until) + job.remaining_work() / p.rate;
+  double done = on_time_grid(now, std::max(now, p.paused_until) + job.remaining_work() / p.rate);
   progress_[id].work_done_at = done;
   if (config_.simulation.completion_at_round_end) {
     const double round = scheduler_->settings().round_seconds;
@@ -232,8 +232,14 @@ void Simulation::schedule_rate_change(JobId id, double now) {
   if (!model.rate_depends_on_progress()) return;
   p.next_change = model.next_rate_change(job.spec, job.executed_work);
   if (!(p.next_change < job.spec.total_work)) return;
-  push(std::max(now, p.paused_until) + (p.next_change - job.executed_work) / p.rate, EventKind::rate_change, id,
-       p.completion);
+  push(on_time_grid(now, std::max(now, p.paused_until) + (p.next_change - job.executed_work) / p.rate),
+       EventKind::rate_change, id, p.completion);
+}
+
+double Simulation::on_time_grid(double now, double time) const {
+  if (!config_.simulation.rate_changes_on_whole_seconds) return time;
+  // Python's round(), which Job.step uses: halves go to the even second.
+  return std::max(now, std::nearbyint(time));
 }
 
 void Simulation::rerate(JobId id, double now) {
@@ -312,10 +318,21 @@ void Simulation::handle(const Event& event) {
       sync(id, now);
       JobProgress& p = progress_[id];
       const JobState& job = scheduler_->job(id);
-      if (job.executed_work < p.next_change) scheduler_->report_progress(id, p.next_change, now);
+      // On whole seconds the job may also have run past it; it is snapped
+      // back, as Job.step sets progress to the epoch's end, and its
+      // completion moves with it.
+      const bool rounded = config_.simulation.rate_changes_on_whole_seconds;
+      if (job.executed_work < p.next_change || rounded) scheduler_->report_progress(id, p.next_change, now);
       const std::uint32_t generation = p.completion;
       rerate(id, now);
-      if (p.completion == generation) schedule_rate_change(id, now);  // same rate: only the next change
+      if (p.completion == generation) {
+        if (rounded) {
+          ++p.completion;
+          schedule_completion(id, now);
+        } else {
+          schedule_rate_change(id, now);  // same rate: only the next change
+        }
+      }
       return;  // nothing for a round to decide
     }
     case EventKind::job_crash: {

@@ -125,6 +125,9 @@ class Simulation {
   // the model says its rate changes next, if that comes first.
   void schedule_completion(JobId id, double now);
   void schedule_rate_change(JobId id, double now);
+  // `time`, or the nearest whole second not before `now` when [simulation]
+  // rate_change_times = "whole_seconds".
+  double on_time_grid(double now, double time) const;
   // Re-reads the job's rate (its progress may have moved it to another
   // epoch); if it changed, its completion is rescheduled at the new rate.
   void rerate(JobId id, double now);

@@ -116,7 +116,7 @@
   FIELD(Gpu, node, 0) \
   FIELD(Gpu, used_milli, 4) \
   FIELD(Gpu, jobs, 8) \
-  TYPE(Shape, 96, 8) \
+  TYPE(Shape, 120, 8) \
   FIELD(Shape, gpus, 0) \
   FIELD(Shape, gpu_type, 8) \
   FIELD(Shape, nodes, 40) \
@@ -126,6 +126,7 @@
   FIELD(Shape, mem_gb, 64) \
   FIELD(Shape, gpu_mem_gb, 72) \
   FIELD(Shape, layout, 80) \
+  FIELD(Shape, node_gpus, 96) \
   TYPE(ClusterState, 136, 8) \
   TYPE(SchedulerSettings, 24, 8) \
   FIELD(SchedulerSettings, round_seconds, 0) \
@@ -195,8 +196,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 5,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 5; check that they describe the new "
+static_assert(kAbiVersion == 6,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 6; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

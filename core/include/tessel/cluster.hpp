@@ -58,6 +58,11 @@ struct Shape {
   double mem_gb = 0;
   double gpu_mem_gb = 0;  // of the first GPU
   JobLayout layout;
+  // GPUs on each node, in the order the allocation first names the node
+  // (its placement); packed_shape's are full nodes then the rest. Models
+  // that price the exact placement read it (pollux-apps, `placement =
+  // "exact"`); empty in a shape built by hand, where `nodes` is all there is.
+  std::vector<int> node_gpus;
 };
 
 class ClusterState {

@@ -76,6 +76,8 @@ SimulationConfig read_simulation(TableReader reader) {
   // would end at a time no whole number of iterations gives.
   if (config.whole_iterations && completion != "round")
     reader.error("progress", "'progress = \"whole_iterations\"' in [simulation] needs 'completion = \"round\"'");
+  config.rate_changes_on_whole_seconds =
+      reader.choice("rate_change_times", {"exact", "whole_seconds"}, "exact") == "whole_seconds";
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
   config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);

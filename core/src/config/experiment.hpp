@@ -84,6 +84,11 @@ struct SimulationConfig {
   // the iteration's size from the throughput model (iteration_work).
   bool whole_iterations = false;
   std::string progress_where;  // of the `progress` key, for errors found once the model is built
+  // rate_change_times = "whole_seconds": a job reaches each point where its
+  // rate changes (Pollux: an epoch end), and its completion, at the nearest
+  // whole second of when it would, as Pollux's simulator's Job.step rounds
+  // the time to each epoch end.
+  bool rate_changes_on_whole_seconds = false;
   double preemption_overhead_seconds = 0;
   double start_overhead_seconds = 0;  // at a job's first launch
 };

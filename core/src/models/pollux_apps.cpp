@@ -1,5 +1,7 @@
 // `pollux-apps`: the applications of Pollux's simulator as a throughput model.
 //   model = { name = "pollux-apps", path = "apps" }   # apps/<application>/*.csv
+//   placement = "node_count" (default) | "exact": what a shape's step time is
+//     (below, "Step time" and the simplifications).
 //
 // Source: petuum/adaptdl, branch osdi21-artifact: simulator/applications.py
 // (Application.get_throughput, get_grad_stats, get_progress,
@@ -49,11 +51,18 @@
 //   simulator re-reads rate_at, as Job.step does.
 //
 // Simplifications:
-// - Job.step rounds the time of each epoch end to a whole second; we do not.
-// - rate() sees a shape's node count, not its GPUs per node, so it takes
-//   the (nodes, replicas) table: exact when those determine the placement
-//   (one node, one GPU per node, full 4-GPU nodes), else the mean over the
-//   measured placements. step_time(placement, ...) is exact for a known one.
+// - Job.step rounds the time of each epoch end to a whole second; the model
+//   does not, the simulator does with [simulation] rate_change_times =
+//   "whole_seconds".
+// - By default (`placement = "node_count"`) rate() prices a shape by its
+//   node count, not its GPUs per node: the (nodes, replicas) table, exact
+//   when those determine the placement (one node, one GPU per node, full
+//   4-GPU nodes), else the mean over the measured placements. With
+//   `placement = "exact"` it prices the shape's node_gpus as Pollux's
+//   simulator prices Job.placement: a running job's real placement (GPUs per
+//   node in the order it took the nodes), and for an estimate on a GPU count
+//   (packed_shape) the packed placement (4, 4, ..., r) that Pollux's Optimus
+//   (OptimusPolicy.predict_step_time) prices.
 // - Pollux interpolates unmeasured placements with scipy's
 //   LinearNDInterpolator over a Delaunay triangulation, whose choices on
 //   this grid-like data cannot be reproduced. Here: linear in local batch
@@ -400,26 +409,31 @@ BatchSizeRange PolluxApplication::batch_sizes(int replicas) const {
   return {std::max(init_batch_size_, min_local_bsz_ * replicas), max_batch_size_};
 }
 
-PolluxApplication::BatchRun PolluxApplication::run_batch(int nodes, int replicas, int batch_size) const {
+PolluxApplication::BatchRun PolluxApplication::run_batch(int nodes, int replicas, int batch_size,
+                                                         std::span<const int> placement) const {
   const BatchSplit batch = split(batch_size, replicas);
-  const StepTime time = step_time(nodes, replicas, batch.atomic_bsz);
+  const StepTime time =
+      placement.empty() ? step_time(nodes, replicas, batch.atomic_bsz) : step_time(placement, batch.atomic_bsz);
   return {static_cast<double>(replicas) * batch.atomic_bsz * (batch.accum_steps + 1),
           seconds_per_batch(time, batch.accum_steps)};
 }
 
-double PolluxApplication::progress_rate(int nodes, int replicas, int batch_size) const {
-  const BatchRun batch = run_batch(nodes, replicas, batch_size);
+double PolluxApplication::progress_rate(int nodes, int replicas, int batch_size,
+                                        std::span<const int> placement) const {
+  const BatchRun batch = run_batch(nodes, replicas, batch_size, placement);
   return mean_gain(batch.samples) / batch.seconds;
 }
 
-double PolluxApplication::progress_rate_at(int nodes, int replicas, int batch_size, double progress) const {
-  const BatchRun batch = run_batch(nodes, replicas, batch_size);
+double PolluxApplication::progress_rate_at(int nodes, int replicas, int batch_size, double progress,
+                                           std::span<const int> placement) const {
+  const BatchRun batch = run_batch(nodes, replicas, batch_size, placement);
   return gain(batch.samples, gradient_stats(batch.samples, progress)) / batch.seconds;
 }
 
 // ------------------------------------------------------------------ the model
 
-PolluxAppsModel::PolluxAppsModel(const fs::path& apps_directory) {
+PolluxAppsModel::PolluxAppsModel(const fs::path& apps_directory, PolluxPlacementPricing pricing)
+    : pricing_(pricing) {
   std::error_code error;
   if (!fs::is_directory(apps_directory, error))
     throw UserError("'" + apps_directory.string() + "' is not a directory");
@@ -454,18 +468,26 @@ int batch_size_of(const JobSpec& job, const Shape& shape) {
 }
 }  // namespace
 
+std::span<const int> PolluxAppsModel::placement_of(const Shape& shape) const {
+  if (pricing_ != PolluxPlacementPricing::exact) return {};
+  if (std::accumulate(shape.node_gpus.begin(), shape.node_gpus.end(), 0) != shape.gpus) return {};
+  return shape.node_gpus;
+}
+
 double PolluxAppsModel::rate(const JobSpec& job, const Shape& shape) const {
   const PolluxApplication& app = application_of(job);
   if (shape.gpus < 1) return 0;
   const int nodes = std::clamp(shape.nodes, 1, shape.gpus);
-  return app.progress_rate(nodes, shape.gpus, batch_size_of(job, shape)) * (shape.gpu_milli / 1000.0);
+  return app.progress_rate(nodes, shape.gpus, batch_size_of(job, shape), placement_of(shape)) *
+         (shape.gpu_milli / 1000.0);
 }
 
 double PolluxAppsModel::rate_at(const JobSpec& job, const Shape& shape, double progress) const {
   const PolluxApplication& app = application_of(job);
   if (shape.gpus < 1) return 0;
   const int nodes = std::clamp(shape.nodes, 1, shape.gpus);
-  return app.progress_rate_at(nodes, shape.gpus, batch_size_of(job, shape), progress) * (shape.gpu_milli / 1000.0);
+  return app.progress_rate_at(nodes, shape.gpus, batch_size_of(job, shape), progress, placement_of(shape)) *
+         (shape.gpu_milli / 1000.0);
 }
 
 double PolluxAppsModel::next_rate_change(const JobSpec& job, double progress) const {
@@ -493,9 +515,12 @@ std::string PolluxAppsModel::check(const ClusterState& cluster) const {
 
 std::unique_ptr<ThroughputModel> parse_pollux_apps_model(TableReader& arguments, const ModelSettings&) {
   const std::optional<std::string> directory = arguments.input_path("path", std::nullopt);
-  if (!directory) return nullptr;
+  const std::optional<std::string> placement = arguments.choice("placement", {"node_count", "exact"}, "node_count");
+  if (!directory || !placement) return nullptr;
+  const PolluxPlacementPricing pricing =
+      *placement == "exact" ? PolluxPlacementPricing::exact : PolluxPlacementPricing::by_node_count;
   try {
-    return std::make_unique<PolluxAppsModel>(*directory);
+    return std::make_unique<PolluxAppsModel>(*directory, pricing);
   } catch (const UserError& e) {
     arguments.error("path", "pollux-apps: " + std::string(e.what()));
   } catch (const fs::filesystem_error& e) {

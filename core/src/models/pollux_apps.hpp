@@ -105,11 +105,14 @@ class PolluxApplication {
   // Progress per second of a job with a fixed global batch size (0: Pollux's
   // initial choice) on `replicas` GPUs over `nodes` nodes, averaged over
   // its whole training so that target_progress() / rate is the time Pollux's
-  // simulator takes to train it on that allocation.
-  double progress_rate(int nodes, int replicas, int batch_size) const;
+  // simulator takes to train it on that allocation. With a `placement` (GPUs
+  // on each node, `replicas` in all), its step time is that placement's
+  // (step_time(placement, ...)); without, the (nodes, replicas) mean.
+  double progress_rate(int nodes, int replicas, int batch_size, std::span<const int> placement = {}) const;
   // The same during the epoch under way at `progress`: what Pollux's
   // simulator (Job.step) makes a job progress at until that epoch ends.
-  double progress_rate_at(int nodes, int replicas, int batch_size, double progress) const;
+  double progress_rate_at(int nodes, int replicas, int batch_size, double progress,
+                          std::span<const int> placement = {}) const;
 
  private:
   class StepTimeCurve {
@@ -145,7 +148,7 @@ class PolluxApplication {
     double samples = 0;
     double seconds = 0;
   };
-  BatchRun run_batch(int nodes, int replicas, int batch_size) const;
+  BatchRun run_batch(int nodes, int replicas, int batch_size, std::span<const int> placement) const;
   GradientStats stats_in_epoch(double batch_size, int epoch) const;
   double gain(double batch_size, GradientStats stats) const;
   double mean_gain(double batch_size) const;
@@ -163,11 +166,18 @@ class PolluxApplication {
   std::vector<double> epoch_start_;  // max_epochs + 1 entries, from 0
 };
 
+// What step time a shape is priced at: the mean over the measured
+// placements with its numbers of nodes and GPUs, or the step time of its
+// exact placement (Shape::node_gpus), as Pollux's simulator prices a job
+// (Application.get_throughput of Job.placement).
+enum class PolluxPlacementPricing { by_node_count, exact };
+
 class PolluxAppsModel final : public ThroughputModel {
  public:
   // Reads every application directory under `apps_directory`. Throws
   // UserError (TraceError for a malformed file).
-  explicit PolluxAppsModel(const std::filesystem::path& apps_directory);
+  explicit PolluxAppsModel(const std::filesystem::path& apps_directory,
+                           PolluxPlacementPricing pricing = PolluxPlacementPricing::by_node_count);
 
   std::string_view name() const override { return "pollux-apps"; }
   // Progress per second of `job.model` on the shape, at the shape's batch
@@ -188,8 +198,13 @@ class PolluxAppsModel final : public ThroughputModel {
  private:
   const PolluxApplication& application_of(const JobSpec& job) const;
 
+  // The placement to price `shape` at: its node_gpus when pricing exactly
+  // and they account for its GPUs, else none (the node-count mean).
+  std::span<const int> placement_of(const Shape& shape) const;
+
   std::vector<PolluxApplication> applications_;  // sorted by name
   std::vector<std::string> names_;
+  PolluxPlacementPricing pricing_;
 };
 
 }  // namespace tessel

@@ -69,8 +69,14 @@ Shape ClusterState::shape_of(const Allocation& allocation) const {
   int node_count = 0, rack_count = 0;
   for (GpuId id : allocation.gpus) {
     const NodeId n = gpus_[id].node;
-    if (std::find(seen_nodes, seen_nodes + node_count, n) == seen_nodes + node_count) {
-      if (node_count < 64) seen_nodes[node_count++] = n;
+    const NodeId* seen = std::find(seen_nodes, seen_nodes + node_count, n);
+    if (seen != seen_nodes + node_count) {
+      ++shape.node_gpus[static_cast<std::size_t>(seen - seen_nodes)];
+    } else {
+      if (node_count < 64) {
+        seen_nodes[node_count++] = n;
+        shape.node_gpus.push_back(1);
+      }
       const int rack = nodes_[n].spec.rack;
       if (std::find(seen_racks, seen_racks + rack_count, rack) == seen_racks + rack_count &&
           rack_count < 64)
@@ -98,6 +104,7 @@ Shape ClusterState::packed_shape(const JobSpec& job, int gpus, std::string_view 
       break;
     }
   shape.nodes = std::max(1, (gpus + per_node - 1) / per_node);
+  for (int left = gpus; left > 0; left -= per_node) shape.node_gpus.push_back(std::min(left, per_node));
   return shape;
 }
 
