@@ -30,7 +30,8 @@ namespace {
 // One node of 4 GPUs, first-fit placement, decisions recorded. The linear
 // model: a job of duration d on g GPUs needs d x g GPU-seconds and runs for d
 // seconds on its g GPUs.
-std::string experiment(const std::string& allocation, int round_seconds, const std::string& scheduler_extra = "") {
+std::string experiment(const std::string& allocation, int round_seconds, const std::string& scheduler_extra = "",
+                       const std::string& extra = "") {
   return R"([cluster]
 nodes = 1
 gpus_per_node = 4
@@ -45,13 +46,13 @@ placement = { plugin = "first_fit" }
 
 [output]
 decisions = true
-)";
+)" + extra;
 }
 
 RunResults run(const std::string& trace, const std::string& allocation, int round_seconds,
-               const std::string& scheduler_extra = "", const TempDir& dir = TempDir()) {
+               const std::string& scheduler_extra = "", const TempDir& dir = TempDir(), const std::string& extra = "") {
   dir.write("trace.csv", "arrival,gpus,duration\n" + trace);
-  return simulate(dir, experiment(allocation, round_seconds, scheduler_extra));
+  return simulate(dir, experiment(allocation, round_seconds, scheduler_extra, extra));
 }
 
 std::vector<double> jcts(const RunResults& results) {
@@ -278,6 +279,31 @@ TEST_CASE("tiresias demotes a 4-GPU job after 900 s (3600 GPU-s) and starts the 
   const RunResults seconds =
       run(trace, R"({ plugin = "tiresias" })", 300, "attained_service = \"seconds\"\n");
   CHECK(jcts(seconds) == std::vector<double>{2600, 1400});
+}
+
+TEST_CASE("tiresias with rounds at events: a round at each arrival and exactly when a job crosses a threshold") {
+  // Threshold 3600 GPU-s, 500-second rounds on the clock.
+  // t=0    job 0 (3 GPUs, 2000 s) starts; it reaches 3600 GPU-s at 1200.
+  // t=100  job 1 (2 GPUs, 600 s) arrives and waits (1 GPU free), in queue 1
+  //        behind the running job 0.
+  // Events: a round at 100 (the arrival) and at 1200, where job 0 moves to
+  //   queue 2 and job 1 preempts it; job 1 runs 1200-1800.       JCT 1700
+  //   Job 0 resumes at 1800 with 800 s left: ends 2600.          JCT 2600
+  // Clock: job 1 waits for the round at 500; the crossing is seen at the
+  //   round at 1500; job 1 runs 1500-2100 (JCT 2000), job 0 resumes at the
+  //   round at 2500 with 500 s left and ends 3000.
+  const std::string trace = "0,3,2000\n100,2,600\n";
+  const RunResults events =
+      run(trace, R"({ plugin = "tiresias" })", 500, "", TempDir(), "[simulation]\nrounds = \"events\"\n");
+  CHECK(jcts(events) == std::vector<double>{2600, 1700});
+  CHECK(preempted_at(events, 0) == std::vector<double>{1200});
+  CHECK(grants(events, 1).front() == "100: queue 1 of 2: attained 0 GPU-s < 3600");
+  CHECK(grants(events, 0) == std::vector<std::string>{"0: queue 1 of 2: attained 0 GPU-s < 3600",
+                                                      "100: queue 1 of 2: attained 300 GPU-s < 3600",
+                                                      "1200: queue 2 of 2: attained 3600 GPU-s >= 3600"});
+  const RunResults clock = run(trace, R"({ plugin = "tiresias" })", 500);
+  CHECK(jcts(clock) == std::vector<double>{3000, 2000});
+  CHECK(preempted_at(clock, 0) == std::vector<double>{1500});
 }
 
 TEST_CASE("tiresias: within a queue, a running job keeps its GPUs ahead of an earlier waiting one") {

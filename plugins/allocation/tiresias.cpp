@@ -29,8 +29,9 @@
 //     simulator's pass over the queues.
 //
 // Simplifications and differences:
-//   * Queues are re-evaluated at round boundaries, not at the exact moment a
-//     job crosses a threshold (see discretized_queues.hpp).
+//   * On a clock, queues are re-evaluated at round boundaries, not at the
+//     exact moment a job crosses a threshold; the plan's revisit_at is that
+//     moment, for rounds at events (see discretized_queues.hpp).
 //   * Among the waiting jobs of a queue we go by arrival; the simulator goes
 //     by the order in which they entered the queue, so a demoted or promoted
 //     job queues there behind waiting jobs that entered before it even if
@@ -38,6 +39,8 @@
 //   * The simulator's default queue set-up in jobs.py is three queues at
 //     [3250, 7200] GPU-seconds, its README's example two queues at [3600];
 //     we default to the latter.
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include <tessel/tessel.hpp>
@@ -67,12 +70,15 @@ class Tiresias final : public tessel::AllocationPolicy {
     // order, and so is each bucket.
     buckets_.resize(2 * static_cast<std::size_t>(queues_.count()));
     for (auto& bucket : buckets_) bucket.clear();
+    double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
       const tessel::discretized::Standing standing = queues_.update(*job, view.now());
+      revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
       const bool behind_running = running_first_ && !job->running();
       buckets_[2 * standing.queue + (behind_running ? 1 : 0)].push_back({job, queues_.reason(standing)});
     }
     tessel::AllocationPlan plan;
+    plan.revisit_at = revisit_at;  // the next queue change
     plan.ranked.reserve(view.active().size());
     for (const auto& bucket : buckets_)
       for (const Ranked& entry : bucket)

@@ -144,9 +144,10 @@
   FIELD(Grant, job, 0) \
   FIELD(Grant, resources, 8) \
   FIELD(Grant, reason, 40) \
-  TYPE(AllocationPlan, 32, 8) \
+  TYPE(AllocationPlan, 40, 8) \
   FIELD(AllocationPlan, ranked, 0) \
   FIELD(AllocationPlan, stop_at_first_unplaced, 24) \
+  FIELD(AllocationPlan, revisit_at, 32) \
   TYPE(PlacementChoice, 104, 8) \
   FIELD(PlacementChoice, gpus, 0) \
   FIELD(PlacementChoice, reason, 24) \
@@ -195,8 +196,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 5,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 5; check that they describe the new "
+static_assert(kAbiVersion == 6,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 6; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

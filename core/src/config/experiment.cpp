@@ -61,6 +61,11 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
 SimulationConfig read_simulation(TableReader reader) {
   SimulationConfig config;
   config.completion_at_round_end = reader.choice("completion", {"exact", "round"}, "exact") == "round";
+  config.event_rounds = reader.choice("rounds", {"clock", "events"}, "clock") == "events";
+  // Rounds at events have no clock whose ends completions could wait for.
+  if (config.event_rounds && config.completion_at_round_end)
+    reader.error("completion", "'completion = \"round\"' needs rounds on a clock; with 'rounds = \"events\"' use "
+                               "'completion = \"exact\"'");
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
   config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);

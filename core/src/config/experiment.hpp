@@ -57,6 +57,10 @@ struct SchedulerConfig {
 
 struct SimulationConfig {
   bool completion_at_round_end = false;  // completion = "round"
+  // rounds = "events": a round at each arrival, completion, failure or
+  // cluster change, and when the allocation plan asks to be revisited
+  // (AllocationPlan::revisit_at), instead of every round_seconds.
+  bool event_rounds = false;
   double preemption_overhead_seconds = 0;
   double start_overhead_seconds = 0;  // at a job's first launch
 };
