@@ -460,6 +460,30 @@ TEST_CASE("gittins orders jobs by the Gittins index of their attained GPU-second
   }
 }
 
+TEST_CASE("gittins, simulator_rounding: indices within 10^-4 per 10^6 GPU-s tie, and the earlier submission wins") {
+  // The distribution of the first gittins case with a quantum of 10^12 GPU-s,
+  // so that every index is a few 10^-12: a+delta passes the largest sample,
+  // so j = n-1 = 4.
+  //   service < 100:         P = 4/5, E = (100 + 9000 + 10^12)/5: 4.0e-6 per 10^6
+  //   100 <= service < 3000: P = 3/4, E = (9000 + 10^12)/4:       3.0e-6 per 10^6
+  // Full precision: at t=100 job 0 (400 GPU-s) has the lower index, and the
+  // fresh job 1 (arrived 10) preempts it: job 1 runs 100-200 (JCT 190), job 0
+  // resumes at 200 with 150 s left (JCT 350). Rounded as the simulator does
+  // (index x 10^6 to 4 decimals), both are 0: a tie, which the earlier
+  // submission wins; job 0 runs on to 250, job 1 runs 300-400 (JCT 390).
+  TempDir dir;
+  dir.write("gpu-time.csv", "duration\n3000\n100\n100000\n3000\n3000\n");
+  const std::string gittins = R"({ plugin = "gittins", distribution = "gpu-time.csv", delta = 1e12,)"
+                              R"( queue_thresholds_gpu_seconds = [1000000])";
+  const RunResults full = run("0,4,250\n10,4,100\n", gittins + " }", 100, "", dir);
+  CHECK(jcts(full) == std::vector<double>{350, 190});
+  CHECK(preempted_at(full, 0) == std::vector<double>{100});
+  const RunResults rounded = run("0,4,250\n10,4,100\n", gittins + ", simulator_rounding = true }", 100, "", dir);
+  CHECK(jcts(rounded) == std::vector<double>{250, 390});
+  CHECK(preemptions(rounded) == std::vector<int>{0, 0});
+  CHECK(grants(rounded, 0)[1] == "100: queue 1 of 2: Gittins index 0 at 400 GPU-s; higher index runs first");
+}
+
 TEST_CASE("gittins: service beyond the distribution's largest sample has index 0") {
   // Distribution 100, 200 GPU-s, delta 1000:
   //   service < 100: i=0, a=99, a + delta passes the largest sample: j = n-1 = 1,
