@@ -322,6 +322,25 @@ TEST_CASE("tiresias: within a queue, a running job keeps its GPUs ahead of an ea
   CHECK(preemptions(results) == std::vector<int>{0, 0, 0, 0});
 }
 
+TEST_CASE("tiresias, entry_order: a job demoted while running queues behind the jobs already waiting there") {
+  // Threshold 100 GPU-s, 10-second rounds.
+  // t=0   job 0 (2 GPUs) and job 1 (1 GPU) start in queue 1.
+  // t=50  job 0 reaches 100 GPU-s: queue 2.
+  // t=60  job 2 (2 GPUs, arrived 60) in queue 1 outranks job 0 and preempts
+  //       it; job 0 waits in queue 2.
+  // t=100 job 1 reaches 100 GPU-s and enters queue 2, running. Entry order:
+  //       behind the waiting job 0, which then needs job 1's GPU and preempts
+  //       it. Running first (the default): job 1 keeps its GPU, job 0 waits.
+  const std::string trace = "0,2,1000\n0,1,1000\n60,2,300\n";
+  const std::string thresholds = R"(plugin = "tiresias", queue_thresholds_gpu_seconds = [100])";
+  const RunResults entry = run(trace, "{ " + thresholds + ", entry_order = true }", 10);
+  CHECK(preempted_at(entry, 0) == std::vector<double>{60});
+  CHECK(preempted_at(entry, 1) == std::vector<double>{100});
+  const RunResults running_first = run(trace, "{ " + thresholds + " }", 10);
+  CHECK(preempted_at(running_first, 0) == std::vector<double>{60});
+  CHECK(preempted_at(running_first, 1).empty());
+}
+
 TEST_CASE("tiresias, running_first = false: an earlier waiting job preempts a later one of its queue") {
   // The trace above, ranked by arrival alone as in Pollux's simulator.
   // t=200  job 2 (arrived 10) ranks before job 3 (arrived 20): it preempts
@@ -555,6 +574,12 @@ TEST_CASE("tiresias and gittins arguments are checked, errors located in the con
   result = validate(R"({ plugin = "tiresias", queue_thresholds_gpu_seconds = [0, 3600] })");
   CHECK(result.err.find("bad.toml:9:68: argument 'queue_thresholds_gpu_seconds' of allocation plugin 'tiresias': "
                         "thresholds must be positive, found 0\n") == 0);
+
+  // The simulator's entry order puts running jobs first: it cannot go with running_first = false.
+  result = validate(R"({ plugin = "tiresias", running_first = false, entry_order = true })");
+  CHECK(result.code == 2);
+  CHECK(result.err == "bad.toml:9:74: argument 'entry_order' of allocation plugin 'tiresias': "
+                      "needs running_first = true: the simulator's queues put running jobs first\n");
 
   result = validate(R"({ plugin = "tiresias", promote_knob = -1 })");
   CHECK(result.err == "bad.toml:9:52: argument 'promote_knob' of allocation plugin 'tiresias': "
