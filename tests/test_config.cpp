@@ -90,6 +90,34 @@ database = "x.db"
   CHECK(found[5] == "x.toml:8:8: 'jobs' in [workload] must be in 1..100000000, got 0");
 }
 
+TEST_CASE("[simulation] rounds: on a clock or at events; events have no round ends for completions") {
+  const std::string base = R"([cluster]
+nodes = 1
+gpus_per_node = 4
+
+[workload]
+kind = "synthetic"
+
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+
+[simulation]
+)";
+  auto read = [&](const std::string& simulation) {
+    return read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(base + simulation, "x.toml")));
+  };
+  CHECK_FALSE(read("").simulation.event_rounds);
+  CHECK(read("rounds = \"events\"\n").simulation.event_rounds);
+  std::vector<std::string> found = problems(base + "rounds = \"hourly\"\n");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == "x.toml:13:10: unknown rounds 'hourly' in [simulation] (valid: clock, events)");
+  found = problems(base + "rounds = \"events\"\ncompletion = \"round\"\n");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == "x.toml:14:14: 'completion = \"round\"' needs rounds on a clock; with 'rounds = \"events\"' use "
+                    "'completion = \"exact\"'");
+}
+
 TEST_CASE("missing sections and keys are named") {
   const auto found = problems("[cluster]\nnodes = 2\n");
   REQUIRE(found.size() == 4);

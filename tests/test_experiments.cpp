@@ -49,6 +49,10 @@ const Experiment kExperiments[] = {
     {"tiresias/tiresias.toml",
      {"workload.max_jobs=20"},
      {"tiresias/60_job.csv", "tiresias/n32g4.csv", "tiresias/yarn-gput1000.csv"}},
+    // The first 2,000 Philly jobs at 5x on 8 of the 256 nodes, so that they queue; all six policies.
+    {"tiresias/production.toml",
+     {"workload.max_jobs=2000", "cluster.nodes=8", R"(sweep."workload.arrival_rate_scale"=[5])"},
+     {"pollux/philly.csv", "tiresias/yarn-gput1000.csv"}},
     {"philly-replay/philly-replay.toml", {"workload.max_jobs=2000"}, {"pollux/philly.csv"}},
     // 30 jobs at time 0, one seed: FIFO, FIFO fastest-type and Gavel; then FIFO as Gavel's code ran it.
     {"gavel-makespan/gavel-makespan.toml",

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -498,6 +499,28 @@ TEST_CASE("philly_locality counts the wait from the last preemption, and a runni
   CHECK(scene.place(placer, job, 5600).gpus == std::vector<GpuId>{1, 3});
   job.status = JobStatus::running;  // a resize: no wait to count
   CHECK_FALSE(scene.place(placer, job, 99999).placed());
+}
+
+TEST_CASE("philly_locality with relax_after_seconds = inf never relaxes: YARN's strict locality") {
+  // The scene of the first philly_locality case. Free GPUs: 2, 2 | 3, 1.
+  Scene scene(4, 4, {0, 0, 1, 1});
+  scene.occupy({0, 1});
+  scene.occupy({4, 5});
+  scene.occupy({8});
+  scene.occupy({12, 13, 14});
+  Placer placer("philly_locality", toml::table{{"relax_after_seconds", std::numeric_limits<double>::infinity()}});
+  CHECK_FALSE(placer.policy().time_sensitive());
+  // 4 GPUs fit one server, none has 4 free: it waits however long.
+  PlacementChoice choice = scene.place(placer, scene.job(4, 1000, "", 0), 1e9);
+  CHECK_FALSE(choice.placed());
+  CHECK(choice.reason.str() ==
+        "waits for locality: 1 server(s) in one rack allowed after 1000000000 s of waiting, the free GPUs need 2");
+  // 6 GPUs, no rack with 6 free: it never spans racks.
+  choice = scene.place(placer, scene.job(6, 1000, "", 0), 1e9);
+  CHECK_FALSE(choice.placed());
+  CHECK(choice.reason.str() == "waits for locality: no rack can take its 6 GPUs, and it never spans racks");
+  // With a finite wait it is time-sensitive, as before.
+  CHECK(Placer("philly_locality", toml::table{{"relax_after_seconds", 600}}).policy().time_sensitive());
 }
 
 // =========================================================== tiresias_skew

@@ -30,7 +30,8 @@ namespace {
 // One node of 4 GPUs, first-fit placement, decisions recorded. The linear
 // model: a job of duration d on g GPUs needs d x g GPU-seconds and runs for d
 // seconds on its g GPUs.
-std::string experiment(const std::string& allocation, int round_seconds, const std::string& scheduler_extra = "") {
+std::string experiment(const std::string& allocation, int round_seconds, const std::string& scheduler_extra = "",
+                       const std::string& extra = "") {
   return R"([cluster]
 nodes = 1
 gpus_per_node = 4
@@ -45,13 +46,13 @@ placement = { plugin = "first_fit" }
 
 [output]
 decisions = true
-)";
+)" + extra;
 }
 
 RunResults run(const std::string& trace, const std::string& allocation, int round_seconds,
-               const std::string& scheduler_extra = "", const TempDir& dir = TempDir()) {
+               const std::string& scheduler_extra = "", const TempDir& dir = TempDir(), const std::string& extra = "") {
   dir.write("trace.csv", "arrival,gpus,duration\n" + trace);
-  return simulate(dir, experiment(allocation, round_seconds, scheduler_extra));
+  return simulate(dir, experiment(allocation, round_seconds, scheduler_extra, extra));
 }
 
 std::vector<double> jcts(const RunResults& results) {
@@ -280,6 +281,31 @@ TEST_CASE("tiresias demotes a 4-GPU job after 900 s (3600 GPU-s) and starts the 
   CHECK(jcts(seconds) == std::vector<double>{2600, 1400});
 }
 
+TEST_CASE("tiresias with rounds at events: a round at each arrival and exactly when a job crosses a threshold") {
+  // Threshold 3600 GPU-s, 500-second rounds on the clock.
+  // t=0    job 0 (3 GPUs, 2000 s) starts; it reaches 3600 GPU-s at 1200.
+  // t=100  job 1 (2 GPUs, 600 s) arrives and waits (1 GPU free), in queue 1
+  //        behind the running job 0.
+  // Events: a round at 100 (the arrival) and at 1200, where job 0 moves to
+  //   queue 2 and job 1 preempts it; job 1 runs 1200-1800.       JCT 1700
+  //   Job 0 resumes at 1800 with 800 s left: ends 2600.          JCT 2600
+  // Clock: job 1 waits for the round at 500; the crossing is seen at the
+  //   round at 1500; job 1 runs 1500-2100 (JCT 2000), job 0 resumes at the
+  //   round at 2500 with 500 s left and ends 3000.
+  const std::string trace = "0,3,2000\n100,2,600\n";
+  const RunResults events =
+      run(trace, R"({ plugin = "tiresias" })", 500, "", TempDir(), "[simulation]\nrounds = \"events\"\n");
+  CHECK(jcts(events) == std::vector<double>{2600, 1700});
+  CHECK(preempted_at(events, 0) == std::vector<double>{1200});
+  CHECK(grants(events, 1).front() == "100: queue 1 of 2: attained 0 GPU-s < 3600");
+  CHECK(grants(events, 0) == std::vector<std::string>{"0: queue 1 of 2: attained 0 GPU-s < 3600",
+                                                      "100: queue 1 of 2: attained 300 GPU-s < 3600",
+                                                      "1200: queue 2 of 2: attained 3600 GPU-s >= 3600"});
+  const RunResults clock = run(trace, R"({ plugin = "tiresias" })", 500);
+  CHECK(jcts(clock) == std::vector<double>{3000, 2000});
+  CHECK(preempted_at(clock, 0) == std::vector<double>{1500});
+}
+
 TEST_CASE("tiresias: within a queue, a running job keeps its GPUs ahead of an earlier waiting one") {
   // 100-second rounds, threshold 3600 GPU-s: every job stays in queue 1.
   // t=0    job 0 (2 GPUs, 3000 s) and job 1 (1 GPU, 150 s) start.
@@ -294,6 +320,25 @@ TEST_CASE("tiresias: within a queue, a running job keeps its GPUs ahead of an ea
       run("0,2,3000\n0,1,150\n10,2,200\n20,1,300\n", R"({ plugin = "tiresias" })", 100);
   CHECK(jcts(results) == std::vector<double>{3000, 150, 590, 380});
   CHECK(preemptions(results) == std::vector<int>{0, 0, 0, 0});
+}
+
+TEST_CASE("tiresias, entry_order: a job demoted while running queues behind the jobs already waiting there") {
+  // Threshold 100 GPU-s, 10-second rounds.
+  // t=0   job 0 (2 GPUs) and job 1 (1 GPU) start in queue 1.
+  // t=50  job 0 reaches 100 GPU-s: queue 2.
+  // t=60  job 2 (2 GPUs, arrived 60) in queue 1 outranks job 0 and preempts
+  //       it; job 0 waits in queue 2.
+  // t=100 job 1 reaches 100 GPU-s and enters queue 2, running. Entry order:
+  //       behind the waiting job 0, which then needs job 1's GPU and preempts
+  //       it. Running first (the default): job 1 keeps its GPU, job 0 waits.
+  const std::string trace = "0,2,1000\n0,1,1000\n60,2,300\n";
+  const std::string thresholds = R"(plugin = "tiresias", queue_thresholds_gpu_seconds = [100])";
+  const RunResults entry = run(trace, "{ " + thresholds + ", entry_order = true }", 10);
+  CHECK(preempted_at(entry, 0) == std::vector<double>{60});
+  CHECK(preempted_at(entry, 1) == std::vector<double>{100});
+  const RunResults running_first = run(trace, "{ " + thresholds + " }", 10);
+  CHECK(preempted_at(running_first, 0) == std::vector<double>{60});
+  CHECK(preempted_at(running_first, 1).empty());
 }
 
 TEST_CASE("tiresias, running_first = false: an earlier waiting job preempts a later one of its queue") {
@@ -434,6 +479,30 @@ TEST_CASE("gittins orders jobs by the Gittins index of their attained GPU-second
   }
 }
 
+TEST_CASE("gittins, simulator_rounding: indices within 10^-4 per 10^6 GPU-s tie, and the earlier submission wins") {
+  // The distribution of the first gittins case with a quantum of 10^12 GPU-s,
+  // so that every index is a few 10^-12: a+delta passes the largest sample,
+  // so j = n-1 = 4.
+  //   service < 100:         P = 4/5, E = (100 + 9000 + 10^12)/5: 4.0e-6 per 10^6
+  //   100 <= service < 3000: P = 3/4, E = (9000 + 10^12)/4:       3.0e-6 per 10^6
+  // Full precision: at t=100 job 0 (400 GPU-s) has the lower index, and the
+  // fresh job 1 (arrived 10) preempts it: job 1 runs 100-200 (JCT 190), job 0
+  // resumes at 200 with 150 s left (JCT 350). Rounded as the simulator does
+  // (index x 10^6 to 4 decimals), both are 0: a tie, which the earlier
+  // submission wins; job 0 runs on to 250, job 1 runs 300-400 (JCT 390).
+  TempDir dir;
+  dir.write("gpu-time.csv", "duration\n3000\n100\n100000\n3000\n3000\n");
+  const std::string gittins = R"({ plugin = "gittins", distribution = "gpu-time.csv", delta = 1e12,)"
+                              R"( queue_thresholds_gpu_seconds = [1000000])";
+  const RunResults full = run("0,4,250\n10,4,100\n", gittins + " }", 100, "", dir);
+  CHECK(jcts(full) == std::vector<double>{350, 190});
+  CHECK(preempted_at(full, 0) == std::vector<double>{100});
+  const RunResults rounded = run("0,4,250\n10,4,100\n", gittins + ", simulator_rounding = true }", 100, "", dir);
+  CHECK(jcts(rounded) == std::vector<double>{250, 390});
+  CHECK(preemptions(rounded) == std::vector<int>{0, 0});
+  CHECK(grants(rounded, 0)[1] == "100: queue 1 of 2: Gittins index 0 at 400 GPU-s; higher index runs first");
+}
+
 TEST_CASE("gittins: service beyond the distribution's largest sample has index 0") {
   // Distribution 100, 200 GPU-s, delta 1000:
   //   service < 100: i=0, a=99, a + delta passes the largest sample: j = n-1 = 1,
@@ -505,6 +574,12 @@ TEST_CASE("tiresias and gittins arguments are checked, errors located in the con
   result = validate(R"({ plugin = "tiresias", queue_thresholds_gpu_seconds = [0, 3600] })");
   CHECK(result.err.find("bad.toml:9:68: argument 'queue_thresholds_gpu_seconds' of allocation plugin 'tiresias': "
                         "thresholds must be positive, found 0\n") == 0);
+
+  // The simulator's entry order puts running jobs first: it cannot go with running_first = false.
+  result = validate(R"({ plugin = "tiresias", running_first = false, entry_order = true })");
+  CHECK(result.code == 2);
+  CHECK(result.err == "bad.toml:9:74: argument 'entry_order' of allocation plugin 'tiresias': "
+                      "needs running_first = true: the simulator's queues put running jobs first\n");
 
   result = validate(R"({ plugin = "tiresias", promote_knob = -1 })");
   CHECK(result.err == "bad.toml:9:52: argument 'promote_knob' of allocation plugin 'tiresias': "

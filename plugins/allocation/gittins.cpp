@@ -46,13 +46,19 @@
 //     sample counts as surviving: a job past every sample but the largest one
 //     gets index 0 too.
 //   * The simulator rounds P and E to 5 decimals and the index, scaled by
-//     10^6, to 4; we keep full precision. Reasons show the index scaled by
-//     10^6, as the simulator does.
-//   * Queues are re-evaluated at round boundaries (see discretized_queues.hpp).
+//     10^6, to 4 (cal_r_gittins_index), which makes jobs whose indices differ
+//     by less than that ties, decided by the earlier submission; by default
+//     we keep full precision, `simulator_rounding = true` rounds as it does.
+//     Reasons show the index scaled by 10^6, as the simulator does.
+//   * On a clock, queues are re-evaluated at round boundaries; the plan's
+//     revisit_at is the next threshold crossing, for rounds at events (see
+//     discretized_queues.hpp). The index is re-read only at rounds: at
+//     events, as in the simulator, it may be stale in between.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -70,6 +76,9 @@ constexpr tessel::ArgSpec kArgs[] = {
      "CSV file of past jobs' GPU-seconds in a 'duration' column, such as Tiresias's yarn-gput1000.csv; "
      "relative to the config file"},
     {"delta", tessel::ArgType::number, "3250", "service quantum of the Gittins index, in GPU-seconds"},
+    {"simulator_rounding", tessel::ArgType::boolean, "false",
+     "round as Tiresias's simulator: P and E to 5 decimals, the index x 10^6 to 4, ties to the earlier "
+     "submission"},
     tessel::discretized::kThresholdsArg,
     tessel::discretized::kPromoteKnobArg,
 };
@@ -124,7 +133,16 @@ std::vector<double> read_durations(const std::string& path) {
 // The Gittins index of attained service, tabulated over the samples.
 class GittinsTable {
  public:
-  GittinsTable(std::vector<double> sorted_samples, double delta) : samples_(std::move(sorted_samples)) {
+  GittinsTable(std::vector<double> sorted_samples, double delta, bool simulator_rounding)
+      : samples_(std::move(sorted_samples)) {
+    // Python's round() of the simulator, to `decimals` places (halves to
+    // even there, away from zero here: a tie of the last digit decides nothing
+    // the samples' integers can produce).
+    auto rounded = [&](double value, int decimals) {
+      if (!simulator_rounding) return value;
+      const double scale = std::pow(10.0, decimals);
+      return std::round(value * scale) / scale;
+    };
     const std::size_t n = samples_.size();
     std::vector<double> prefix(n + 1, 0.0);  // prefix[k] = s_0 + ... + s_(k-1)
     std::partial_sum(samples_.begin(), samples_.end(), prefix.begin() + 1);
@@ -135,9 +153,12 @@ class GittinsTable {
       const double horizon = attained + delta;
       const std::size_t j = horizon > samples_.back() - 1 ? n - 1 : count_at_most(horizon);
       const double survivors = static_cast<double>(n - i);
-      const double finish_chance = (static_cast<double>(j) - static_cast<double>(i)) / survivors;
-      const double expected_service = (prefix[j] - prefix[i] + delta * static_cast<double>(n - j)) / survivors;
-      index_[k] = finish_chance / expected_service;
+      const double finish_chance = rounded((static_cast<double>(j) - static_cast<double>(i)) / survivors, 5);
+      const double expected_service =
+          rounded((prefix[j] - prefix[i] + delta * static_cast<double>(n - j)) / survivors, 5);
+      // The simulator's rank is the index x 10^6 to 4 decimals; kept unscaled.
+      index_[k] = simulator_rounding ? rounded(finish_chance * 1e6 / expected_service, 4) / 1e6
+                                     : finish_chance / expected_service;
     }
   }
 
@@ -168,15 +189,18 @@ class Gittins final : public tessel::AllocationPolicy {
  public:
   explicit Gittins(const tessel::PluginContext& context)
       : queues_(context),
-        table_(read_durations(context.resolve(context.args().string("distribution"))), positive_delta(context)) {}
+        table_(read_durations(context.resolve(context.args().string("distribution"))), positive_delta(context),
+               context.args().boolean("simulator_rounding")) {}
 
   // Jobs move between queues, and their indices change, as they run and wait.
   bool time_sensitive() const override { return true; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     order_.clear();
+    double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
       const tessel::discretized::Standing standing = queues_.update(*job, view.now());
+      revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
       const double index = table_.index(standing.service);
       order_.push_back({job, standing.queue, index, reason(standing, index)});
     }
@@ -186,6 +210,9 @@ class Gittins final : public tessel::AllocationPolicy {
       return a.job->spec.id < b.job->spec.id;  // ids follow arrival
     });
     tessel::AllocationPlan plan;
+    // Queue changes only: Tiresias's simulator re-ranks by index at events and
+    // queue changes, not each time a job's service passes a sample.
+    plan.revisit_at = revisit_at;
     plan.ranked.reserve(order_.size());
     for (const Ranked& entry : order_)
       plan.ranked.push_back({entry.job->spec.id, tessel::allocation::current_or_requested(*entry.job),
@@ -219,7 +246,7 @@ class Gittins final : public tessel::AllocationPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Gittins, allocation, "gittins", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(Gittins, allocation, "gittins", "1.1",
                         "Tiresias discretized 2D-Gittins index: queues by attained GPU-seconds, Gittins index "
                         "from a GPU-time distribution within a queue",
                         kArgs)

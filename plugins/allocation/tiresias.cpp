@@ -19,6 +19,14 @@
 //     queue in the order jobs entered it and, after every pass, moves the
 //     waiting jobs behind the running ones ("sort based on the job start
 //     time"), so a job never preempts another job of its own queue.
+//   * With `entry_order = true`, a queue keeps the order jobs entered it, as
+//     the simulator's queue lists do: a job joins the back of a queue when it
+//     arrives, is demoted into it or is promoted into it, and after every
+//     round the jobs that then wait move behind the running ones, keeping
+//     their order (the simulator's "sort based on the job start time"). A
+//     job demoted while running so queues behind the jobs already waiting in
+//     its new queue, and one preempted behind those still running. Without
+//     it, running jobs go first and each group by arrival.
 //   * With `running_first = false`, a queue is strictly in arrival order,
 //     running or not, so an earlier job preempts later ones of its queue as
 //     soon as it fits: the Tiresias baseline of Pollux's simulator
@@ -29,15 +37,17 @@
 //     simulator's pass over the queues.
 //
 // Simplifications and differences:
-//   * Queues are re-evaluated at round boundaries, not at the exact moment a
-//     job crosses a threshold (see discretized_queues.hpp).
-//   * Among the waiting jobs of a queue we go by arrival; the simulator goes
-//     by the order in which they entered the queue, so a demoted or promoted
-//     job queues there behind waiting jobs that entered before it even if
-//     they arrived later.
+//   * On a clock, queues are re-evaluated at round boundaries, not at the
+//     exact moment a job crosses a threshold; the plan's revisit_at is that
+//     moment, for rounds at events (see discretized_queues.hpp).
+//   * By default, among the waiting jobs of a queue we go by arrival; the
+//     simulator goes by the order in which they entered the queue
+//     (`entry_order`).
 //   * The simulator's default queue set-up in jobs.py is three queues at
 //     [3250, 7200] GPU-seconds, its README's example two queues at [3600];
 //     we default to the latter.
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include <tessel/tessel.hpp>
@@ -51,28 +61,46 @@ constexpr tessel::ArgSpec kArgs[] = {
     tessel::discretized::kThresholdsArg, tessel::discretized::kPromoteKnobArg,
     {"running_first", tessel::ArgType::boolean, "true",
      "within a queue, running jobs before waiting ones (Tiresias's simulator); false: by arrival only, so "
-     "an earlier job preempts later ones of its queue (Pollux's simulator)"}};
+     "an earlier job preempts later ones of its queue (Pollux's simulator)"},
+    {"entry_order", tessel::ArgType::boolean, "false",
+     "within a queue, the order jobs entered it (arrival, demotion, promotion), waiting jobs moved behind "
+     "running ones after each round, as Tiresias's simulator's queue lists; needs running_first"}};
+
+// Where a job stands in its queue's list (entry_order).
+struct QueuePlace {
+  int queue = -1;  // -1: not yet in a queue
+  std::size_t position = 0;
+};
 
 class Tiresias final : public tessel::AllocationPolicy {
  public:
   explicit Tiresias(const tessel::PluginContext& context)
-      : queues_(context), running_first_(context.args().boolean("running_first")) {}
+      : queues_(context), running_first_(context.args().boolean("running_first")),
+        entry_order_(context.args().boolean("entry_order")), place_(context.job_slot<QueuePlace>()) {
+    if (entry_order_ && !running_first_)
+      throw tessel::ArgumentError("entry_order",
+                                  "needs running_first = true: the simulator's queues put running jobs first");
+  }
 
   // Jobs move between queues as they run and wait.
   bool time_sensitive() const override { return true; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    if (entry_order_) return allocate_in_entry_order(view);
     // One pass drops each job into its queue, running jobs in a bucket ahead
     // of waiting ones unless all go by arrival; view.active() is in arrival
     // order, and so is each bucket.
     buckets_.resize(2 * static_cast<std::size_t>(queues_.count()));
     for (auto& bucket : buckets_) bucket.clear();
+    double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
       const tessel::discretized::Standing standing = queues_.update(*job, view.now());
+      revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
       const bool behind_running = running_first_ && !job->running();
       buckets_[2 * standing.queue + (behind_running ? 1 : 0)].push_back({job, queues_.reason(standing)});
     }
     tessel::AllocationPlan plan;
+    plan.revisit_at = revisit_at;  // the next queue change
     plan.ranked.reserve(view.active().size());
     for (const auto& bucket : buckets_)
       for (const Ranked& entry : bucket)
@@ -87,14 +115,56 @@ class Tiresias final : public tessel::AllocationPolicy {
     tessel::Reason reason;
   };
 
+  struct Listed {
+    const tessel::JobState* job;
+    int queue;
+    bool entered;  // arrived, demoted or promoted since the last round: at the back
+    tessel::Reason reason;
+  };
+
+  tessel::AllocationPlan allocate_in_entry_order(const tessel::SchedulerView& view) {
+    double revisit_at = std::numeric_limits<double>::infinity();
+    listed_.clear();
+    for (const tessel::JobState* job : view.active()) {
+      const tessel::discretized::Standing standing = queues_.update(*job, view.now());
+      revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
+      QueuePlace& place = place_(job->slots);
+      const bool entered = place.queue != standing.queue;
+      place.queue = standing.queue;
+      listed_.push_back({job, standing.queue, entered, queues_.reason(standing)});
+    }
+    // A job's running status now is what the last round left it with: the
+    // simulator's reordering after its pass. Those that entered go at the
+    // back, in arrival order (view.active()'s).
+    std::stable_sort(listed_.begin(), listed_.end(), [&](const Listed& a, const Listed& b) {
+      if (a.queue != b.queue) return a.queue < b.queue;
+      if (a.entered != b.entered) return b.entered;
+      if (a.entered) return false;
+      if (a.job->running() != b.job->running()) return a.job->running();
+      return place_(a.job->slots).position < place_(b.job->slots).position;
+    });
+    tessel::AllocationPlan plan;
+    plan.revisit_at = revisit_at;
+    plan.ranked.reserve(listed_.size());
+    for (std::size_t i = 0; i < listed_.size(); ++i) {
+      place_(listed_[i].job->slots).position = i;  // positions keep their order within each queue
+      plan.ranked.push_back({listed_[i].job->spec.id, tessel::allocation::current_or_requested(*listed_[i].job),
+                             listed_[i].reason});
+    }
+    return plan;
+  }
+
   tessel::discretized::Queues queues_;
   bool running_first_;
+  bool entry_order_;
+  tessel::Slot<QueuePlace> place_;
+  std::vector<Listed> listed_;  // reused across rounds
   std::vector<std::vector<Ranked>> buckets_;  // reused across rounds
 };
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Tiresias, allocation, "tiresias", "1.1",
+TESSEL_PLUGIN_WITH_ARGS(Tiresias, allocation, "tiresias", "1.2",
                         "Tiresias discretized 2D-LAS: queues by attained GPU-seconds, FIFO within a queue, "
                         "optional starvation guard",
                         kArgs)

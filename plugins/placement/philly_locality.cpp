@@ -24,6 +24,13 @@
 // racks, the fewest servers cluster-wide. If that placement needs more
 // servers (or racks) than the step allows, the job waits, with the reason.
 //
+// `relax_after_seconds = inf` never relaxes: a job takes the fewest servers
+// it can ever need, in one rack, or waits. That is YARN's capacity scheduler
+// as Tiresias's simulator models it (ms_yarn_alloc_res, above): a job that
+// fits a server stays on one, a larger one takes whole idle servers of one
+// switch (plus one for the remainder). Such a placement does not change with
+// time, so the plugin is then not time-sensitive.
+//
 // Simplifications: the paper gives neither the wait before a relaxation nor
 // the size of a step; doubling the server count per step and the default
 // wait are tessel's choices. Philly's scheduler relaxes by scheduling
@@ -42,7 +49,8 @@ using tessel::gpu_choice::NodeRoom;
 
 constexpr tessel::ArgSpec kArgs[] = {
     {"relax_after_seconds", tessel::ArgType::number, "1800",
-     "seconds of waiting before each relaxation step: twice the servers, then any rack"},
+     "seconds of waiting before each relaxation step: twice the servers, then any rack; inf: never relax "
+     "(YARN's strict locality)"},
 };
 
 class PhillyLocality final : public tessel::PlacementPolicy {
@@ -52,8 +60,8 @@ class PhillyLocality final : public tessel::PlacementPolicy {
     if (!(relax_after_ > 0)) throw tessel::ArgumentError("relax_after_seconds", "must be positive");
   }
 
-  // The allowed locality loosens as jobs wait.
-  bool time_sensitive() const override { return true; }
+  // The allowed locality loosens as jobs wait, unless it never does.
+  bool time_sensitive() const override { return std::isfinite(relax_after_); }
 
   tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
                                 const tessel::Resources& want) override {
@@ -112,6 +120,11 @@ class PhillyLocality final : public tessel::PlacementPolicy {
                                      allowed.servers, std::floor(waited), best_servers);
       return choice;
     }
+    if (!allowed.any_rack && !std::isfinite(relax_after_)) {
+      choice.reason = tessel::Reason("waits for locality: no rack can take its {} GPUs, and it never spans racks",
+                                     want.gpus);
+      return choice;
+    }
     if (!allowed.any_rack) {
       choice.reason = tessel::Reason("waits for locality: no rack can take its {} GPUs, and spanning racks "
                                      "is allowed only after {} s of waiting",
@@ -154,6 +167,6 @@ class PhillyLocality final : public tessel::PlacementPolicy {
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(PhillyLocality, placement, "philly_locality", "1.0",
+TESSEL_PLUGIN_WITH_ARGS(PhillyLocality, placement, "philly_locality", "1.1",
                         "Philly: fewest servers in one rack; as a job waits, more servers, then any rack",
                         kArgs)

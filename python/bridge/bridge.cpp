@@ -370,6 +370,7 @@ AllocationPlan AllocationBridge::allocate(const SchedulerView& view) {
   read.expect(result, "AllocationPlan");
   AllocationPlan plan;
   plan.stop_at_first_unplaced = read.value<bool>(field(result, "stop_at_first_unplaced"), "stop_at_first_unplaced");
+  plan.revisit_at = read.value<double>(field(result, "revisit_at"), "revisit_at");
   const py::list ranked = read.list_of(field(result, "ranked"), "Grant");
   plan.ranked.reserve(ranked.size());
   for (const py::handle g : ranked) {

@@ -38,11 +38,13 @@ class AllocationPlan:
     """Grants, highest priority first. With stop_at_first_unplaced, no job
     after the first that cannot be placed starts (FIFO without backfill)."""
 
-    __slots__ = ("ranked", "stop_at_first_unplaced")
+    __slots__ = ("ranked", "stop_at_first_unplaced", "revisit_at")
 
-    def __init__(self, ranked=(), stop_at_first_unplaced=False):
+    def __init__(self, ranked=(), stop_at_first_unplaced=False, revisit_at=float("inf")):
         self.ranked = list(ranked)
         self.stop_at_first_unplaced = stop_at_first_unplaced
+        # When the plan may change with no event (read with [simulation] rounds = "events").
+        self.revisit_at = revisit_at
 
 
 class PlacementChoice:

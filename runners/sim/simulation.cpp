@@ -403,6 +403,10 @@ void Simulation::handle(const Event& event) {
 // ------------------------------------------------------------------ rounds
 
 void Simulation::request_round(double now) {
+  if (config_.simulation.event_rounds) {  // at the event itself
+    next_round_ = std::min(next_round_, now);
+    return;
+  }
   const double round = scheduler_->settings().round_seconds;
   double at = std::ceil(now / round - 1e-9) * round;
   if (at <= last_round_) at = last_round_ + round;
@@ -456,8 +460,16 @@ void Simulation::round(double now) {
     // would change again in every round after (LAS would take turns among
     // the jobs that never end, forever). The run keeps what the last event
     // led to.
-    if (outcome.changed() && !scheduler_->plugins().time_sensitive())
+    if (outcome.changed() && !scheduler_->plugins().time_sensitive() && !config_.simulation.event_rounds)
       next_round_ = now + scheduler_->settings().round_seconds;
+    return;
+  }
+  // Rounds at events (Tiresias's simulator): besides the events, only when
+  // the allocation policy expects its plan to change, say when a running
+  // job's service crosses a queue threshold. Other stages' sense of time
+  // (a placement that relaxes as jobs wait) is heard at events only.
+  if (config_.simulation.event_rounds) {
+    next_round_ = outcome.revisit_at;
     return;
   }
   // Rounds in which nothing could change are skipped, unless running jobs

@@ -245,3 +245,41 @@ def test_left_out_stop_stops_a_running_job_the_plan_leaves_out(tmp_path, write):
         finish[rule] = jobs["finish"].tolist()
     assert finish["keep"] == [1000, 600]
     assert finish["stop"] == [1000, 1500]
+
+
+def _revisit_experiment(write, period, rounds):
+    write("trace.csv", "arrival,gpus,duration\n0,1,2000\n")
+    allocation = python_stage(POLICIES / "revisit.py", "EveryPeriod", period=period, until=1000.0)
+    return write("r.toml", f"""
+        [cluster]
+        nodes = 1
+        gpus_per_node = 4
+        [workload]
+        kind = "csv"
+        path = "trace.csv"
+        [scheduler]
+        round_seconds = 300
+        allocation = {allocation}
+        placement = {{ plugin = "first_fit" }}
+        [simulation]
+        rounds = "{rounds}"
+        [output]
+        decisions = true
+        """)
+
+
+def test_rounds_at_events_are_held_when_the_plan_asks_to_be_revisited(tmp_path, write):
+    # One job, 0-2000 s. At events: the arrival's round at 0, then one every
+    # 250 s the plan asks for, up to 1000. On the clock: every 300 s, the
+    # plan's revisit_at unread.
+    res = tessel.run(_revisit_experiment(write, 250.0, "events"), db=tmp_path / "e.db")
+    grants = res.decisions[(res.decisions["stage"] == "allocation") & (res.decisions["code"] == "grant")]
+    assert list(grants["time"]) == [0, 250, 500, 750, 1000]
+    res = tessel.run(_revisit_experiment(write, 250.0, "clock"), db=tmp_path / "c.db")
+    grants = res.decisions[(res.decisions["stage"] == "allocation") & (res.decisions["code"] == "grant")]
+    assert list(grants["time"])[:4] == [0, 300, 600, 900]
+
+
+def test_a_plan_that_asks_to_be_revisited_now_stops_the_run(tmp_path, write):
+    with pytest.raises(Exception, match=r"asked to be revisited at 0\.0+, not after the round at 0\.0+"):
+        tessel.run(_revisit_experiment(write, 0.0, "events"), db=tmp_path / "n.db")

@@ -145,9 +145,10 @@
   FIELD(Grant, job, 0) \
   FIELD(Grant, resources, 8) \
   FIELD(Grant, reason, 40) \
-  TYPE(AllocationPlan, 32, 8) \
+  TYPE(AllocationPlan, 40, 8) \
   FIELD(AllocationPlan, ranked, 0) \
   FIELD(AllocationPlan, stop_at_first_unplaced, 24) \
+  FIELD(AllocationPlan, revisit_at, 32) \
   TYPE(PlacementChoice, 104, 8) \
   FIELD(PlacementChoice, gpus, 0) \
   FIELD(PlacementChoice, reason, 24) \

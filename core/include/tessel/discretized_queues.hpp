@@ -30,16 +30,21 @@
 //     simulator's plain `dlas-gpu` and `dlas-gpu-gittins` schedules (its
 //     `dlas-gpu-1`, `-2`, `-4`, ... variants set the knob).
 //
-// Simplifications: queues are re-evaluated at round boundaries, whereas the
-// simulator schedules an event at the exact moment a job crosses a threshold
-// or becomes due for promotion; a crossing is seen up to one round late, and a
-// job that crosses several thresholds in one round lands directly in the
-// right queue. The JobState fields `waiting_since` and `last_run_seconds`
+// Rounds: on a clock (the default), queues are re-evaluated at round
+// boundaries, whereas the simulator schedules an event at the exact moment a
+// job crosses a threshold or becomes due for promotion; a crossing is seen up
+// to one round late, and a job that crosses several thresholds in one round
+// lands directly in the right queue. `revisit_at` gives those moments, which
+// the plugins pass on as AllocationPlan::revisit_at: with `[simulation]
+// rounds = "events"` the simulator holds a round exactly then, as Tiresias's
+// does (its `next_job_jump`). The JobState fields `waiting_since` and `last_run_seconds`
 // cover only the latest period and so are not what Tiresias compares.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -141,6 +146,24 @@ class Queues {
     return standing;
   }
 
+  // When the job's standing next changes with nothing else happening: a
+  // running job's service reaches the threshold of its queue, a waiting one's
+  // wait reaches the promotion knob. Infinity if never. Call after `update`
+  // in the same round.
+  double revisit_at(const tessel::JobState& job, const Standing& standing, double now) const {
+    constexpr double kNever = std::numeric_limits<double>::infinity();
+    double at = kNever;
+    if (job.running() && standing.queue + 1 < count()) {
+      const double gpu_share = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
+      at = now + (thresholds_[standing.queue] - standing.service) / gpu_share;
+    } else if (job.waiting() && promote_knob_ > 0 && standing.queue > 0) {
+      const Book& book = book_(job.slots);
+      if (book.executed_seconds > 0) at = now + (promote_knob_ * book.executed_seconds - book.waited_seconds);
+    }
+    // A crossing closer than the clock can tell apart from now still comes after it.
+    return at == kNever ? at : std::max(at, std::nextafter(now, kNever));
+  }
+
   // "queue 2 of 2: attained 5400 GPU-s >= 3600", or why the job was promoted.
   tessel::Reason reason(const Standing& s) const {
     using tessel::Reason;
@@ -160,8 +183,15 @@ class Queues {
   }
 
  private:
+  // A service within kSlackGpuSeconds below a threshold has crossed it: a
+  // round held at the computed crossing time (revisit_at) sees the service
+  // summed from floating-point rates, which may fall short of the threshold
+  // by a rounding error. The slack is far below any service a round can
+  // accrue (a microsecond of one GPU), so it decides nothing else.
+  static constexpr double kSlackGpuSeconds = 1e-6;
   int queue_of(double service) const {
-    return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), service) - thresholds_.begin());
+    return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), service + kSlackGpuSeconds) -
+                            thresholds_.begin());
   }
 
   static std::string number(double value) {

@@ -7,6 +7,7 @@
 // error naming the plugin.
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "tessel/job.hpp"
@@ -55,6 +56,13 @@ struct AllocationPlan {
   // When true, once a ranked job cannot be placed no job after it is started
   // (FIFO without backfill). Running jobs after it keep running.
   bool stop_at_first_unplaced = false;
+  // The earliest time at which this plan may change with nothing else
+  // happening (no arrival, completion or failure): say, when a running job's
+  // attained service crosses a queue threshold. Infinity: only events change
+  // it. Read only when the simulator runs rounds at events
+  // (`[simulation] rounds = "events"`), where it is when the next round with
+  // no event behind it is held; it must then be later than view.now().
+  double revisit_at = std::numeric_limits<double>::infinity();
 };
 
 // Which jobs should run, with how many GPUs (and CPUs, memory), in what order?

@@ -78,6 +78,11 @@ SimulationConfig read_simulation(TableReader reader) {
     reader.error("progress", "'progress = \"whole_iterations\"' in [simulation] needs 'completion = \"round\"'");
   config.rate_changes_on_whole_seconds =
       reader.choice("rate_change_times", {"exact", "whole_seconds"}, "exact") == "whole_seconds";
+  config.event_rounds = reader.choice("rounds", {"clock", "events"}, "clock") == "events";
+  // Rounds at events have no clock whose ends completions could wait for.
+  if (config.event_rounds && config.completion_at_round_end)
+    reader.error("completion", "'completion = \"" + completion + "\"' needs rounds on a clock; with 'rounds = \"events\"' use "
+                               "'completion = \"exact\"'");
   config.preemption_overhead_seconds =
       reader.number("preemption_overhead_seconds", 0, 0).value_or(0);
   config.start_overhead_seconds = reader.number("start_overhead_seconds", 0, 0).value_or(0);

@@ -89,6 +89,10 @@ struct SimulationConfig {
   // whole second of when it would, as Pollux's simulator's Job.step rounds
   // the time to each epoch end.
   bool rate_changes_on_whole_seconds = false;
+  // rounds = "events": a round at each arrival, completion, failure or
+  // cluster change, and when the allocation plan asks to be revisited
+  // (AllocationPlan::revisit_at), instead of every round_seconds.
+  bool event_rounds = false;
   double preemption_overhead_seconds = 0;
   double start_overhead_seconds = 0;  // at a job's first launch
 };

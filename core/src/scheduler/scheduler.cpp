@@ -294,6 +294,10 @@ RoundOutcome Scheduler::run_round(double now) {
   admitted_this_round_ = true;
   const SchedulerView v = view(now);
   const AllocationPlan plan = calling(PluginKind::allocation, now, [&] { return plugins_.allocation->allocate(v); });
+  if (!(plan.revisit_at > now))
+    broken(PluginKind::allocation, "asked to be revisited at " + std::to_string(plan.revisit_at) +
+                                       ", not after the round at " + std::to_string(now));
+  outcome.revisit_at = plan.revisit_at;
   place_plan(v, plan, outcome);
   apply_resizes(v, calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->resize(v); }), outcome);
   admitted_this_round_ = false;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -46,6 +47,8 @@ struct RoundOutcome {
   std::size_t rejected = 0;
   // A fork's first round left its pending jobs to the next round's admission.
   bool admission_deferred = false;
+  // The allocation plan's revisit_at: when it may change with no event.
+  double revisit_at = std::numeric_limits<double>::infinity();
 
   bool changed() const {
     return !started.empty() || !preempted.empty() || !resized.empty() || admitted || rejected ||
