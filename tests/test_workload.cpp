@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "config/experiment.hpp"
 #include "experiment_runner.hpp"
@@ -439,4 +440,148 @@ TEST_CASE("give_up_hours ends a run without end that has not finished its tracke
                                                       "without end (kind = \"synthetic\", jobs = "
                                                       "\"until_tracked_done\")").c_str(),
                        ConfigError);
+}
+
+// ------------------------------------------------- Blox's bursty load
+
+namespace {
+
+// Blox's Figure 13 load, as fig13.toml has it: 1-GPU base jobs of 10 to 24 h
+// at 8 an hour and bursts of 600 to 3600 s jobs at 4 times that rate.
+const char* kBursty = R"(duration_seconds = [36000, 86400]
+burst = { every_hours = 4, hours = 2, rate_factor = 4, duration_seconds = [600, 3600] }
+)";
+
+std::string bursty_experiment(const std::string& jobs, const std::string& extra = kBursty) {
+  std::string toml = endless_experiment(jobs, extra);
+  toml.replace(toml.find("jobs_per_hour = 4"), 17, "jobs_per_hour = 8");
+  const std::string sizes = "gpu_counts = [1, 2]\ngpu_weights = [3, 1]";
+  toml.replace(toml.find(sizes), sizes.size(), "gpu_counts = [1]\ngpu_weights = [1]");
+  // Jobs 30..59 arrive around the first burst (4 h): both streams are tracked.
+  toml.replace(toml.find("track = [10, 20]"), 16, "track = [30, 60]");
+  return toml;
+}
+
+}  // namespace
+
+TEST_CASE("burst adds a second Poisson stream inside periodic windows, with durations of its own") {
+  TempDir dir;
+  const ExperimentConfig config = load_experiment(dir.write("w.toml", bursty_experiment("20000")));
+  const Workload w = build_workload(config.workload, ClusterState(config.cluster.nodes));
+  REQUIRE(w.jobs.size() == 20000);
+  // Counted by hand from the jobs: arrivals, per stream, over the hours the
+  // base stream's jobs span.
+  const double horizon = w.jobs.back().arrival;
+  std::size_t base = 0, burst = 0;
+  double base_seconds = 0, burst_seconds = 0;
+  for (std::size_t i = 0; i < w.jobs.size(); ++i) {
+    const JobSpec& job = w.jobs[i];
+    CHECK(job.gpus == 1);
+    if (i > 0) CHECK(job.arrival >= w.jobs[i - 1].arrival);  // one stream: ids in arrival order
+    const double seconds = job.total_work;                     // linear model: work is the duration
+    CHECK(seconds == std::floor(seconds));
+    if (job.tenant == "burst") {
+      ++burst;
+      burst_seconds += seconds;
+      CHECK(seconds >= 600);
+      CHECK(seconds <= 3600);
+      // Inside a window [4k, 4k + 2) h, k >= 1.
+      const double hours = job.arrival / 3600;
+      CHECK(hours >= 4);
+      CHECK(std::fmod(hours, 4) < 2);
+    } else {
+      REQUIRE(job.tenant == "base");
+      ++base;
+      base_seconds += seconds;
+      CHECK(seconds >= 36000);
+      CHECK(seconds <= 86400);
+    }
+  }
+  // Base: 8 jobs/h over the horizon. Burst: 32 jobs/h for 2 h in every 4 h
+  // from 4 h on, 16 jobs/h on average: twice the base count. Each within 5%
+  // (the Poisson standard deviation is about 1% at these counts).
+  const double hours = horizon / 3600;
+  CHECK(base == doctest::Approx(8 * hours).epsilon(0.05));
+  CHECK(burst == doctest::Approx(16 * (hours - 4)).epsilon(0.05));
+  // Mean durations: the middle of each uniform range.
+  CHECK(base_seconds / base == doctest::Approx((36000 + 86400) / 2.0).epsilon(0.02));
+  CHECK(burst_seconds / burst == doctest::Approx((600 + 3600) / 2.0).epsilon(0.02));
+
+  // The base stream is the jobs duration_seconds alone makes: bursts draw from a stream of their own.
+  const ExperimentConfig plain =
+      load_experiment(dir.write("plain.toml", bursty_experiment("2000", "duration_seconds = [36000, 86400]\n")));
+  const Workload alone = build_workload(plain.workload, ClusterState(plain.cluster.nodes));
+  std::size_t next = 0;
+  for (const JobSpec& job : w.jobs)
+    if (job.tenant == "base" && next < alone.jobs.size()) {
+      CHECK(job.arrival == alone.jobs[next].arrival);
+      CHECK(job.total_work == alone.jobs[next].total_work);
+      ++next;
+    }
+  CHECK(next == alone.jobs.size());
+  CHECK(alone.jobs.front().tenant.empty());  // without bursts the jobs are not labelled
+}
+
+TEST_CASE("a bursty workload without end stops exactly when the tracked jobs are done") {
+  TempDir dir;
+  const RunResults results = simulate(dir, bursty_experiment("\"until_tracked_done\""));
+  double last_tracked_finish = 0;
+  std::size_t tracked = 0, tracked_bursts = 0;
+  for (const JobRecord& job : results.jobs)
+    if (job.tracked) {
+      ++tracked;
+      tracked_bursts += job.tenant == "burst";
+      REQUIRE(job.status == "finished");
+      last_tracked_finish = std::max(last_tracked_finish, *job.finish);
+    }
+  CHECK(tracked == 30);
+  CHECK(tracked_bursts > 0);
+  CHECK(results.end_time == last_tracked_finish);
+  const std::size_t arrived = results.jobs.size();
+  for (const JobRecord& job : results.jobs) CHECK(job.arrival <= last_tracked_finish);
+  // The stream made exactly those jobs: the next one of the merged streams comes later.
+  const ExperimentConfig config = load_experiment(dir.write("s.toml", bursty_experiment("\"until_tracked_done\"")));
+  Workload stream = build_workload(config.workload, ClusterState(config.cluster.nodes));
+  bool burst_seen = false;
+  JobSpec next;
+  for (std::size_t i = 0; i <= arrived; ++i) {
+    next = stream.stream->next();
+    if (i < arrived) {
+      CHECK(next.arrival == results.jobs[i].arrival);
+      burst_seen = burst_seen || next.tenant == "burst";
+    }
+  }
+  CHECK(burst_seen);
+  CHECK(next.id == arrived);
+  CHECK(next.arrival > last_tracked_finish);
+}
+
+TEST_CASE("bursty workload mistakes are refused, named") {
+  TempDir dir;
+  const std::string file = (dir.path() / "w.toml").string();
+  const auto refused = [&](const std::string& extra, const std::string& message) {
+    CAPTURE(extra);
+    dir.write("w.toml", bursty_experiment("\"until_tracked_done\"", extra));
+    CHECK_THROWS_WITH_AS(load_experiment(file), doctest::Contains(message.c_str()), ConfigError);
+  };
+  refused("duration_seconds = [36000, 86400]\nshort_fraction = 0.5",
+          "'short_fraction' in [workload] shapes the short/long duration mix, which 'duration_seconds' replaces");
+  refused("duration_seconds = [100, 10]", "'duration_seconds' in [workload] must be [low, high] whole seconds");
+  refused("duration_seconds = [10.5, 100]", "'duration_seconds' in [workload] must be [low, high] whole seconds");
+  refused("burst = { every_hours = 4, hours = 5 }", "'hours' in [workload.burst] must be at most 'every_hours'");
+  refused("burst = { hours = 0 }", "'hours' in [workload.burst] must be > 0");
+  refused("burst = { rate_factor = 0 }", "'rate_factor' in [workload.burst] must be > 0");
+  refused("burst = { duration_seconds = [0, 10] }", "'duration_seconds' in [workload.burst]");
+  refused("burst = { every = 4 }", "unknown key 'every' in [workload.burst] (valid: ");
+  refused("burst = 4", "'burst' in [workload] must be a table");
+  std::string toml = bursty_experiment("\"until_tracked_done\"", "burst = {}");
+  toml.replace(toml.find("jobs_per_hour = 8"), 17, "jobs_per_hour = 0");
+  dir.write("w.toml", toml);
+  CHECK_THROWS_WITH_AS(load_experiment(file), doctest::Contains("'burst' in [workload] needs 'jobs_per_hour' > 0"),
+                       ConfigError);
+  // The command line refuses them with exit code 2.
+  dir.write("w.toml", bursty_experiment("\"until_tracked_done\"", "burst = { hours = 5 }"));
+  const CommandResult run = run_tessel({"run", file});
+  CHECK(run.code == 2);
+  CHECK(run.err.find("'hours' in [workload.burst] must be at most 'every_hours'") != std::string::npos);
 }
