@@ -26,8 +26,8 @@ namespace {
 using WholeSeconds = std::pair<std::int64_t, std::int64_t>;
 
 double draw_whole_seconds(Rng& rng, const WholeSeconds& range) {
-  return static_cast<double>(range.first +
-                             static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(range.second - range.first + 1))));
+  const auto values = static_cast<std::uint64_t>(range.second - range.first + 1);
+  return static_cast<double>(range.first + static_cast<std::int64_t>(rng.below(values)));
 }
 
 // The second stream of Blox's bursty load (simulator_dual_load.py GetJobs):
@@ -96,16 +96,19 @@ class BaseJobs {
 // start is exact, the exponential gaps being memoryless.
 class BurstJobs {
  public:
-  // Its own random stream (a fixed offset from the seed), so that adding
-  // bursts leaves the base stream's jobs as they were.
+  // Its own random stream (the seed plus an arbitrary odd constant), so that
+  // adding bursts leaves the base stream's jobs as they were.
   BurstJobs(const SyntheticParameters& p, std::uint64_t seed)
       : rng_(seed + 0x5851f42d4c957f2dULL), window_(p.burst->every), now_(p.burst->every) {}
 
   TraceJob next(const SyntheticParameters& p) {
     const BurstParameters& b = *p.burst;
-    for (now_ += rng_.exponential(b.rate_factor * p.jobs_per_hour / 3600.0); now_ >= window_ + b.length;
-         now_ += rng_.exponential(b.rate_factor * p.jobs_per_hour / 3600.0))
-      now_ = window_ += b.every;
+    const double rate = b.rate_factor * p.jobs_per_hour / 3600.0;
+    now_ += rng_.exponential(rate);
+    while (now_ >= window_ + b.length) {  // past this burst: the next one starts afresh
+      window_ += b.every;
+      now_ = window_ + rng_.exponential(rate);
+    }
     TraceJob job;
     job.spec.arrival = now_;
     job.spec.gpus = static_cast<int>(p.gpu_counts[rng_.weighted(p.gpu_weights)]);
