@@ -352,6 +352,73 @@ TEST_CASE("tiresias, running_first = false: an earlier waiting job preempts a la
   CHECK(preemptions(results) == std::vector<int>{0, 0, 0, 1});
 }
 
+TEST_CASE("tiresias and gittins, selection = greedy_by_count: a higher-placed running job that no longer fits "
+          "is preempted while a lower one runs") {
+  // Two nodes of 4 GPUs, consolidated placement, threshold 100 GPU-s,
+  // 10-second rounds, no preemption cost. Jobs A (3 GPUs), C (2), E (1, 5 s),
+  // D (1) arrive at 0; W (4 GPUs, 20 s) at 150.
+  // t=0    A takes node 0; C node 1; E the last GPU of node 0 (best fit); D
+  //        node 1. E ends at 5: 1 GPU free on each node.
+  // t<=100 A, C and D cross 100 GPU-s: queue 2, in that order.
+  // t=150  W enters queue 1: W, then A, C, D.
+  //   greedy_by_count, down the queues from the 8 GPUs: W (4 left), A (1
+  //        left), C skipped (needs 2), D (0 left). C is preempted; W takes its
+  //        GPUs and the two free ones; D, after C, runs on.
+  //   ranked (the default): W needs 4 of the 2 free GPUs and preempts from
+  //        the lowest rank up: D (3 free, too few), then C; consolidated puts
+  //        W on node 1 alone, whose GPUs D held too, so D is preempted as well
+  //        and restarts at once on node 0's free GPU.
+  // Either way W runs 150-170 (80 GPU-s: it stays in queue 1), and C
+  // resumes at 170 with 850 s to go.
+  // Gittins with one sample of 10^9 GPU-s gives every job the same index (0:
+  // no job finishes within the quantum), so its queues go by arrival as
+  // 2D-LAS's do here.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,3,1000\n0,2,1000\n0,1,5\n0,1,1000\n150,4,20\n");
+  dir.write("dist.csv", "duration\n1000000000\n");
+  auto run_with = [&](const std::string& allocation) {
+    return simulate(dir, R"([cluster]
+nodes = 2
+gpus_per_node = 4
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+
+[scheduler]
+round_seconds = 10
+allocation = )" + allocation + R"(
+placement = { plugin = "consolidated" }
+
+[simulation]
+completion = "exact"
+preemption_overhead_seconds = 0
+
+[output]
+decisions = true
+)");
+  };
+  for (const std::string plugin :
+       {std::string(R"(plugin = "tiresias")"), std::string(R"(plugin = "gittins", distribution = "dist.csv")")}) {
+    CAPTURE(plugin);
+    const std::string queues = plugin + ", queue_thresholds_gpu_seconds = [100]";
+    const RunResults greedy = run_with("{ " + queues + R"(, selection = "greedy_by_count" })");
+    CHECK(jcts(greedy) == std::vector<double>{1000, 1020, 5, 1000, 20});
+    CHECK(preemptions(greedy) == std::vector<int>{0, 1, 0, 0, 0});
+    CHECK(preempted_at(greedy, 1) == std::vector<double>{150});
+    bool skipped = false;
+    for (const DecisionRecord& d : greedy.decisions)
+      if (d.job == 1 && d.time == 150 && d.code == "deny")
+        skipped = d.reason == "skipped: needs 2 GPUs, 1 of the cluster's 8 left by count after the jobs ahead";
+    CHECK(skipped);
+
+    const RunResults ranked = run_with("{ " + queues + " }");
+    CHECK(jcts(ranked) == std::vector<double>{1000, 1020, 5, 1000, 20});
+    CHECK(preemptions(ranked) == std::vector<int>{0, 1, 0, 1, 0});
+    CHECK(preempted_at(ranked, 3) == std::vector<double>{150});
+  }
+}
+
 TEST_CASE("tiresias: the promote knob brings a starved job back to the top queue") {
   // Threshold 400 GPU-s, 100-second rounds. Job 0: 4 GPUs, 500 s. Jobs 1-4:
   // 1 GPU, 1000 s each, arriving at 50.
@@ -580,6 +647,15 @@ TEST_CASE("tiresias and gittins arguments are checked, errors located in the con
   CHECK(result.code == 2);
   CHECK(result.err == "bad.toml:9:74: argument 'entry_order' of allocation plugin 'tiresias': "
                       "needs running_first = true: the simulator's queues put running jobs first\n");
+
+  for (const std::string plugin : {"tiresias", "gittins"}) {
+    CAPTURE(plugin);
+    const std::string distribution = plugin == "gittins" ? R"(distribution = "d.csv", )" : "";
+    result = validate("{ plugin = \"" + plugin + "\", " + distribution + "selection = \"greedy\" }");
+    CHECK(result.code == 2);
+    CHECK(result.err.find("argument 'selection' of allocation plugin '" + plugin + "'") != std::string::npos);
+    CHECK(result.err.find("ranked, greedy_by_count") != std::string::npos);
+  }
 
   result = validate(R"({ plugin = "tiresias", promote_knob = -1 })");
   CHECK(result.err == "bad.toml:9:52: argument 'promote_knob' of allocation plugin 'tiresias': "

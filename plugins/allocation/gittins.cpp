@@ -33,6 +33,9 @@
 //     O(n log n); a lookup is a binary search.
 //   * Running jobs keep what they hold, waiting jobs ask for their request;
 //     a job that does not fit is skipped and later jobs may start.
+//   * `selection = "greedy_by_count"` chooses the running set afresh each
+//     round down the queues by the cluster's GPU count, as the simulator
+//     does; see `tiresias` and discretized_queues.hpp.
 //
 // Simplifications and differences:
 //   * The quantum is fixed (the simulator's static delta); the paper's sup
@@ -81,6 +84,7 @@ constexpr tessel::ArgSpec kArgs[] = {
      "submission"},
     tessel::discretized::kThresholdsArg,
     tessel::discretized::kPromoteKnobArg,
+    tessel::discretized::kSelectionArg,
 };
 
 // Fields of one CSV line (no quoting: the distribution files hold numbers).
@@ -190,7 +194,8 @@ class Gittins final : public tessel::AllocationPolicy {
   explicit Gittins(const tessel::PluginContext& context)
       : queues_(context),
         table_(read_durations(context.resolve(context.args().string("distribution"))), positive_delta(context),
-               context.args().boolean("simulator_rounding")) {}
+               context.args().boolean("simulator_rounding")),
+        greedy_by_count_(tessel::discretized::greedy_by_count(context)) {}
 
   // Jobs move between queues, and their indices change, as they run and wait.
   bool time_sensitive() const override { return true; }
@@ -217,6 +222,7 @@ class Gittins final : public tessel::AllocationPolicy {
     for (const Ranked& entry : order_)
       plan.ranked.push_back({entry.job->spec.id, tessel::allocation::current_or_requested(*entry.job),
                              entry.reason});
+    if (greedy_by_count_) tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
     return plan;
   }
 
@@ -241,12 +247,14 @@ class Gittins final : public tessel::AllocationPolicy {
 
   tessel::discretized::Queues queues_;
   GittinsTable table_;
+  bool greedy_by_count_;
   std::vector<Ranked> order_;  // reused across rounds
+  std::vector<tessel::Grant> skipped_;  // reused across rounds (greedy_by_count)
 };
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Gittins, allocation, "gittins", "1.1",
+TESSEL_PLUGIN_WITH_ARGS(Gittins, allocation, "gittins", "1.2",
                         "Tiresias discretized 2D-Gittins index: queues by attained GPU-seconds, Gittins index "
                         "from a GPU-time distribution within a queue",
                         kArgs)

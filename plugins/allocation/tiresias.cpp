@@ -35,6 +35,13 @@
 //   * Running jobs keep what they hold; waiting jobs ask for their request.
 //     A job that does not fit is skipped and later jobs may start, as in the
 //     simulator's pass over the queues.
+//   * With `selection = "greedy_by_count"`, the running set is chosen afresh
+//     each round as the simulator does, down the queues by the cluster's GPU
+//     count (discretized_queues.hpp, select_greedy_by_count): a running job
+//     that no longer fits behind the jobs ahead is preempted, even while later
+//     ones run. By default (`"ranked"`) the core starts jobs in rank order and
+//     a waiting job that does not fit preempts the lowest-ranked running jobs
+//     first, on the GPUs its placement needs.
 //
 // Simplifications and differences:
 //   * On a clock, queues are re-evaluated at round boundaries, not at the
@@ -64,7 +71,8 @@ constexpr tessel::ArgSpec kArgs[] = {
      "an earlier job preempts later ones of its queue (Pollux's simulator)"},
     {"entry_order", tessel::ArgType::boolean, "false",
      "within a queue, the order jobs entered it (arrival, demotion, promotion), waiting jobs moved behind "
-     "running ones after each round, as Tiresias's simulator's queue lists; needs running_first"}};
+     "running ones after each round, as Tiresias's simulator's queue lists; needs running_first"},
+    tessel::discretized::kSelectionArg};
 
 // Where a job stands in its queue's list (entry_order).
 struct QueuePlace {
@@ -76,7 +84,8 @@ class Tiresias final : public tessel::AllocationPolicy {
  public:
   explicit Tiresias(const tessel::PluginContext& context)
       : queues_(context), running_first_(context.args().boolean("running_first")),
-        entry_order_(context.args().boolean("entry_order")), place_(context.job_slot<QueuePlace>()) {
+        entry_order_(context.args().boolean("entry_order")),
+        greedy_by_count_(tessel::discretized::greedy_by_count(context)), place_(context.job_slot<QueuePlace>()) {
     if (entry_order_ && !running_first_)
       throw tessel::ArgumentError("entry_order",
                                   "needs running_first = true: the simulator's queues put running jobs first");
@@ -86,7 +95,13 @@ class Tiresias final : public tessel::AllocationPolicy {
   bool time_sensitive() const override { return true; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
-    if (entry_order_) return allocate_in_entry_order(view);
+    tessel::AllocationPlan plan = entry_order_ ? allocate_in_entry_order(view) : allocate_running_first(view);
+    if (greedy_by_count_) tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
+    return plan;
+  }
+
+ private:
+  tessel::AllocationPlan allocate_running_first(const tessel::SchedulerView& view) {
     // One pass drops each job into its queue, running jobs in a bucket ahead
     // of waiting ones unless all go by arrival; view.active() is in arrival
     // order, and so is each bucket.
@@ -109,7 +124,6 @@ class Tiresias final : public tessel::AllocationPolicy {
     return plan;
   }
 
- private:
   struct Ranked {
     const tessel::JobState* job;
     tessel::Reason reason;
@@ -157,14 +171,16 @@ class Tiresias final : public tessel::AllocationPolicy {
   tessel::discretized::Queues queues_;
   bool running_first_;
   bool entry_order_;
+  bool greedy_by_count_;
   tessel::Slot<QueuePlace> place_;
+  std::vector<tessel::Grant> skipped_;  // reused across rounds (greedy_by_count)
   std::vector<Listed> listed_;  // reused across rounds
   std::vector<std::vector<Ranked>> buckets_;  // reused across rounds
 };
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Tiresias, allocation, "tiresias", "1.2",
+TESSEL_PLUGIN_WITH_ARGS(Tiresias, allocation, "tiresias", "1.3",
                         "Tiresias discretized 2D-LAS: queues by attained GPU-seconds, FIFO within a queue, "
                         "optional starvation guard",
                         kArgs)

@@ -44,8 +44,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessel/allocation.hpp"
@@ -62,6 +64,13 @@ inline constexpr tessel::ArgSpec kPromoteKnobArg = {
     "promote_knob", tessel::ArgType::number, "0",
     "a waiting job in a lower queue returns to the top queue once it has waited this many times as long as "
     "it has run since its arrival or last promotion; 0 turns the guard off"};
+
+inline constexpr tessel::ArgSpec kSelectionArg = {
+    "selection", tessel::ArgType::string, "\"ranked\"",
+    "ranked: the core starts jobs down the queues, a waiting job that does not fit preempting the lowest-ranked "
+    "running jobs first; greedy_by_count: Tiresias's simulator, which re-selects the running set each round down "
+    "the queues, a job in if its GPUs fit the cluster's GPU count left, running jobs left out preempted",
+    "ranked|greedy_by_count"};
 
 // Where a job stands this round.
 struct Standing {
@@ -204,5 +213,50 @@ class Queues {
   double promote_knob_;
   tessel::Slot<Book> book_;
 };
+
+// `selection = "greedy_by_count"`: Tiresias's simulator's pass over its
+// queues (run_sim.py, `dlas_sim_jobs`): at each event `CLUSTER.empty_infra()`
+// sets `free_gpu` to the cluster's whole GPU count, as if nothing ran, and
+// down the queues in order each job is selected if `free_gpu >= num_gpu`,
+// which then drops by its GPUs, and is skipped otherwise; selected waiting
+// jobs start, running jobs not selected are preempted. It counts GPUs, it
+// places nothing, so a large running job that no longer fits behind the jobs
+// ahead of it is preempted while smaller ones after it run.
+//
+// Here `ranked`, a plan in queue order, keeps the selected grants in their
+// order and moves the others to its end, denied with the count as reason.
+// Ranked last, the denied running jobs are the first ones the core preempts
+// for a selected job; the selected jobs fit the cluster by count, so with a
+// placement that takes any free GPUs (`consolidated`, `first_fit`) every
+// selected job is placed and no denied one can keep its GPUs. `[scheduler]
+// left_out = "stop"` stops them outright.
+inline bool greedy_by_count(const tessel::PluginContext& context) {
+  return context.args().string("selection") == "greedy_by_count";
+}
+
+inline void select_greedy_by_count(const tessel::SchedulerView& view, std::vector<tessel::Grant>& ranked,
+                                   std::vector<tessel::Grant>& skipped) {
+  const double total = view.cluster().total_gpus();  // on nodes that are up: the simulator's num_gpu
+  double left = total;
+  skipped.clear();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    Grant& grant = ranked[i];
+    const double gpus = tessel::allocation::gpu_count(grant.resources);
+    if (gpus <= left) {
+      left -= gpus;
+      if (kept != i) ranked[kept] = std::move(grant);
+      ++kept;
+      continue;
+    }
+    Grant denied{grant.job, grant.resources,
+                 Reason("skipped: needs {} GPUs, {} of the cluster's {} left by count after the jobs ahead",
+                        gpus, left, total)};
+    denied.resources.gpus = 0;
+    skipped.push_back(std::move(denied));
+  }
+  ranked.resize(kept);
+  ranked.insert(ranked.end(), std::make_move_iterator(skipped.begin()), std::make_move_iterator(skipped.end()));
+}
 
 }  // namespace tessel::discretized
