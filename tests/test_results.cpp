@@ -491,6 +491,17 @@ void feed_run(RunSink& sink) {
 
 }  // namespace
 
+TEST_CASE("a statement whose step failed can be bound and run again") {
+  TempDir dir;
+  sql::Database db((dir.path() / "x.db").string());
+  db.exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
+  auto insert = db.prepare("INSERT INTO t VALUES (?)");
+  insert.bind(1, 1).run();
+  CHECK_THROWS_AS(insert.bind(1, 1).run(), sql::Error);  // the key is taken
+  insert.bind(1, 2).run();
+  CHECK(count(dir.path() / "x.db", "SELECT count(*) FROM t") == 2);
+}
+
 TEST_CASE("the real-node journal writes a run's rows as a simulation's batch does") {
   TempDir dir;
   const fs::path db = dir.path() / "runs.db";
