@@ -534,7 +534,8 @@ TEST_CASE("a full disk does not stop the daemon: submissions are refused, jobs r
   CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_jobs") == 1);
   CHECK(count(cluster.db(), "SELECT count(*) FROM jobs") == 1);
   CHECK(query_text(cluster.db(), "SELECT status FROM jobs") == "finished");
-  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_launches WHERE ended IS NOT NULL AND outcome = 'finished'") == 1);
+  CHECK(count(cluster.db(),
+              "SELECT count(*) FROM cluster_launches WHERE ended IS NOT NULL AND outcome = 'finished'") == 1);
   CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_launches") == 1);
   CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_ranks WHERE exit_code = 0") == 1);
   const std::string log = cluster.serve_log();
