@@ -494,6 +494,70 @@ TEST_CASE("cancel stops a running job and frees its GPUs") {
   CHECK(count(cluster.db(), "SELECT count(*) FROM jobs WHERE status = 'cancelled'") == 1);
 }
 
+TEST_CASE("a full disk does not stop the daemon: submissions are refused, jobs run on, writing resumes with room") {
+  LocalCluster cluster(kFifo, "disk/cluster.db");
+  // 1 MiB holds the schema and a few minutes of this run's rows.
+  const TestMount disk = TestMount::tmpfs(cluster.dir() / "disk", 1 << 20);
+  if (!disk.mounted()) return;  // mounting needs root; CI runs as root
+  cluster.start_serve();
+  cluster.add_agent("a1", 2);
+  cluster.wait_for_nodes(1);
+  cluster.submit({1, 200});  // about 4 s
+  cluster.submit({2, 20});   // waits for the first one's GPU
+  wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 5; }, 30, "the job runs",
+             [&] { return cluster.diagnostics(); });
+  fill_disk(cluster.dir() / "disk/filler");
+  // The next round's rows do not fit.
+  wait_until([&] { return !cluster.status().at("database").at("writable").get<bool>(); }, 10,
+             "the daemon finds the disk full", [&] { return cluster.diagnostics(); });
+  const auto rounds = cluster.status().at("rounds").at("count").get<std::int64_t>();
+
+  const CommandResult refused = cluster.tessel({"submit", "--gpus", "1", "--", train_exe().string()});
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("the scheduler cannot write its database: " + cluster.db().string() +
+                         ": cannot write: the disk is full") != std::string::npos);
+  const CommandResult status = cluster.tessel({"status"});
+  CHECK(status.code == 0);
+  CHECK(status.out.find("database: cannot write (") != std::string::npos);
+  CHECK(status.out.find("1 running, 1 waiting") != std::string::npos);
+  const CommandResult jobs = cluster.tessel({"jobs"});
+  CHECK(jobs.code == 0);
+  CHECK(jobs.err.find("warning: the scheduler cannot write its database") != std::string::npos);
+
+  // The job runs to its end; its end waits in memory. Rounds are held, so
+  // the next job is not launched unrecorded.
+  wait_until([&] { return cluster.jobs().at(0).at("status") == "finished"; }, 30, "the job finishes",
+             [&] { return cluster.diagnostics(); });
+  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_launches WHERE ended IS NOT NULL") == 0);
+  CHECK(cluster.jobs().at(1).at("status") == "queued");
+  CHECK(cluster.status().at("rounds").at("count").get<std::int64_t>() == rounds);
+
+  fs::remove(cluster.dir() / "disk/filler");
+  wait_until([&] { return cluster.status().at("database").at("writable").get<bool>(); }, 10,
+             "the daemon writes again", [&] { return cluster.diagnostics(); });
+  // Each once: the submissions, the first job's row, its launch, its exit.
+  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_jobs") == 2);
+  CHECK(count(cluster.db(), "SELECT count(*) FROM jobs") == 2);
+  CHECK(query_text(cluster.db(), "SELECT status FROM jobs WHERE job_id = 0") == "finished");
+  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_launches WHERE job_id = 0") == 1);
+  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_launches WHERE job_id = 0 AND ended IS NOT NULL AND "
+                            "outcome = 'finished'") == 1);
+  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_ranks JOIN cluster_launches USING (run_id, launch_id) "
+                            "WHERE job_id = 0 AND exit_code = 0") == 1);
+  const std::string log = cluster.serve_log();
+  const auto once = [&](const std::string& text) {
+    const auto at = log.find(text);
+    return at != std::string::npos && log.find(text, at + 1) == std::string::npos;
+  };
+  CHECK(once("cannot write the database, keeping its writes in memory"));
+  CHECK(once("writing the database again"));
+
+  CHECK(cluster.submit({1, 20}) == 2);
+  wait_until([&] { return cluster.all_finished(3); }, 30, "the other jobs run", [&] { return cluster.diagnostics(); });
+  CHECK(count(cluster.db(), "SELECT count(*) FROM cluster_jobs") == 3);
+  CHECK(count(cluster.db(), "SELECT count(*) FROM jobs WHERE status = 'finished'") == 3);
+}
+
 TEST_CASE("processes get the training environment, across nodes; failing jobs are retried, then given up") {
   LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 2\nmax_retries = 1\n");
   cluster.start_serve();

@@ -468,9 +468,8 @@ std::vector<std::string> rows_of(const fs::path& db, const std::string& table, s
   return rows;
 }
 
-}  // namespace
-
-TEST_CASE("the real-node journal writes a run's rows as a simulation's batch does") {
+// One finished job's run, as a RunSink hears it.
+void feed_run(RunSink& sink) {
   JobRecord job;
   job.name = "a", job.tenant = "t", job.vc = "v", job.model = "m";
   job.arrival = 1, job.first_start = 2, job.finish = 12;
@@ -479,22 +478,35 @@ TEST_CASE("the real-node journal writes a run's rows as a simulation's batch doe
   job.attempts = 1, job.status = "finished";
   RunTotals totals;
   totals.cluster_gpus = 8, totals.capacity_gpu_seconds = 96, totals.end_time = 12, totals.events = 3;
-  auto feed = [&](RunSink& sink) {
-    sink.run_started();
-    JobRecord started = job;
-    started.status = "running", started.finish.reset();
-    sink.job_changed(started);
-    sink.sampled({5, 8, 4, 1, 0, 0});
-    sink.decided({6, 0, PluginKind::elasticity, "shrink_on_failure", "shrink", "lost node n1"});
-    sink.resized({6, 0, 4, 2, 20, JobLayout{}});
-    sink.job_changed(job);
-    sink.run_ended(totals);
-  };
+  sink.run_started();
+  JobRecord started = job;
+  started.status = "running", started.finish.reset();
+  sink.job_changed(started);
+  sink.sampled({5, 8, 4, 1, 0, 0});
+  sink.decided({6, 0, PluginKind::elasticity, "shrink_on_failure", "shrink", "lost node n1"});
+  sink.resized({6, 0, 4, 2, 20, JobLayout{}});
+  sink.job_changed(job);
+  sink.run_ended(totals);
+}
 
+}  // namespace
+
+TEST_CASE("a statement whose step failed can be bound and run again") {
+  TempDir dir;
+  sql::Database db((dir.path() / "x.db").string());
+  db.exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
+  auto insert = db.prepare("INSERT INTO t VALUES (?)");
+  insert.bind(1, 1).run();
+  CHECK_THROWS_AS(insert.bind(1, 1).run(), sql::Error);  // the key is taken
+  insert.bind(1, 2).run();
+  CHECK(count(dir.path() / "x.db", "SELECT count(*) FROM t") == 2);
+}
+
+TEST_CASE("the real-node journal writes a run's rows as a simulation's batch does") {
   TempDir dir;
   const fs::path db = dir.path() / "runs.db";
   BatchSink batch;
-  feed(batch);
+  feed_run(batch);
   std::int64_t simulated = 0, real = 0;
   {
     ResultsStore store(db.string());
@@ -504,7 +516,7 @@ TEST_CASE("the real-node journal writes a run's rows as a simulation's batch doe
   {
     cluster::Journal journal(db.string(), RunInfo{"real"}, /*new_run=*/true);
     real = journal.run();
-    feed(journal);
+    feed_run(journal);
   }
   REQUIRE(simulated != real);
   for (const char* table : {"jobs", "samples", "decisions", "resizes", "metrics"}) {
@@ -516,4 +528,48 @@ TEST_CASE("the real-node journal writes a run's rows as a simulation's batch doe
   CHECK(count(db, "SELECT count(*) FROM metrics WHERE name = 'finished' AND value = 1") == 2);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE end_time = 12 AND events = 3 AND capacity_gpu_seconds = 96 AND "
                   "cluster_gpus = 8 AND wall_seconds < 12") == 2);
+}
+
+TEST_CASE("a journal on a full disk keeps its writes in memory and saves them once, in order, when there is room") {
+  TempDir dir;
+  const TestMount disk = TestMount::tmpfs(dir.path() / "disk", 1 << 20);
+  if (!disk.mounted()) return;  // mounting needs root; CI runs as root
+  const fs::path db = dir.path() / "disk/runs.db";
+  BatchSink batch;
+  feed_run(batch);
+  std::int64_t simulated = 0;
+  {
+    ResultsStore store(db.string());
+    simulated = store.begin_run(RunInfo{"simulated"});
+    store.complete_run(simulated, batch.take());
+  }
+  cluster::Journal journal(db.string(), RunInfo{"real"}, /*new_run=*/true);
+  fill_disk(dir.path() / "disk/filler");
+  // The run's writes in one transaction, which the disk refuses (at its
+  // commit, or before); then one more on its own, kept without trying.
+  {
+    auto transaction = journal.transaction();
+    feed_run(journal);
+    transaction.commit();
+  }
+  CHECK_FALSE(journal.writable());
+  CHECK(journal.write_error().find(db.string() + ": cannot write: the disk is full") != std::string::npos);
+  const std::size_t waiting = journal.unwritten();
+  CHECK(waiting >= 7);  // every write of feed_run
+  journal.mark_run("complete", "");
+  CHECK(journal.unwritten() == waiting + 1);
+  CHECK_FALSE(journal.retry());  // still full: nothing saved, nothing dropped
+  CHECK(journal.unwritten() == waiting + 1);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = " + std::to_string(journal.run())) == 0);
+
+  fs::remove(dir.path() / "disk/filler");
+  CHECK(journal.retry());
+  CHECK(journal.writable());
+  CHECK(journal.unwritten() == 0);
+  // Every row once, as a simulation's batch writes them.
+  for (const char* table : {"jobs", "samples", "decisions", "resizes", "metrics"}) {
+    INFO(table);
+    CHECK(rows_of(db, table, journal.run()) == rows_of(db, table, simulated));
+  }
+  CHECK(query_text(db, "SELECT status FROM runs WHERE id = " + std::to_string(journal.run())) == "complete");
 }

@@ -120,6 +120,8 @@ int jobs(const ClientOptions& client, const std::string& format) {
   SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "jobs"));
   const Message reply = connection.request(message("jobs"));
   const json& list = reply.array("jobs");
+  if (reply.has("database_error"))
+    std::cerr << "warning: the scheduler cannot write its database: " << reply.text("database_error") << "\n";
   if (format == "json") {
     std::cout << list.dump(2) << "\n";
     return 0;
@@ -172,6 +174,10 @@ int status(const ClientOptions& client) {
   std::cout << "run " << body.at("run") << (body.at("recovering").get<bool>() ? " (recovering)" : "") << ": "
             << jobs.at("running") << " running, " << jobs.at("waiting") << " waiting, " << jobs.at("done")
             << " done\n";
+  // Older daemons do not say.
+  if (body.contains("database") && !body.at("database").at("writable").get<bool>())
+    std::cout << "database: cannot write (" << body.at("database").at("error").get<std::string>() << "); "
+              << body.at("database").at("unwritten") << " writes wait in memory; no new launches or submissions\n";
   std::cout << "rounds: " << rounds.at("count") << ", p50 " << fixed(rounds.at("p50_ms").get<double>(), 2)
             << " ms, p99 " << fixed(rounds.at("p99_ms").get<double>(), 2) << " ms, max "
             << fixed(rounds.at("max_ms").get<double>(), 2) << " ms\n";

@@ -21,6 +21,10 @@ constexpr double kWatchSeconds = 0.1;
 constexpr std::size_t kMaxListedJobs = 50'000;
 constexpr double kCountersSeconds = 5;
 constexpr double kCheckpointSeconds = 10;
+// How often a journal that cannot write tries again: space that returns is
+// used within a second, and a try (one transaction of the writes that wait,
+// a few rows per exit) costs little against a full disk.
+constexpr double kRetrySeconds = 1;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -156,6 +160,9 @@ void SchedulerDaemon::stop() {
   save_running_jobs();
   journal_.run_ended(totals());
   journal_.mark_run("interrupted", "the scheduler stopped; `tessel serve` on this database resumes the run");
+  if (!journal_.retry())
+    log("stopping with " + std::to_string(journal_.unwritten()) +
+        " writes unsaved; the next `tessel serve` recovers from what the database holds");
 }
 
 void SchedulerDaemon::accept() {
@@ -247,13 +254,24 @@ void SchedulerDaemon::on_message(const std::shared_ptr<Peer>& peer, const Messag
 json SchedulerDaemon::on_submit(const Message& m) {
   JobRequest request = JobRequest::from_json(m.object("job"));
   if (request.tenant.empty()) request.tenant = "unknown";
+  require_writable();
   const double t = now();
   JobState& job = core_->submit(request.spec(t), t);
+  const JobId id = job.spec.id;
   auto transaction = journal_.transaction();
   journal_.save_submission(job_record(job), request);
   transaction.commit();
   jobs_.push_back(JobEntry{std::move(request), false, 0, 0});
-  return message("submitted", {{"job", job.spec.id}});
+  if (!journal_.writable()) {
+    // The disk refused this very submission. Its id is taken (ids are
+    // positions), so it stays, cancelled before it ran, and is saved so
+    // once the disk takes writes again; the client hears it was refused.
+    jobs_[id].cancelled = true;
+    core_->complete(id, t, JobStatus::failed);
+    save_job(id);
+    require_writable();
+  }
+  return message("submitted", {{"job", id}});
 }
 
 json SchedulerDaemon::on_jobs(const Message& m) {
@@ -288,7 +306,13 @@ json SchedulerDaemon::on_jobs(const Message& m) {
     list.push_back(std::move(row));
   }
   // Job times are seconds since the run's time 0, which is `epoch` (Unix seconds).
-  return message("jobs", {{"jobs", list}, {"total", count}, {"epoch", journal_.epoch()}});
+  json reply = {{"jobs", list}, {"total", count}, {"epoch", journal_.epoch()}};
+  if (!journal_.writable()) reply["database_error"] = journal_.write_error();
+  return message("jobs", std::move(reply));
+}
+
+void SchedulerDaemon::require_writable() const {
+  if (!journal_.writable()) throw RequestError("the scheduler cannot write its database: " + journal_.write_error());
 }
 
 json SchedulerDaemon::on_cancel(const Message& m) {
@@ -299,6 +323,7 @@ json SchedulerDaemon::on_cancel(const Message& m) {
   if (job.done() || entry.cancelled)
     throw RequestError("job " + std::to_string(id) + " has already ended (" +
                         (entry.cancelled ? "cancelled" : std::string(to_string(job.status))) + ")");
+  require_writable();
   auto transaction = journal_.transaction();
   entry.cancelled = true;
   core_->complete(id, now(), JobStatus::failed);
@@ -328,6 +353,9 @@ json SchedulerDaemon::on_status() {
                             {"nodes", nodes},
                             {"jobs", {{"running", running}, {"waiting", waiting}, {"done", done}}},
                             {"recovering", recovering_},
+                            {"database", {{"writable", journal_.writable()},
+                                          {"error", journal_.write_error()},
+                                          {"unwritten", journal_.unwritten()}}},
                             {"rounds", {{"count", t.rounds}, {"last_ms", t.last_ms}, {"p50_ms", t.p50_ms},
                                         {"p99_ms", t.p99_ms}, {"max_ms", t.max_ms}, {"recent_ms", t.recent_ms}}}});
 }
@@ -351,7 +379,9 @@ void SchedulerDaemon::schedule_round() {
 }
 
 void SchedulerDaemon::round() {
-  if (recovering_) return;
+  // No decisions while the journal cannot write: a launch must be saved
+  // before any agent hears of it. The jobs that run go on.
+  if (recovering_ || !journal_.writable()) return;
   const auto started = Clock::now();
   const double t = now();
   auto transaction = journal_.transaction();
@@ -415,7 +445,18 @@ RunTotals SchedulerDaemon::totals() const {
   return totals;
 }
 
+void SchedulerDaemon::retry_writes() {
+  if (journal_.writable() || now() < retried_at_ + kRetrySeconds) return;
+  retried_at_ = now();
+  if (!journal_.retry()) return;
+  for (const auto& [name, launch, rank] : std::exchange(held_exit_acks_, {}))
+    if (NodeEntry* node = node_named(name); node != nullptr && node->agent != nullptr)
+      node->agent->connection->send(message("exit_recorded", {{"launch", launch}, {"rank", rank}}));
+  open_gate();
+}
+
 void SchedulerDaemon::watch() {
+  retry_writes();
   const double t = now();
   const auto timeout = seconds(serve_.node_timeout_seconds);
   for (auto& node : nodes_)

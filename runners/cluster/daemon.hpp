@@ -27,6 +27,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -106,6 +107,8 @@ class SchedulerDaemon {
   json on_jobs(const Message& message);
   json on_cancel(const Message& message);
   json on_status();
+  // Submissions and cancels need the disk: refused while the journal cannot write.
+  void require_writable() const;
 
   // Launches.
   Launch& create_launch(JobId job, const Allocation& allocation, bool resume);
@@ -134,6 +137,9 @@ class SchedulerDaemon {
   void schedule_round();
   void round();
   void watch();
+  // While the journal cannot write: replays what waits, every kRetrySeconds;
+  // once it is saved, sends the exit acknowledgements held back and opens the gate.
+  void retry_writes();
   void save_running_jobs();
   void save_job(JobId id);  // its `jobs` row as it stands
   void save_decisions();    // those the core recorded since the last call
@@ -172,6 +178,10 @@ class SchedulerDaemon {
   std::size_t decisions_saved_ = 0;
   double checkpointed_at_ = 0;
   std::vector<double> round_ms_;  // the last 1,000
+  // Exits recorded while the journal could not write: their agents hear
+  // `exit_recorded` once they are saved. (node, launch, rank)
+  std::vector<std::tuple<std::string, LaunchId, int>> held_exit_acks_;
+  double retried_at_ = 0;
   bool stopped_ = false;
 };
 

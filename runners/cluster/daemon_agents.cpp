@@ -155,8 +155,13 @@ void SchedulerDaemon::on_exited(NodeEntry& node, const Message& m) {
     record_exit(node, m);
     transaction.commit();
   }
-  // Durable: the agent may forget it.
-  node.agent->connection->send(message("exit_recorded", {{"launch", m.integer("launch", 0)}, {"rank", m.integer("rank", 0)}}));
+  const auto launch = static_cast<LaunchId>(m.integer("launch", 0));
+  const int rank = static_cast<int>(m.integer("rank", 0, 1 << 20));
+  // Durable: the agent may forget it. Not yet: it hears so after retry_writes.
+  if (journal_.writable())
+    node.agent->connection->send(message("exit_recorded", {{"launch", launch}, {"rank", rank}}));
+  else
+    held_exit_acks_.emplace_back(node.name, launch, rank);
   open_gate();
 }
 

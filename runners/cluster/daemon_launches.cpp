@@ -72,6 +72,8 @@ bool SchedulerDaemon::may_dispatch(const Launch& launch) const {
 }
 
 void SchedulerDaemon::open_gate() {
+  // A launch waits while the journal cannot write: it may not be saved yet.
+  if (!journal_.writable()) return;
   for (auto& [id, launch] : launches_)
     if (!launch->dispatched && launch->stop_reason.empty() && may_dispatch(*launch)) dispatch(*launch);
 }

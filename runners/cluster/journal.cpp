@@ -8,6 +8,7 @@
 #include <map>
 
 #include "engine/errors.hpp"
+#include "log_line.hpp"
 
 namespace tessel::cluster {
 
@@ -81,89 +82,227 @@ Journal::~Journal() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-void Journal::checkpoint() { db_.exec("PRAGMA wal_checkpoint(PASSIVE)"); }
-
-void Journal::run_started() {
-  started_ = std::chrono::steady_clock::now();
-  rows_->status("running", "");
-}
-
-void Journal::save_submission(const JobRecord& job, const JobRequest& request) {
-  auto insert = db_.prepare(
-      "INSERT INTO cluster_jobs (run_id, job_id, command, env, workdir, iterations, processes, grace_seconds, "
-      "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
-  insert.bind(1, run_).bind(2, static_cast<std::int64_t>(job.id));
-  insert.bind(3, json(request.command).dump()).bind(4, json(request.env).dump()).bind(5, request.workdir);
-  if (request.iterations)
-    insert.bind(6, *request.iterations);
-  else
-    insert.bind_null(6);
-  insert.bind(7, std::string_view(request.per_node ? "per_node" : "per_gpu"));
-  insert.bind(8, request.grace_seconds.value_or(-1));
-  insert.run();
-  job_changed(job);
-}
-
-void Journal::job_changed(const JobRecord& job) { rows_->job(job); }
-
-void Journal::launched(const LaunchRecord& launch) {
-  auto insert = db_.prepare(
-      "INSERT INTO cluster_launches (run_id, launch_id, job_id, decided, resume) VALUES (?, ?, ?, ?, ?)");
-  insert.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id)).bind(3, static_cast<std::int64_t>(launch.job));
-  insert.bind(4, launch.decided).bind(5, launch.resume ? 1 : 0);
-  insert.run();
-  auto rank = db_.prepare("INSERT INTO cluster_ranks (run_id, launch_id, rank, node, gpus) VALUES (?, ?, ?, ?, ?)");
-  for (const RankRecord& r : launch.ranks) {
-    rank.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id)).bind(3, r.rank).bind(4, r.node);
-    rank.bind(5, join(r.gpus));
-    rank.run();
+// A checkpoint copies pages the WAL already holds; refused, they stay there
+// and the next checkpoint copies them.
+void Journal::checkpoint() {
+  if (!writable()) return;
+  try {
+    db_.exec("PRAGMA wal_checkpoint(PASSIVE)");
+  } catch (const sql::StorageError&) {
   }
 }
 
+Journal::Transaction::Transaction(Journal& journal) : journal_(journal) { journal_.begin(); }
+
+Journal::Transaction::~Transaction() {
+  if (!done_) journal_.abandon();
+}
+
+void Journal::Transaction::commit() {
+  journal_.commit();
+  done_ = true;
+}
+
+void Journal::begin() {
+  in_transaction_ = true;
+  open_.clear();
+  if (!writable()) return;
+  try {
+    db_.exec("BEGIN IMMEDIATE");
+    sqlite_open_ = true;
+  } catch (const sql::StorageError& e) {
+    stop_writing(e);
+  }
+}
+
+void Journal::commit() {
+  in_transaction_ = false;
+  if (sqlite_open_) try {
+      db_.exec("COMMIT");
+      sqlite_open_ = false;
+      open_.clear();
+      return;
+    } catch (const sql::StorageError& e) {
+      stop_writing(e);
+    }
+  for (auto& statements : open_) unwritten_.push_back(std::move(statements));
+  open_.clear();
+}
+
+void Journal::abandon() {
+  in_transaction_ = false;
+  open_.clear();
+  if (!sqlite_open_) return;
+  sqlite_open_ = false;
+  try {
+    db_.exec("ROLLBACK");
+  } catch (...) {
+  }
+}
+
+void Journal::stop_writing(const sql::StorageError& error) {
+  if (sqlite_open_) {
+    sqlite_open_ = false;
+    // Whatever SQLite kept of the transaction goes: it is replayed whole.
+    try {
+      db_.exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+  if (writable())
+    log_line("tessel serve", std::string("cannot write the database, keeping its writes in memory until it can: ") +
+                                 error.what());
+  error_ = error.what();
+}
+
+void Journal::write(std::function<void()> statements) {
+  if (!in_transaction_) {
+    Transaction alone(*this);
+    write(std::move(statements));
+    alone.commit();
+    return;
+  }
+  open_.push_back(std::move(statements));
+  if (!sqlite_open_) return;
+  try {
+    open_.back()();
+  } catch (const sql::StorageError& e) {
+    stop_writing(e);
+  }
+}
+
+bool Journal::retry() {
+  if (writable()) return true;
+  try {
+    sql::Transaction replay(db_);  // rolls back unless committed
+    for (const auto& statements : unwritten_) statements();
+    replay.commit();
+  } catch (const sql::StorageError& e) {
+    error_ = e.what();
+    return false;
+  }
+  log_line("tessel serve", "writing the database again; saved the " + std::to_string(unwritten_.size()) +
+                               " writes that waited");
+  unwritten_.clear();
+  error_.clear();
+  return true;
+}
+
+void Journal::run_started() {
+  started_ = std::chrono::steady_clock::now();
+  write([this] { rows_->status("running", ""); });
+}
+
+void Journal::save_submission(const JobRecord& job, const JobRequest& request) {
+  write([this, job, request] {
+    auto insert = db_.prepare(
+        "INSERT INTO cluster_jobs (run_id, job_id, command, env, workdir, iterations, processes, grace_seconds, "
+        "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
+    insert.bind(1, run_).bind(2, static_cast<std::int64_t>(job.id));
+    insert.bind(3, json(request.command).dump()).bind(4, json(request.env).dump()).bind(5, request.workdir);
+    if (request.iterations)
+      insert.bind(6, *request.iterations);
+    else
+      insert.bind_null(6);
+    insert.bind(7, std::string_view(request.per_node ? "per_node" : "per_gpu"));
+    insert.bind(8, request.grace_seconds.value_or(-1));
+    insert.run();
+  });
+  job_changed(job);
+}
+
+void Journal::job_changed(const JobRecord& job) {
+  write([this, job] { rows_->job(job); });
+}
+
+void Journal::resized(const ResizeRecord& resize) {
+  write([this, resize] { rows_->resize(resize); });
+}
+
+void Journal::sampled(const Sample& sample) {
+  write([this, sample] { rows_->sample(sample); });
+}
+
+void Journal::decided(const DecisionRecord& decision) {
+  write([this, decision] { rows_->decision(decision); });
+}
+
+void Journal::launched(const LaunchRecord& launch) {
+  write([this, launch] {
+    auto insert = db_.prepare(
+        "INSERT INTO cluster_launches (run_id, launch_id, job_id, decided, resume) VALUES (?, ?, ?, ?, ?)");
+    insert.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id)).bind(3, static_cast<std::int64_t>(launch.job));
+    insert.bind(4, launch.decided).bind(5, launch.resume ? 1 : 0);
+    insert.run();
+    auto rank = db_.prepare("INSERT INTO cluster_ranks (run_id, launch_id, rank, node, gpus) VALUES (?, ?, ?, ?, ?)");
+    for (const RankRecord& r : launch.ranks) {
+      rank.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id)).bind(3, r.rank).bind(4, r.node);
+      rank.bind(5, join(r.gpus));
+      rank.run();
+    }
+  });
+}
+
 void Journal::save_rank_start(LaunchId launch, int rank, int pid, double at) {
-  auto update = db_.prepare("UPDATE cluster_ranks SET pid = ?, started = ? WHERE run_id = ? AND launch_id = ? AND rank = ?");
-  update.bind(1, pid).bind(2, at).bind(3, run_).bind(4, static_cast<std::int64_t>(launch)).bind(5, rank);
-  update.run();
+  write([=, this] {
+    auto update =
+        db_.prepare("UPDATE cluster_ranks SET pid = ?, started = ? WHERE run_id = ? AND launch_id = ? AND rank = ?");
+    update.bind(1, pid).bind(2, at).bind(3, run_).bind(4, static_cast<std::int64_t>(launch)).bind(5, rank);
+    update.run();
+  });
 }
 
 void Journal::save_rank_exit(LaunchId launch, int rank, int code, int signal) {
-  auto update = db_.prepare(
-      "UPDATE cluster_ranks SET exit_code = ?, signal = ? WHERE run_id = ? AND launch_id = ? AND rank = ?");
-  update.bind(1, code).bind(2, signal).bind(3, run_).bind(4, static_cast<std::int64_t>(launch)).bind(5, rank);
-  update.run();
+  write([=, this] {
+    auto update = db_.prepare(
+        "UPDATE cluster_ranks SET exit_code = ?, signal = ? WHERE run_id = ? AND launch_id = ? AND rank = ?");
+    update.bind(1, code).bind(2, signal).bind(3, run_).bind(4, static_cast<std::int64_t>(launch)).bind(5, rank);
+    update.run();
+  });
 }
 
 void Journal::save_launch_outcome(LaunchId launch, const std::string& outcome) {
-  auto update = db_.prepare("UPDATE cluster_launches SET outcome = ? WHERE run_id = ? AND launch_id = ?");
-  update.bind(1, outcome).bind(2, run_).bind(3, static_cast<std::int64_t>(launch));
-  update.run();
+  write([=, this] {
+    auto update = db_.prepare("UPDATE cluster_launches SET outcome = ? WHERE run_id = ? AND launch_id = ?");
+    update.bind(1, outcome).bind(2, run_).bind(3, static_cast<std::int64_t>(launch));
+    update.run();
+  });
 }
 
 void Journal::save_launch_end(LaunchId launch, double at, const std::string& outcome) {
-  auto update = db_.prepare("UPDATE cluster_launches SET ended = ?, outcome = ? WHERE run_id = ? AND launch_id = ?");
-  update.bind(1, at).bind(2, outcome).bind(3, run_).bind(4, static_cast<std::int64_t>(launch));
-  update.run();
+  write([=, this] {
+    auto update = db_.prepare("UPDATE cluster_launches SET ended = ?, outcome = ? WHERE run_id = ? AND launch_id = ?");
+    update.bind(1, at).bind(2, outcome).bind(3, run_).bind(4, static_cast<std::int64_t>(launch));
+    update.run();
+  });
 }
 
 void Journal::node_changed(const NodeRecord& node) {
-  auto upsert = db_.prepare("INSERT OR REPLACE INTO cluster_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  upsert.bind(1, run_).bind(2, node.name).bind(3, node.address).bind(4, node.gpus).bind(5, node.gpu_type);
-  upsert.bind(6, node.cpus).bind(7, node.mem_gb).bind(8, node.up ? 1 : 0).bind(9, node.time);
-  upsert.run();
+  write([this, node] {
+    auto upsert = db_.prepare("INSERT OR REPLACE INTO cluster_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    upsert.bind(1, run_).bind(2, node.name).bind(3, node.address).bind(4, node.gpus).bind(5, node.gpu_type);
+    upsert.bind(6, node.cpus).bind(7, node.mem_gb).bind(8, node.up ? 1 : 0).bind(9, node.time);
+    upsert.run();
+  });
 }
 
 void Journal::run_ended(const RunTotals& totals) {
   RunTotals mine = totals;
   mine.wall_seconds =
       earlier_wall_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  auto query = db_.prepare("SELECT " + job_row_columns() + " FROM jobs WHERE run_id = ? ORDER BY job_id");
-  query.bind(1, run_);
-  std::vector<JobRecord> jobs;
-  while (query.step()) jobs.push_back(read_job_row(query));
-  rows_->totals(mine, jobs);
+  // The figures read the `jobs` rows as the writes before this one left them.
+  write([this, mine] {
+    auto query = db_.prepare("SELECT " + job_row_columns() + " FROM jobs WHERE run_id = ? ORDER BY job_id");
+    query.bind(1, run_);
+    std::vector<JobRecord> jobs;
+    while (query.step()) jobs.push_back(read_job_row(query));
+    rows_->totals(mine, jobs);
+  });
 }
 
-void Journal::mark_run(const std::string& status, const std::string& note) { rows_->status(status, note); }
+void Journal::mark_run(const std::string& status, const std::string& note) {
+  write([=, this] { rows_->status(status, note); });
+}
 
 RecoveredRun Journal::recover() {
   RecoveredRun recovered;

@@ -27,10 +27,11 @@
 //
 // Client <-> daemon (one request, one reply):
 //   submit {job: {...}}         -> submitted {job}
-//   jobs {}                     -> jobs {jobs: [...]}
+//   jobs {}                     -> jobs {jobs: [...], total, epoch, database_error (while it cannot write)}
 //   cancel {job}                -> cancelled {job}
 //   status {}                   -> status {run, nodes: [...], jobs: {running, waiting, done},
-//                                          recovering, rounds: {count, p50_ms, p99_ms, max_ms, recent_ms}}
+//                                          recovering, database: {writable, error, unwritten},
+//                                          rounds: {count, p50_ms, p99_ms, max_ms, recent_ms}}
 //   any request                 -> error {message} when it cannot be served
 //
 // A message that is not a JSON object, lacks a field or has one of the wrong

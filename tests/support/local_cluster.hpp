@@ -103,10 +103,13 @@ struct JobSpecForTest {
 // A daemon and its agents in a temporary directory.
 class LocalCluster {
  public:
-  explicit LocalCluster(const std::string& settings) {
+  // `database`: relative to dir(); its folder is created (a test may mount a
+  // small disk there before start_serve).
+  explicit LocalCluster(const std::string& settings, const std::string& database = "cluster.db") : database_(database) {
     secret_ = dir_.write("secret", "a-shared-secret-for-the-tests-0123456789\n");
     ::chmod(secret_.c_str(), 0600);
-    config_ = dir_.write("serve.toml", settings + "\n[output]\ndatabase = \"cluster.db\"\ndecisions = true\n");
+    fs::create_directories((dir_.path() / database).parent_path());
+    config_ = dir_.write("serve.toml", settings + "\n[output]\ndatabase = \"" + database + "\"\ndecisions = true\n");
   }
   ~LocalCluster() {
     for (auto& [name, pid] : agents_) end_process(pid, SIGTERM);
@@ -114,7 +117,7 @@ class LocalCluster {
   }
 
   const fs::path& dir() const { return dir_.path(); }
-  fs::path db() const { return dir_.path() / "cluster.db"; }
+  fs::path db() const { return dir_.path() / database_; }
   const std::string& address() const { return address_; }
   std::string serve_log() const { return slurp(dir_.path() / "serve.err"); }
 
@@ -233,6 +236,7 @@ class LocalCluster {
 
  private:
   TempDir dir_;
+  std::string database_;
   fs::path secret_, config_;
   pid_t serve_ = -1;
   std::string address_;

@@ -81,6 +81,17 @@ TestMount TestMount::read_only(const fs::path& at) {
   return bound;
 }
 
+void fill_disk(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + file.string());
+  // Pages first, then single bytes for what is left of a partly used page.
+  const std::string chunk(4096, 'x');
+  for (std::size_t size : {chunk.size(), std::size_t{1}})
+    while (::write(fd, chunk.data(), size) > 0) {
+    }
+  ::close(fd);
+}
+
 TestMount::~TestMount() {
   if (!at_.empty()) ::umount2(at_.c_str(), MNT_DETACH);
 }

@@ -51,6 +51,10 @@ class TestMount {
   fs::path at_;  // empty: nothing mounted
 };
 
+// Writes `file` until its file system has no room left (on a TestMount::tmpfs:
+// the disk is full); removing the file gives the room back.
+void fill_disk(const fs::path& file);
+
 struct CommandResult {
   int code = -1;
   std::string out;

@@ -132,7 +132,13 @@ bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  fail(sqlite3_db_handle(stmt_), "step");
+  // Reset after reading the error, so that the statement can be bound and
+  // run again: a journal replays its statements after a full disk.
+  sqlite3* db = sqlite3_db_handle(stmt_);
+  const int code = sqlite3_extended_errcode(db);
+  const std::string message = sqlite3_errmsg(db);
+  sqlite3_reset(stmt_);
+  raise(file_of(db), "step", code, message);
 }
 
 void Statement::run() {
