@@ -1,5 +1,8 @@
 #include "connection.hpp"
 
+#include <chrono>
+#include <sstream>
+
 #include <boost/asio/write.hpp>
 
 #include "engine/errors.hpp"
@@ -7,7 +10,7 @@
 namespace tessel::cluster {
 
 Connection::Connection(tcp::socket socket, std::size_t max_payload)
-    : socket_(std::move(socket)), decoder_(max_payload) {
+    : socket_(std::move(socket)), decoder_(max_payload), deadline_(socket_.get_executor()) {
   boost::system::error_code error;
   const tcp::endpoint remote = socket_.remote_endpoint(error);
   peer_ = error ? "unknown peer" : remote.address().to_string() + ":" + std::to_string(remote.port());
@@ -33,17 +36,61 @@ void Connection::read() {
       self->close(error == asio::error::eof ? "peer closed the connection" : error.message());
       return;
     }
+    // Checked before the bytes are appended, so the shared limit is never passed.
+    if (self->budget_ && self->budget_->used - self->charged_ + self->decoder_.buffered() + size >
+                             self->budget_->limit) {
+      self->close("unfinished frames would pass the daemon's " + std::to_string(self->budget_->limit) +
+                  "-byte buffer limit");
+      return;
+    }
     self->decoder_.feed(std::string_view(self->buffer_.data(), size));
-    self->deliver();
-    if (self->open_) self->read();
+    const std::size_t frames = self->deliver();
+    if (!self->open_) return;
+    self->charge();
+    // A frame's clock starts at its first byte: the deadline goes when a
+    // frame completes, and a new one starts for the bytes of the next.
+    if (frames > 0 && self->deadline_armed_) {
+      self->deadline_armed_ = false;
+      self->deadline_.cancel();
+    }
+    if (!self->deadline_armed_ && self->frame_timeout_ > 0 && self->decoder_.buffered() > 0) {
+      std::ostringstream why;
+      why << "frame not completed within " << self->frame_timeout_ << " s";
+      self->arm(self->frame_timeout_, why.str());
+    }
+    self->read();
   });
 }
 
-void Connection::deliver() {
+void Connection::expect_frame_within(double seconds, const std::string& why) { arm(seconds, why); }
+
+void Connection::arm(double seconds, std::string why) {
+  deadline_armed_ = true;
+  deadline_.expires_after(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds)));
+  // A weak reference: an idle connection's timer does not keep it alive.
+  deadline_.async_wait([weak = weak_from_this(), why = std::move(why)](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (error || !self || !self->deadline_armed_) return;
+    self->deadline_armed_ = false;
+    self->close(why);
+  });
+}
+
+void Connection::charge() {
+  if (!budget_) return;
+  const std::size_t now = decoder_.buffered();
+  budget_->used = budget_->used - charged_ + now;
+  charged_ = now;
+}
+
+std::size_t Connection::deliver() {
+  std::size_t frames = 0;
   try {
     while (open_ && closing_reason_.empty()) {
       std::optional<std::string> payload = decoder_.next();
-      if (!payload) return;
+      if (!payload) return frames;
+      ++frames;
       const Message message = Message::parse(*payload);
       on_message_(message);
     }
@@ -56,6 +103,7 @@ void Connection::deliver() {
     // daemon stays.
     close(std::string("cannot handle its message: ") + e.what());
   }
+  return frames;
 }
 
 void Connection::send(const json& message) {
@@ -95,6 +143,10 @@ void Connection::close(const std::string& why) {
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   outbox_.clear();
+  deadline_armed_ = false;
+  deadline_.cancel();
+  if (budget_) budget_->used -= charged_;
+  charged_ = 0;
   on_message_ = nullptr;
   // The handler may drop the owner's last reference to this connection.
   CloseHandler on_close = std::move(on_close_);

@@ -3,6 +3,15 @@
 // Message and handed to the owner. A malformed frame or message, or a
 // handler throwing ProtocolError, closes this connection only, with the
 // reason given to the close handler. Writes are queued and sent in order.
+//
+// What a peer may make the daemon hold is bounded in one place, here, the
+// same before and after authentication: a frame's announced length is
+// checked against the decoder's maximum (4 KiB before authentication) as
+// soon as its header is in, before the buffer grows to it; one deadline
+// timer closes a connection whose owed frame does not arrive in time (the
+// hello, from connect; any frame, from its first byte); and a BufferBudget
+// shared by all of a daemon's connections caps the bytes of unfinished
+// frames they hold together.
 #pragma once
 
 #include <utility>  // before Asio (asio issue #944)
@@ -14,6 +23,7 @@
 #include <string>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "frame.hpp"
 #include "protocol.hpp"
@@ -22,6 +32,12 @@ namespace tessel::cluster {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
+
+// Bytes of unfinished frames held by all the connections that share it.
+struct BufferBudget {
+  std::size_t limit = 0;
+  std::size_t used = 0;
+};
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -38,6 +54,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Sends what is queued, then closes: for a last word such as 'refused'.
   void close_after_sending(const std::string& why);
   void set_max_payload(std::size_t bytes) { decoder_.set_max_payload(bytes); }
+  // From now on a frame must complete within `seconds` of its first byte,
+  // or the connection closes (0: no limit, the default).
+  void set_frame_timeout(double seconds) { frame_timeout_ = seconds; }
+  // Counts this connection's unfinished bytes in `budget`; a read that
+  // would take it past its limit closes the connection.
+  void set_budget(std::shared_ptr<BufferBudget> budget) { budget_ = std::move(budget); }
+  // A whole frame must arrive within `seconds` from now, or the connection
+  // closes with `why` (the hello after connect).
+  void expect_frame_within(double seconds, const std::string& why);
 
   bool is_open() const { return open_; }
   const std::string& peer() const { return peer_; }
@@ -45,11 +70,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void read();
-  void deliver();
+  // Hands on the whole frames; how many.
+  std::size_t deliver();
   void write();
+  void arm(double seconds, std::string why);
+  // Charges the budget for what the decoder holds now.
+  void charge();
+
 
   tcp::socket socket_;
   FrameDecoder decoder_;
+  asio::steady_timer deadline_;
+  bool deadline_armed_ = false;
+  double frame_timeout_ = 0;
+  std::shared_ptr<BufferBudget> budget_;
+  std::size_t charged_ = 0;  // this connection's part of budget_->used
   std::array<char, 64 * 1024> buffer_{};
   std::deque<std::string> outbox_;
   bool writing_ = false;

@@ -39,7 +39,9 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
                                          config.document->text(), 0, "cluster",
                                          configuration_fingerprint(*config.document)},
                options.new_run),
-      decisions_(config.output.decisions), round_timer_(io), watch_timer_(io) {
+      decisions_(config.output.decisions), round_timer_(io), watch_timer_(io),
+      buffer_budget_(std::make_shared<BufferBudget>(
+          BufferBudget{static_cast<std::size_t>(config.serve.max_buffered_mib) * 1024 * 1024, 0})) {
   ComposedScheduler plugins =
       compose_scheduler(config.scheduler, registry, 0, config.document->base_directory().string());
   SchedulerSettings settings = config.scheduler.settings;
@@ -170,9 +172,11 @@ void SchedulerDaemon::accept() {
     if (stopped_) return;
     if (!error) {
       auto connection = std::make_shared<Connection>(std::move(socket), kMaxHandshakeFrameBytes);
-      auto peer = std::make_shared<Peer>(connection, secret_, io_);
+      auto peer = std::make_shared<Peer>(connection, secret_);
       peers_.insert(peer);
       std::weak_ptr<Peer> weak = peer;
+      connection->set_frame_timeout(serve_.frame_timeout_seconds);
+      connection->set_budget(buffer_budget_);
       connection->start(
           [this, weak](const Message& m) {
             if (auto p = weak.lock()) on_message(p, m);
@@ -181,11 +185,9 @@ void SchedulerDaemon::accept() {
             if (auto p = weak.lock()) on_closed(p, why);
           });
       connection->send(peer->handshake.challenge());
-      peer->deadline.expires_after(seconds(kHandshakeSeconds));
-      peer->deadline.async_wait([weak](boost::system::error_code e) {
-        auto p = weak.lock();
-        if (!e && p && p->role == Peer::Role::handshaking) p->connection->close("no handshake within 5 s");
-      });
+      // The hello is a frame owed from connect: the same deadline as any
+      // frame's, started earlier, and shorter.
+      connection->expect_frame_within(kHandshakeSeconds, "no handshake within 5 s");
     }
     accept();
   });
@@ -193,7 +195,6 @@ void SchedulerDaemon::accept() {
 
 void SchedulerDaemon::on_closed(const std::shared_ptr<Peer>& peer, const std::string& why) {
   peers_.erase(peer);
-  peer->deadline.cancel();
   if (peer->role == Peer::Role::handshaking) {
     log("dropped " + peer->connection->peer() + " before it authenticated: " + why);
   } else if (peer->role == Peer::Role::agent && peer->node != nullptr && peer->node->agent == peer) {
@@ -215,7 +216,6 @@ void SchedulerDaemon::authenticate(const std::shared_ptr<Peer>& peer, const Mess
     return;
   }
   peer->role = *role == Role::agent ? Peer::Role::agent : Peer::Role::client;
-  peer->deadline.cancel();
   peer->connection->set_max_payload(kMaxFrameBytes);
   peer->connection->send(peer->handshake.welcome());
 }

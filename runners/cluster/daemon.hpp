@@ -157,6 +157,8 @@ class SchedulerDaemon {
   std::optional<tcp::acceptor> acceptor_;
   asio::steady_timer round_timer_;
   asio::steady_timer watch_timer_;
+  // Shared by every connection: bytes of unfinished frames, all peers together.
+  std::shared_ptr<BufferBudget> buffer_budget_;
 
   std::set<std::shared_ptr<Peer>> peers_;
   std::vector<std::unique_ptr<NodeEntry>> nodes_;  // by name lookup; a NodeId may be re-registered

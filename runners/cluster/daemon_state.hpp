@@ -19,10 +19,8 @@ struct SchedulerDaemon::Peer {
   ServerHandshake handshake;
   Role role = Role::handshaking;
   NodeEntry* node = nullptr;  // agents, once registered
-  asio::steady_timer deadline;
 
-  Peer(std::shared_ptr<Connection> c, const Secret& secret, asio::io_context& io)
-      : connection(std::move(c)), handshake(secret), deadline(io) {}
+  Peer(std::shared_ptr<Connection> c, const Secret& secret) : connection(std::move(c)), handshake(secret) {}
 };
 
 struct SchedulerDaemon::NodeEntry {

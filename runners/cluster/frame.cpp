@@ -4,6 +4,8 @@ namespace tessel::cluster {
 
 namespace {
 constexpr char kMagic[2] = {'t', 's'};
+// Room kept between frames: one socket read (Connection's 64 KiB buffer).
+constexpr std::size_t kKeptBufferBytes = 64 * 1024;
 }  // namespace
 
 std::string encode_frame(std::string_view payload) {
@@ -59,7 +61,9 @@ std::optional<std::string> FrameDecoder::next() {
   std::string payload(pending.substr(kFrameHeaderBytes, length));
   consumed_ += kFrameHeaderBytes + length;
   if (consumed_ == buffer_.size()) {
-    buffer_.clear();
+    // An idle connection keeps no room a large frame once needed.
+    if (buffer_.capacity() > kKeptBufferBytes) buffer_ = std::string();
+    else buffer_.clear();
     consumed_ = 0;
   }
   return payload;

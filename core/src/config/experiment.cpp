@@ -121,6 +121,10 @@ ServeConfig read_serve(TableReader reader, std::shared_ptr<const TomlDocument> d
     reader.error("node_timeout_seconds", "'node_timeout_seconds' in [serve] must be at least two heartbeats (" +
                                              std::to_string(2 * config.heartbeat_seconds) + " s)");
   config.grace_seconds = reader.number("grace_seconds", 10, 0).value_or(10);
+  config.frame_timeout_seconds = reader.number("frame_timeout_seconds", 10, 0.01).value_or(10);
+  // At least one largest frame (16 MiB, kMaxFrameBytes in runners/cluster/frame.hpp),
+  // so that any frame the protocol allows can arrive when the daemon holds nothing else.
+  config.max_buffered_mib = static_cast<int>(reader.integer("max_buffered_mib", 256, 16, 1 << 20).value_or(256));
   config.max_retries = static_cast<int>(reader.integer("max_retries", 3, 0, 1000).value_or(3));
   const auto ports = reader.numbers("master_ports", std::vector<double>{29500, 29999}, 1, 65535);
   if (ports && (ports->size() != 2 || (*ports)[0] > (*ports)[1]))

@@ -122,6 +122,13 @@ struct ServeConfig {
   // its node, and the agent stops its jobs itself (see runners/cluster).
   double node_timeout_seconds = 10;
   double grace_seconds = 10;  // SIGTERM, then SIGKILL this much later
+  // A frame must arrive whole within this many seconds of its first byte,
+  // or its connection is closed: a peer that announces a frame and stalls
+  // holds no buffer for longer (see runners/cluster/connection.hpp).
+  double frame_timeout_seconds = 10;
+  // Bytes of unfinished frames the daemon holds over all its connections;
+  // a connection whose bytes would pass it is closed.
+  int max_buffered_mib = 256;
   int max_retries = 3;        // failed attempts before a job is given up
   int master_port_first = 29500;  // MASTER_PORT comes from this range
   int master_port_last = 29999;
