@@ -477,6 +477,95 @@ TEST_CASE("bad peers are refused and logged; the daemon keeps serving the others
   CHECK(ended.err == "tessel: job 0 has already ended (finished)\n");
 }
 
+// The daemon's resident memory in bytes, from /proc (VmRSS is in kB).
+std::size_t resident_bytes(pid_t pid) {
+  std::istringstream status(slurp(fs::path("/proc") / std::to_string(pid) / "status"));
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+TEST_CASE("a stalled frame is dropped after frame_timeout_seconds; too long a frame is refused unallocated") {
+  // 16 MiB of unfinished frames at most, all connections together.
+  LocalCluster cluster(std::string(kFifo) + "frame_timeout_seconds = 1\nmax_buffered_mib = 16\n");
+  cluster.start_serve();
+  const auto [host, port] = split_host_port(cluster.address(), "address");
+  asio::io_context io;
+  const Secret secret = cluster.secret();
+  auto authenticated = [&] {
+    auto socket = std::make_unique<tcp::socket>(io);
+    socket->connect(tcp::endpoint(asio::ip::make_address(host), port));
+    FrameDecoder decoder(kMaxFrameBytes);
+    auto receive = [&]() -> Message {
+      char buffer[4096];
+      for (;;) {
+        if (auto frame = decoder.next()) return Message::parse(*frame);
+        const std::size_t n = socket->read_some(asio::buffer(buffer));
+        decoder.feed(std::string_view(buffer, n));
+      }
+    };
+    ClientHandshake handshake(secret, Role::client);
+    asio::write(*socket, asio::buffer(encode_frame(handshake.hello(receive()).dump())));
+    handshake.check(receive());
+    return socket;
+  };
+  auto header = [](std::uint32_t length) {
+    std::string bytes = "ts";
+    bytes += static_cast<char>(kProtocolVersion);
+    for (int shift = 24; shift >= 0; shift -= 8) bytes += static_cast<char>((length >> shift) & 0xff);
+    return bytes;
+  };
+  // Blocks until the daemon hangs up; true if it did.
+  auto hung_up = [](tcp::socket& socket) {
+    boost::system::error_code error;
+    char byte;
+    socket.read_some(asio::buffer(&byte, 1), error);
+    return error == asio::error::eof || error == asio::error::connection_reset;
+  };
+
+  // A frame announced as 1,000 bytes, 10 sent, then silence.
+  auto stalled = authenticated();
+  const auto stalled_at = std::chrono::steady_clock::now();
+  asio::write(*stalled, asio::buffer(header(1000) + std::string(10, 'x')));
+  // Meanwhile the daemon serves others.
+  CHECK(cluster.status().at("nodes").empty());
+  CHECK(hung_up(*stalled));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - stalled_at).count();
+  CHECK(waited >= 0.9);
+  CHECK(waited < 5);
+
+  // 4 GiB announced: refused at the header, so the daemon's memory does not grow by it.
+  const std::size_t before = resident_bytes(cluster.serve_pid());
+  auto greedy = authenticated();
+  asio::write(*greedy, asio::buffer(header(0xffffffffu)));
+  CHECK(hung_up(*greedy));
+  CHECK(resident_bytes(cluster.serve_pid()) < before + 8 * 1024 * 1024);
+
+  // Two unfinished 16 MiB frames: the first holds 12 MiB of the 16 MiB shared
+  // budget; the second's bytes would pass it, so that connection goes.
+  auto first = authenticated();
+  asio::write(*first, asio::buffer(header(16 * 1024 * 1024) + std::string(12 * 1024 * 1024, 'x')));
+  auto second = authenticated();
+  boost::system::error_code ignored;
+  asio::write(*second, asio::buffer(header(16 * 1024 * 1024) + std::string(8 * 1024 * 1024, 'x')), ignored);
+  CHECK(hung_up(*second));
+  CHECK(hung_up(*first));  // by its deadline
+  CHECK(cluster.status().at("nodes").empty());
+
+  wait_until([&] {
+    const std::string log = cluster.serve_log();
+    return log.find("frame not completed within 1 s") != std::string::npos &&
+           log.find("exceeds the 16777216-byte limit") != std::string::npos &&
+           log.find("-byte buffer limit") != std::string::npos;
+  }, 10, "every drop is logged");
+  // Logged once each: the stalled client and the first large one.
+  const std::string log = cluster.serve_log();
+  std::size_t timeouts = 0;
+  for (auto at = log.find("frame not completed"); at != std::string::npos; at = log.find("frame not completed", at + 1))
+    ++timeouts;
+  CHECK(timeouts == 2);
+}
+
 TEST_CASE("cancel stops a running job and frees its GPUs") {
   LocalCluster cluster(std::string(kFifo) + "node_timeout_seconds = 5\ngrace_seconds = 2\n");
   cluster.start_serve();

@@ -120,6 +120,7 @@ class LocalCluster {
   fs::path db() const { return dir_.path() / database_; }
   const std::string& address() const { return address_; }
   std::string serve_log() const { return slurp(dir_.path() / "serve.err"); }
+  pid_t serve_pid() const { return serve_; }
 
   void start_serve(const std::string& listen = "127.0.0.1:0") {
     std::ofstream(dir_.path() / "serve.out", std::ios::trunc).close();
