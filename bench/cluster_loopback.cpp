@@ -7,11 +7,19 @@
 //   2. Round time with 1,000 queued jobs: 64 agents (256 GPUs) busy with
 //      256 running jobs, 1,000 more waiting, FIFO with backfill (every round
 //      tries every waiting job) and consolidated placement. Target: under 20 ms.
+//   3. `slow`: the daemon's memory under 2,000 connections (issue 14): 1,000
+//      authenticated clients that stay idle, and 1,000 that announce a 16 MiB
+//      frame, send 1 MiB of it and stall. Prints the daemon's VmRSS idle and
+//      with them all open, as a ratio; the unfinished frames are bounded by
+//      [serve] max_buffered_mib and dropped after frame_timeout_seconds.
 //
 // Run from the repository root after building: build/bench/cluster_loopback
+// (parts 1 and 2), or build/bench/cluster_loopback slow [TESSEL] (part 3,
+// against another build's tessel if given, e.g. one without the bounds).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +34,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
 
 #include "client.hpp"
 #include "job_request.hpp"
@@ -75,7 +86,8 @@ void stop(pid_t pid) {
 // A daemon and its agents in a scratch directory.
 class Loopback {
  public:
-  Loopback(const fs::path& dir, const std::string& allocation, int agents) : dir_(dir) {
+  Loopback(const fs::path& dir, const std::string& allocation, int agents, const std::string& exe = TESSEL_BUILD_EXE)
+      : dir_(dir) {
     fs::create_directories(dir);
     secret_ = dir / "secret";
     std::ofstream(secret_) << "benchmark-secret-0123456789abcdef\n";
@@ -84,7 +96,7 @@ class Loopback {
                                       << "\nplacement = { plugin = \"consolidated\" }\n"
                                       << "[serve]\nheartbeat_seconds = 1\nnode_timeout_seconds = 30\ngrace_seconds = 1\n"
                                       << "[output]\ndatabase = \"" << (dir / "bench.db").string() << "\"\n";
-    serve_ = spawn({TESSEL_BUILD_EXE, "serve", (dir / "serve.toml").string(), "--listen", "127.0.0.1:0",
+    serve_ = spawn({exe, "serve", (dir / "serve.toml").string(), "--listen", "127.0.0.1:0",
                     "--secret-file", secret_.string()},
                    dir, "serve");
     for (int i = 0; i < 200 && address_.empty(); ++i) {
@@ -118,6 +130,9 @@ class Loopback {
     return n;
   }
   json status() { return client_->request(message("status")).body(); }
+  pid_t serve_pid() const { return serve_; }
+  const std::string& address() const { return address_; }
+  const fs::path& secret_file() const { return secret_; }
   void submit(const std::vector<std::string>& command, const fs::path& workdir) {
     JobRequest job;
     job.command = command;
@@ -188,14 +203,87 @@ void round_time(const fs::path& dir) {
 
 }  // namespace
 
-int main() {
+// VmRSS of a process, in MB (the file gives kB).
+double resident_mb(pid_t pid) {
+  std::istringstream status(slurp(fs::path("/proc") / std::to_string(pid) / "status"));
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  return 0;
+}
+
+void slow_connections(const fs::path& dir, const std::string& exe) {
+  constexpr int kIdle = 1000, kSlow = 1000;
+  constexpr std::size_t kAnnounced = 16 * 1024 * 1024, kSent = 1024 * 1024;
+  ::signal(SIGPIPE, SIG_IGN);  // a dropped connection is an error code, not the end of the benchmark
+  // Each connection is one descriptor here and one in the daemon (which
+  // inherits this limit): raise the soft limit to the hard one if needed.
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  const rlim_t soft = files.rlim_cur;
+  files.rlim_cur = files.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  std::printf("slow connections: fd limit %llu soft (raised to %llu), %d idle clients, %d stalled 16 MiB frames with "
+              "1 MiB sent\n",
+              static_cast<unsigned long long>(soft), static_cast<unsigned long long>(files.rlim_cur), kIdle, kSlow);
+  if (files.rlim_cur < 2 * (kIdle + kSlow) + 100) throw std::runtime_error("the fd limit is too low");
+  Loopback cluster(dir, "{ plugin = \"fifo\" }", 0, exe);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double idle_mb = resident_mb(cluster.serve_pid());
+  const Secret secret = Secret::from_file(cluster.secret_file());
+  std::vector<std::unique_ptr<SchedulerClient>> idle;
+  for (int i = 0; i < kIdle; ++i) idle.push_back(std::make_unique<SchedulerClient>(cluster.address(), secret));
+  const double with_idle_mb = resident_mb(cluster.serve_pid());
+  // The slow ones: a handshake, then a header announcing kAnnounced and kSent bytes.
+  asio::io_context io;
+  const auto [host, port] = split_host_port(cluster.address(), "address");
+  std::string partial = "ts";
+  partial += static_cast<char>(kProtocolVersion);
+  for (int shift = 24; shift >= 0; shift -= 8) partial += static_cast<char>((kAnnounced >> shift) & 0xff);
+  partial += std::string(kSent, 'x');
+  std::vector<tcp::socket> slow;
+  int refused = 0;
+  const auto slow_from = std::chrono::steady_clock::now();
+  for (int i = 0; i < kSlow; ++i) {
+    tcp::socket& socket = slow.emplace_back(io);
+    socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
+    FrameDecoder decoder(kMaxFrameBytes);
+    auto receive = [&]() -> Message {
+      char buffer[4096];
+      for (;;) {
+        if (auto frame = decoder.next()) return Message::parse(*frame);
+        const std::size_t n = socket.read_some(asio::buffer(buffer));
+        decoder.feed(std::string_view(buffer, n));
+      }
+    };
+    ClientHandshake handshake(secret, Role::client);
+    asio::write(socket, asio::buffer(encode_frame(handshake.hello(receive()).dump())));
+    handshake.check(receive());
+    boost::system::error_code error;
+    asio::write(socket, asio::buffer(partial), error);
+    refused += error ? 1 : 0;
+  }
+  const double opened_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - slow_from).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the daemon reads what was sent
+  const double loaded_mb = resident_mb(cluster.serve_pid());
+  const int still_served = cluster.status().at("nodes").is_array() ? 1 : 0;
+  std::printf("  daemon VmRSS: idle %.1f MB, with %d idle clients %.1f MB (%.2fx), with all %d connections %.1f MB "
+              "(%.2fx idle); %d slow writes failed (dropped), slow ones opened in %.1f s; status still answered: %s\n",
+              idle_mb, kIdle, with_idle_mb, with_idle_mb / idle_mb, kIdle + kSlow, loaded_mb, loaded_mb / idle_mb,
+              refused, opened_s, still_served ? "yes" : "no");
+}
+
+int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   char pattern[] = "/tmp/tessel-bench-XXXXXX";
   const fs::path dir = ::mkdtemp(pattern);
   int status = 0;
   try {  // so that the daemons are stopped whatever happens
-    latency(dir / "latency");
-    round_time(dir / "rounds");
+    if (argc > 1 && std::string(argv[1]) == "slow") {
+      slow_connections(dir / "slow", argc > 2 ? argv[2] : TESSEL_BUILD_EXE);
+    } else {
+      latency(dir / "latency");
+      round_time(dir / "rounds");
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cluster_loopback: %s\n", e.what());
     status = 1;
