@@ -276,3 +276,20 @@ TEST_CASE("tessel serve refuses the simulated round's rules, named") {
                           "placement = { plugin = \"first_fit\" }\n");
   CHECK_NOTHROW(load_served_experiment(dir.path() / "plain.toml"));
 }
+
+TEST_CASE("[serve] frame_timeout_seconds and max_buffered_mib: defaults, values, and their bounds") {
+  auto read = [&](const std::string& serve) {
+    return read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(std::string(kGood) + "[serve]\n" + serve, "x.toml")));
+  };
+  CHECK(read("").serve.frame_timeout_seconds == 10);
+  CHECK(read("").serve.max_buffered_mib == 256);
+  CHECK(read("frame_timeout_seconds = 1.5\n").serve.frame_timeout_seconds == 1.5);
+  CHECK(read("max_buffered_mib = 64\n").serve.max_buffered_mib == 64);
+  std::vector<std::string> found = problems(std::string(kGood) + "[serve]\nframe_timeout_seconds = 0\n");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].find("'frame_timeout_seconds' in [serve]") != std::string::npos);
+  // Below one largest frame (16 MiB) a legal frame could never arrive.
+  found = problems(std::string(kGood) + "[serve]\nmax_buffered_mib = 8\n");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].find("'max_buffered_mib' in [serve] must be in 16..") != std::string::npos);
+}
