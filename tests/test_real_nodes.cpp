@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -507,6 +509,9 @@ TEST_CASE("a stalled frame is dropped after frame_timeout_seconds; too long a fr
     ClientHandshake handshake(secret, Role::client);
     asio::write(*socket, asio::buffer(encode_frame(handshake.hello(receive()).dump())));
     handshake.check(receive());
+    // A daemon that never hangs up fails the test instead of hanging it.
+    const timeval limit{10, 0};
+    ::setsockopt(socket->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     return socket;
   };
   auto header = [](std::uint32_t length) {
@@ -564,6 +569,34 @@ TEST_CASE("a stalled frame is dropped after frame_timeout_seconds; too long a fr
   for (auto at = log.find("frame not completed"); at != std::string::npos; at = log.find("frame not completed", at + 1))
     ++timeouts;
   CHECK(timeouts == 2);
+}
+
+TEST_CASE("out of descriptors, the daemon logs it once, waits, and accepts again once some are free") {
+  LocalCluster cluster(kFifo);
+  // The daemon inherits a low descriptor limit; this process keeps its own.
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  const rlimit saved = files;
+  files.rlim_cur = 48;
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  cluster.start_serve();
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  const auto [host, port] = split_host_port(cluster.address(), "address");
+  asio::io_context io;
+  std::vector<tcp::socket> held;
+  for (int i = 0; i < 60 && cluster.serve_log().find("cannot accept connections") == std::string::npos; ++i) {
+    held.emplace_back(io).connect(tcp::endpoint(asio::ip::make_address(host), port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  wait_until([&] { return cluster.serve_log().find("cannot accept connections") != std::string::npos; }, 10,
+             "the daemon runs out of descriptors");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  held.clear();
+  CHECK(cluster.status().at("nodes").empty());  // served again
+  wait_until([&] { return cluster.serve_log().find("accepting connections again") != std::string::npos; }, 10,
+             "the daemon says it accepts again");
+  const std::string log = cluster.serve_log();
+  CHECK(log.find("cannot accept connections") == log.rfind("cannot accept connections"));  // once
 }
 
 TEST_CASE("cancel stops a running job and frees its GPUs") {

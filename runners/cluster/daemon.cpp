@@ -18,6 +18,9 @@ namespace {
 
 constexpr double kHandshakeSeconds = 5;
 constexpr double kWatchSeconds = 0.1;
+// A failed accept (no descriptors left) is tried again this much later: as
+// often as the watch, so a freed descriptor is used within a watch tick.
+constexpr double kAcceptRetrySeconds = 0.1;
 constexpr std::size_t kMaxListedJobs = 50'000;
 constexpr double kCountersSeconds = 5;
 constexpr double kCheckpointSeconds = 10;
@@ -39,7 +42,7 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
                                          config.document->text(), 0, "cluster",
                                          configuration_fingerprint(*config.document)},
                options.new_run),
-      decisions_(config.output.decisions), round_timer_(io), watch_timer_(io),
+      decisions_(config.output.decisions), round_timer_(io), watch_timer_(io), accept_timer_(io),
       buffer_budget_(std::make_shared<BufferBudget>(
           BufferBudget{static_cast<std::size_t>(config.serve.max_buffered_mib) * 1024 * 1024, 0})) {
   ComposedScheduler plugins =
@@ -157,6 +160,7 @@ void SchedulerDaemon::stop() {
   stopped_ = true;
   round_timer_.cancel();
   watch_timer_.cancel();
+  accept_timer_.cancel();
   if (acceptor_) acceptor_->close();
   for (const auto& peer : std::set(peers_)) peer->connection->close("scheduler stopping");
   save_running_jobs();
@@ -170,25 +174,36 @@ void SchedulerDaemon::stop() {
 void SchedulerDaemon::accept() {
   acceptor_->async_accept([this](boost::system::error_code error, tcp::socket socket) {
     if (stopped_) return;
-    if (!error) {
-      auto connection = std::make_shared<Connection>(std::move(socket), kMaxHandshakeFrameBytes);
-      auto peer = std::make_shared<Peer>(connection, secret_);
-      peers_.insert(peer);
-      std::weak_ptr<Peer> weak = peer;
-      connection->set_frame_timeout(serve_.frame_timeout_seconds);
-      connection->set_budget(buffer_budget_);
-      connection->start(
-          [this, weak](const Message& m) {
-            if (auto p = weak.lock()) on_message(p, m);
-          },
-          [this, weak](const std::string& why) {
-            if (auto p = weak.lock()) on_closed(p, why);
-          });
-      connection->send(peer->handshake.challenge());
-      // The hello is a frame owed from connect: the same deadline as any
-      // frame's, started earlier, and shorter.
-      connection->expect_frame_within(kHandshakeSeconds, "no handshake within 5 s");
+    if (error) {
+      // Out of descriptors (EMFILE) fails at once, every time: log it once
+      // and wait before trying again, instead of spinning on it.
+      if (!accept_failing_) log("cannot accept connections: " + error.message() + "; retrying every 0.1 s");
+      accept_failing_ = true;
+      accept_timer_.expires_after(seconds(kAcceptRetrySeconds));
+      accept_timer_.async_wait([this](boost::system::error_code e) {
+        if (!e && !stopped_) accept();
+      });
+      return;
     }
+    if (accept_failing_) log("accepting connections again");
+    accept_failing_ = false;
+    auto connection = std::make_shared<Connection>(std::move(socket), kMaxHandshakeFrameBytes);
+    auto peer = std::make_shared<Peer>(connection, secret_);
+    peers_.insert(peer);
+    std::weak_ptr<Peer> weak = peer;
+    connection->set_frame_timeout(serve_.frame_timeout_seconds);
+    connection->set_budget(buffer_budget_);
+    connection->start(
+        [this, weak](const Message& m) {
+          if (auto p = weak.lock()) on_message(p, m);
+        },
+        [this, weak](const std::string& why) {
+          if (auto p = weak.lock()) on_closed(p, why);
+        });
+    connection->send(peer->handshake.challenge());
+    // The hello is a frame owed from connect: the same deadline as any
+    // frame's, started earlier, and shorter.
+    connection->expect_frame_within(kHandshakeSeconds, "no handshake within 5 s");
     accept();
   });
 }

@@ -157,6 +157,8 @@ class SchedulerDaemon {
   std::optional<tcp::acceptor> acceptor_;
   asio::steady_timer round_timer_;
   asio::steady_timer watch_timer_;
+  asio::steady_timer accept_timer_;
+  bool accept_failing_ = false;  // logged once per streak
   // Shared by every connection: bytes of unfinished frames, all peers together.
   std::shared_ptr<BufferBudget> buffer_budget_;
 
