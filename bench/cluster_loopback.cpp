@@ -266,10 +266,16 @@ void slow_connections(const fs::path& dir, const std::string& exe) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the daemon reads what was sent
   const double loaded_mb = resident_mb(cluster.serve_pid());
   const int still_served = cluster.status().at("nodes").is_array() ? 1 : 0;
+  // Connections the daemon closed for passing its buffer budget.
+  const std::string log = slurp(dir / "serve.err");
+  int over_budget = 0;
+  for (auto at = log.find("-byte buffer limit"); at != std::string::npos; at = log.find("-byte buffer limit", at + 1))
+    ++over_budget;
   std::printf("  daemon VmRSS: idle %.1f MB, with %d idle clients %.1f MB (%.2fx), with all %d connections %.1f MB "
-              "(%.2fx idle); %d slow writes failed (dropped), slow ones opened in %.1f s; status still answered: %s\n",
+              "(%.2fx idle); %d slow ones closed over the buffer budget, %d writes refused; opened in %.1f s; status still "
+              "answered: %s\n",
               idle_mb, kIdle, with_idle_mb, with_idle_mb / idle_mb, kIdle + kSlow, loaded_mb, loaded_mb / idle_mb,
-              refused, opened_s, still_served ? "yes" : "no");
+              over_budget, refused, opened_s, still_served ? "yes" : "no");
 }
 
 int main(int argc, char** argv) {
