@@ -208,6 +208,16 @@ TEST_CASE("a database in a read-only folder: run exits 2 naming it, report still
   CHECK(report.out.find("\n1,small,complete,50,50,") != std::string::npos);
 }
 
+TEST_CASE("a database whose folder cannot be made: exit 2 naming it, not an internal error") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  dir.write("blocker", "a file where the folder would go\n");
+  const auto result = run_tessel({"run", "small.toml", "--db", "blocker/results.db"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.find("blocker/results.db: cannot create its folder 'blocker': ") != std::string::npos);
+  CHECK(result.err.find("internal error") == std::string::npos);
+}
+
 TEST_CASE("a missing config file is a user error") {
   const auto result = run_tessel({"run", "no/such.toml"});
   CHECK(result.code == 2);
