@@ -208,6 +208,16 @@ TEST_CASE("a database in a read-only folder: run exits 2 naming it, report still
   CHECK(report.out.find("\n1,small,complete,50,50,") != std::string::npos);
 }
 
+TEST_CASE("a database whose folder cannot be made: exit 2 naming it, not an internal error") {
+  TempDir dir;
+  dir.write("small.toml", kSmall);
+  dir.write("blocker", "a file where the folder would go\n");
+  const auto result = run_tessel({"run", "small.toml", "--db", "blocker/results.db"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err.find("blocker/results.db: cannot create its folder 'blocker': ") != std::string::npos);
+  CHECK(result.err.find("internal error") == std::string::npos);
+}
+
 TEST_CASE("a missing config file is a user error") {
   const auto result = run_tessel({"run", "no/such.toml"});
   CHECK(result.code == 2);
@@ -263,6 +273,24 @@ pipeline_parallel = 4
   CHECK(refused.err.find("[case[1]] is missing required key 'gpus'") != std::string::npos);
   dir.write("empty.toml", "");
   CHECK(run_tessel({"price", "empty.toml"}, dir.path()).code == 2);
+}
+
+TEST_CASE("price refuses a written shape the simulator could never make: split, nodes") {
+  TempDir dir;
+  const std::string head = "[[case]]\nname = \"c\"\nmodel = \"parallel-3d\"\nparameters = 1e9\nbatch_size = 8\ngpu_type = \"a100\"\n"
+                           "gpu_mem_gb = 80\ngpus = 8\n";
+  dir.write("split.toml", head + "tensor_parallel = 3\npipeline_parallel = 1\nnodes = 16\n");
+  const auto split = run_tessel({"price", "split.toml"}, dir.path());
+  CHECK(split.code == 2);
+  CHECK(split.err.find("tensor_parallel x pipeline_parallel (3) in [case[0]] must divide gpus (8)") !=
+        std::string::npos);
+  CHECK(split.err.find("'nodes' in [case[0]] is 16, more than its 8 GPUs") != std::string::npos);
+  dir.write("alone.toml", head + "pipeline_parallel = 2\n");
+  const auto alone = run_tessel({"price", "alone.toml"}, dir.path());
+  CHECK(alone.code == 2);
+  CHECK(alone.err.find("'tensor_parallel' and 'pipeline_parallel' in [case[0]] go together") != std::string::npos);
+  dir.write("good.toml", head + "tensor_parallel = 2\npipeline_parallel = 2\nnodes = 1\n");
+  CHECK(run_tessel({"price", "good.toml"}, dir.path()).code == 0);
 }
 
 TEST_CASE("the quickstart experiment runs") {

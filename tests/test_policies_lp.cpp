@@ -473,6 +473,25 @@ TEST_CASE("fifo min_seconds_between_allocations: Gavel's throttle, the first cha
                                k80_and_v100()),
                     doctest::Contains("min_seconds_between_allocations"));
 }
+TEST_CASE("fifo min_seconds_between_allocations with rounds at events: the held-back recompute comes when due") {
+  const std::string trace = "arrival,gpus,duration,model\n0,1,100,Alpha\n0,1,200,Alpha\n0,1,600,Alpha\n";
+  TempDir dir;
+  // At 0: job 0 on the V100, job 1 on the K80. Job 0 ends at 100: the first
+  // change after time 0, assigned at once: job 1 (100 steps done) moves to
+  // the V100 and ends at 100 + 1,100 / 6 = 283.3; job 2 takes the K80. The
+  // change at 283.3 is held back until 100 + 1,920 = 2,020, which the plan
+  // asks to be revisited at (no event comes before): job 2 has done 1,920
+  // steps, 1,680 more on the V100 take 280 s. Without the revisit it would
+  // stay on the K80 to 100 + 3,600.
+  const RunResults throttled = fifo_typed(
+      dir, R"({ plugin = "fifo", gpu_type = "fastest-reassigned", min_seconds_between_allocations = 1920 })", trace,
+      k80_and_v100() + "[simulation]\nrounds = \"events\"\n");
+  const std::vector<double> got = jcts(throttled);
+  REQUIRE(got.size() == 3);
+  CHECK(got[0] == 100);
+  CHECK(got[1] == doctest::Approx(100 + 1100.0 / 6));
+  CHECK(got[2] == doctest::Approx(2300));
+}
 TEST_CASE("fifo gpu_type = random: a type drawn among those with room, never mixed, the queue held at a job none has room for") {
   // Two GPUs of each type, and the linear model: every job runs its
   // duration wherever it runs. Job 0 (1 GPU) draws a type; job 1 (2 GPUs)

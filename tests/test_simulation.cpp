@@ -546,6 +546,26 @@ TEST_CASE("progress = whole_iterations needs a model that knows iterations") {
   CHECK_THROWS_WITH_AS(simulate(dir, toml), expected.c_str(), ConfigError);
 }
 
+TEST_CASE("rounds = events refuses a placement that changes its mind as jobs wait") {
+  // philly_locality relaxes after 600 s of waiting: at events alone no round
+  // would come to relax for, and a job that needs the relaxation would end
+  // the run "never placed". Never relaxing (inf) does not depend on time.
+  TempDir dir;
+  dir.write("trace.csv", kTrace);
+  const std::string relaxing = experiment(R"({ plugin = "fifo" })",
+                                          R"({ plugin = "philly_locality", relax_after_seconds = 600 })",
+                                          "[simulation]\nrounds = \"events\"\n");
+  const std::string expected = (dir.path() / "experiment.toml").string() +
+                               ":14:10: 'rounds = \"events\"' in [simulation] holds no round for a placement plugin "
+                               "that changes its decisions as time passes ('philly_locality'); use rounds = "
+                               "\"clock\", or a setting of the plugin that does not depend on time";
+  CHECK_THROWS_WITH_AS(simulate(dir, relaxing), expected.c_str(), ConfigError);
+  const std::string strict = experiment(R"({ plugin = "fifo" })",
+                                        R"({ plugin = "philly_locality", relax_after_seconds = inf })",
+                                        "[simulation]\nrounds = \"events\"\n");
+  CHECK(jcts(simulate(dir, strict)).size() == 4);
+}
+
 TEST_CASE("placement_each_round = every_round: running jobs are placed again, and move") {
   // Two nodes of one GPU. t=0: job 0 (250 s) on node 0, job 1 (1000 s) on
   // node 1. Round 300, job 0 gone: placed again first-fit, job 1 moves to

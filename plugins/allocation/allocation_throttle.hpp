@@ -11,7 +11,9 @@
 //
 // Used by the `fifo` and `gavel` allocation plugins (argument
 // `min_seconds_between_allocations`; 0, the default, recomputes at every
-// change).
+// change). A plugin that holds a due recompute back gives next_allowed() as
+// its plan's revisit_at: with rounds at events (`[simulation] rounds =
+// "events"`) no round might otherwise come until the next event.
 #pragma once
 
 #include <string_view>
@@ -29,6 +31,8 @@ class AllocationThrottle {
 
   bool enabled() const { return min_seconds_ > 0; }
   double seconds() const { return min_seconds_; }
+  // When a recompute that allow() refused may happen.
+  double next_allowed() const { return last_ + min_seconds_; }
 
   // A recompute is due at `now`: whether it may happen now. If it may, it
   // counts as done at `now`.

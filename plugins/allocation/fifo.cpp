@@ -98,6 +98,7 @@ class Fifo final : public tessel::AllocationPolicy {
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     if (!throttle_.enabled()) return compute(view);
+    tessel::AllocationPlan plan;
     if (!computed_ || changed(view)) {
       if (throttle_.allow(view.now())) {
         last_plan_ = compute(view);
@@ -105,9 +106,9 @@ class Fifo final : public tessel::AllocationPolicy {
         remember(view);
         return last_plan_;
       }
+      plan.revisit_at = throttle_.next_allowed();  // the recompute held back is due then
     }
     // The last plan stands, for the jobs still active.
-    tessel::AllocationPlan plan;
     plan.stop_at_first_unplaced = last_plan_.stop_at_first_unplaced;
     active_.assign(view.jobs().size(), 0);
     for (const tessel::JobState* job : view.active()) active_[job->spec.id] = 1;

@@ -265,8 +265,13 @@ class Gavel final : public tessel::AllocationPolicy {
     std::vector<const tessel::JobState*> plannable;
     for (const tessel::JobState* job : view.active())
       if (job->spec.gpus <= largest_type) plannable.push_back(job);
-    if ((!solved_ || capacity != solved_capacity_ || !same_jobs(plannable)) && throttle_.allow(view.now()))
-      solve(view, plannable, capacity);
+    bool held_back = false;  // a solve is due, but the throttle defers it
+    if (!solved_ || capacity != solved_capacity_ || !same_jobs(plannable)) {
+      if (throttle_.allow(view.now()))
+        solve(view, plannable, capacity);
+      else
+        held_back = true;
+    }
     // Jobs that arrived since the last solve (held back by the throttle).
     for (const tessel::JobState* job : plannable) {
       JobRecord& record = record_(job->slots);
@@ -278,7 +283,9 @@ class Gavel final : public tessel::AllocationPolicy {
       record.waiting = tessel::Reason::text("waits: " + record.shares_text);
     }
 
-    return plan(view, plannable, capacity, largest_type);
+    tessel::AllocationPlan result = plan(view, plannable, capacity, largest_type);
+    if (held_back) result.revisit_at = throttle_.next_allowed();
+    return result;
   }
 
  private:

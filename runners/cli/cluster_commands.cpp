@@ -17,6 +17,7 @@
 #include "job_request.hpp"
 #include "log_line.hpp"
 #include "models/models.hpp"
+#include "results/store.hpp"
 #include "tessel/progress.hpp"
 
 namespace tessel::cli {
@@ -55,8 +56,7 @@ int serve(const ServeOptions& options) {
   DaemonOptions daemon_options;
   daemon_options.database = options.database.empty() ? config.output.database : options.database;
   daemon_options.new_run = options.new_run;
-  if (const auto parent = std::filesystem::path(daemon_options.database).parent_path(); !parent.empty())
-    std::filesystem::create_directories(parent);
+  create_database_folder(daemon_options.database);
 
   asio::io_context io;
   SchedulerDaemon daemon(io, config, registry, std::move(secret), daemon_options);

@@ -285,6 +285,20 @@ std::vector<PriceCase> read_price_cases(const std::string& path) {
     c.shape.layout.tensor_parallel = static_cast<int>(row.integer("tensor_parallel", 0, 0).value_or(0));
     c.shape.layout.pipeline_parallel = static_cast<int>(row.integer("pipeline_parallel", 0, 0).value_or(0));
     c.job.gpus = c.job.min_gpus = c.job.max_gpus = c.shape.gpus;
+    // The simulator's shapes hold these by construction; a written one may
+    // not, and the model would price it quietly (data_parallel rounds down,
+    // a lone tp or pp is dropped for the model's own choice).
+    const int tp = c.shape.layout.tensor_parallel, pp = c.shape.layout.pipeline_parallel;
+    if ((tp > 0) != (pp > 0))
+      row.error(tp > 0 ? "tensor_parallel" : "pipeline_parallel",
+                "'tensor_parallel' and 'pipeline_parallel' in [" + row.table_name() +
+                    "] go together: both, or neither for the model's best split");
+    else if (tp > 0 && c.shape.gpus % (tp * pp) != 0)
+      row.error("tensor_parallel", "tensor_parallel x pipeline_parallel (" + std::to_string(tp * pp) + ") in [" +
+                                       row.table_name() + "] must divide gpus (" + std::to_string(c.shape.gpus) + ")");
+    if (c.shape.nodes > c.shape.gpus)
+      row.error("nodes", "'nodes' in [" + row.table_name() + "] is " + std::to_string(c.shape.nodes) +
+                             ", more than its " + std::to_string(c.shape.gpus) + " GPUs");
     row.finish();
     if (c.model) {
       NodeSpec node;

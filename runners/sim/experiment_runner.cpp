@@ -68,8 +68,7 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   ExperimentOutcome outcome;
   outcome.points = runs.size();
   outcome.database = plan.database;
-  if (const auto parent = std::filesystem::path(outcome.database).parent_path(); !parent.empty())
-    std::filesystem::create_directories(parent);
+  create_database_folder(outcome.database);
   ResultsStore store(outcome.database);
 
   // Plugins are found once, before any thread looks them up.

@@ -84,6 +84,23 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
   scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), std::move(workload.model),
                                            settings, &log_);
   scheduler_->set_round_rules(config.scheduler.rules);
+  // Rounds at events come, besides the events, only when the allocation plan
+  // asks (revisit_at). An admission or placement that changes its mind as
+  // jobs wait (philly_locality relaxing) would not be asked again before the
+  // next event: its jobs would wait for an unrelated event, or, with none
+  // left, end the run as "could not place them".
+  if (config.simulation.event_rounds)
+    for (const PluginKind kind : {PluginKind::admission, PluginKind::placement}) {
+      const ComposedScheduler& stages = scheduler_->plugins();
+      const bool time_sensitive = kind == PluginKind::admission ? stages.admission->time_sensitive()
+                                                                : stages.placement->time_sensitive();
+      if (time_sensitive)
+        throw ConfigError(config.simulation.rounds_where,
+                          "'rounds = \"events\"' in [simulation] holds no round for a " + std::string(to_string(kind)) +
+                              " plugin that changes its decisions as time passes ('" +
+                              std::string(stages.stage_info(kind).name) +
+                              "'); use rounds = \"clock\", or a setting of the plugin that does not depend on time");
+    }
   progress_.resize(jobs_->size());  // a stream's grow as its jobs arrive
   if (config.simulation.whole_iterations)
     for (const JobSpec& job : *jobs_) require_iteration_size(job);
@@ -466,8 +483,9 @@ void Simulation::round(double now) {
   }
   // Rounds at events (Tiresias's simulator): besides the events, only when
   // the allocation policy expects its plan to change, say when a running
-  // job's service crosses a queue threshold. Other stages' sense of time
-  // (a placement that relaxes as jobs wait) is heard at events only.
+  // job's service crosses a queue threshold. An elasticity plugin's sense
+  // of time is heard at events only; time-sensitive admission and placement
+  // are refused (constructor).
   if (config_.simulation.event_rounds) {
     next_round_ = outcome.revisit_at;
     return;

@@ -79,6 +79,7 @@ SimulationConfig read_simulation(TableReader reader) {
   config.rate_changes_on_whole_seconds =
       reader.choice("rate_change_times", {"exact", "whole_seconds"}, "exact") == "whole_seconds";
   config.event_rounds = reader.choice("rounds", {"clock", "events"}, "clock") == "events";
+  config.rounds_where = reader.where("rounds");
   // Rounds at events have no clock whose ends completions could wait for.
   if (config.event_rounds && config.completion_at_round_end)
     reader.error("completion", "'completion = \"" + completion + "\"' needs rounds on a clock; with 'rounds = \"events\"' use "

@@ -93,6 +93,7 @@ struct SimulationConfig {
   // cluster change, and when the allocation plan asks to be revisited
   // (AllocationPlan::revisit_at), instead of every round_seconds.
   bool event_rounds = false;
+  std::string rounds_where;  // of the `rounds` key, for errors found once the plugins are composed
   double preemption_overhead_seconds = 0;
   double start_overhead_seconds = 0;  // at a job's first launch
 };

@@ -175,6 +175,15 @@ std::string utc_now() {
 
 }  // namespace
 
+void create_database_folder(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code error;
+  std::filesystem::create_directories(parent, error);
+  if (error)
+    throw UserError(path + ": cannot create its folder '" + parent.string() + "': " + error.message());
+}
+
 ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
   try {
     try {

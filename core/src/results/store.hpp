@@ -132,6 +132,11 @@ struct RunRow {
   std::int64_t events = 0;
 };
 
+// Creates the folder that the database file `path` goes in, if it is
+// missing: a run or `tessel serve` writes there. Throws UserError naming the
+// folder when it cannot be made (its parent is a file, or read-only).
+void create_database_folder(const std::string& path);
+
 class ResultsStore {
  public:
   // Opens or creates the file and brings its schema up to date. Throws
