@@ -526,11 +526,13 @@ TEST_CASE("dp_only with a fixed split pauses on too few GPUs; reconfiguration = 
   REQUIRE(resplit.resizes.size() == 2);
   CHECK(*resplit.jobs[0].finish < *paused.jobs[0].finish);
 
-  // A job asking for fewer GPUs than the split could never run: the run stops, saying so.
+  // A job asking for fewer GPUs than the split could never run: the run
+  // stops, saying so, as the user's mistake (exit 2), naming the argument.
   TempDir small;
   small.write("trace.csv", "arrival,gpus,duration,min_gpus,max_gpus,parameters\n0,4,36000,4,8,1.3e9\n");
-  CHECK_THROWS_WITH(simulate(small, pausing_run("{ plugin = \"dp_only\", split = \"2x4\" }")),
-                    doctest::Contains("got 4 GPUs, fewer than the split's 8"));
+  CHECK_THROWS_WITH_AS(simulate(small, pausing_run("{ plugin = \"dp_only\", split = \"2x4\" }")),
+                       doctest::Contains("argument 'split': job 0 got 4 GPUs, fewer than the split's 8"),
+                       UserError);
 
   // A restart from the checkpoint even where replicas could move: the growth
   // back to 8 GPUs at 3 h costs 30 s + 20.8 GB at 2 GB/s, not 31.664 s.

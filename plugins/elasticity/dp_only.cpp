@@ -95,7 +95,7 @@ class DpOnly final : public ElasticityPolicy {
     if (pinned_.gpus() > 0) {
       // A job starts on its request (or more), never on fewer GPUs; below tp x pp it could never run.
       if (allocation.gpu_count() < pinned_.gpus())
-        throw ArgumentError("split", "job " + job.spec.name + " got " + std::to_string(allocation.gpu_count()) +
+        throw ArgumentError("split", "job " + std::to_string(job.spec.id) + " got " + std::to_string(allocation.gpu_count()) +
                                          " GPUs, fewer than the split's " + std::to_string(pinned_.gpus()) +
                                          ": its request (gpus) must be at least tp x pp");
       return pinned_.layout();

@@ -271,6 +271,11 @@ void Scheduler::broken(PluginKind stage, const std::string& what) const {
 }
 
 void Scheduler::threw(PluginKind stage, double now, const std::exception& error) const {
+  // A plugin that blames one of its arguments mid-run (the argument does not
+  // fit this workload) reports the user's mistake, as at its construction.
+  if (const auto* argument = dynamic_cast<const ArgumentError*>(&error))
+    throw UserError(plugin_named(stage) + " at " + time_text(now) + ": argument '" + argument->argument() +
+                    "': " + error.what());
   if (dynamic_cast<const HostedCodeError*>(&error) != nullptr)
     throw HostedCodeFailure(plugin_named(stage) + " failed at " + time_text(now) + ": " + error.what());
   throw PluginContractError(plugin_named(stage) + " threw at " + time_text(now) + ": " + error.what());
