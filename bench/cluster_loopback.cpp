@@ -236,10 +236,7 @@ void slow_connections(const fs::path& dir, const std::string& exe) {
   // The slow ones: a handshake, then a header announcing kAnnounced and kSent bytes.
   asio::io_context io;
   const auto [host, port] = split_host_port(cluster.address(), "address");
-  std::string partial = "ts";
-  partial += static_cast<char>(kProtocolVersion);
-  for (int shift = 24; shift >= 0; shift -= 8) partial += static_cast<char>((kAnnounced >> shift) & 0xff);
-  partial += std::string(kSent, 'x');
+  const std::string partial = frame_header(kAnnounced) + std::string(kSent, 'x');
   std::vector<tcp::socket> slow;
   int refused = 0;
   const auto slow_from = std::chrono::steady_clock::now();

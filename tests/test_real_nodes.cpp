@@ -132,6 +132,41 @@ placement = { plugin = "consolidated" }
 heartbeat_seconds = 0.2
 )";
 
+// A raw socket to the daemon, for peers that misbehave on purpose: the
+// daemon's challenge is read and, given a secret, answered as a client's. A
+// daemon that never answers or hangs up fails the test instead of hanging it.
+tcp::socket raw_connection(asio::io_context& io, const std::string& address, const Secret* secret) {
+  const auto [host, port] = split_host_port(address, "address");
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
+  const timeval limit{10, 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  FrameDecoder decoder(kMaxFrameBytes);
+  auto receive = [&]() -> Message {
+    char buffer[4096];
+    for (;;) {
+      if (auto frame = decoder.next()) return Message::parse(*frame);
+      const std::size_t n = socket.read_some(asio::buffer(buffer));
+      decoder.feed(std::string_view(buffer, n));
+    }
+  };
+  const Message challenge = receive();
+  if (secret) {
+    ClientHandshake handshake(*secret, Role::client);
+    asio::write(socket, asio::buffer(encode_frame(handshake.hello(challenge).dump())));
+    handshake.check(receive());
+  }
+  return socket;
+}
+
+// Blocks until the daemon hangs up; true if it did.
+bool hung_up(tcp::socket& socket) {
+  boost::system::error_code error;
+  char byte;
+  socket.read_some(asio::buffer(&byte, 1), error);
+  return error == asio::error::eof || error == asio::error::connection_reset;
+}
+
 }  // namespace
 
 TEST_CASE("twenty jobs on three agents all finish, and report reads the live run") {
@@ -392,7 +427,6 @@ TEST_CASE("bad peers are refused and logged; the daemon keeps serving the others
   cluster.start_serve();
   cluster.add_agent("a1");
   cluster.wait_for_nodes(1);
-  const auto [host, port] = split_host_port(cluster.address(), "address");
 
   // A wrong secret: the client is told, and exits with 2.
   const fs::path wrong = cluster.dir() / "wrong-secret";
@@ -420,35 +454,15 @@ TEST_CASE("bad peers are refused and logged; the daemon keeps serving the others
   // Raw sockets: an oversized frame, random bytes, and garbage after a
   // valid handshake. Each connection is closed by the daemon.
   asio::io_context io;
+  const Secret secret = cluster.secret();
   auto closed_by_daemon = [&](const std::string& bytes, bool authenticate) {
-    tcp::socket socket(io);
-    socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
-    FrameDecoder decoder(kMaxFrameBytes);
-    auto receive = [&]() -> Message {
-      char buffer[4096];
-      for (;;) {
-        if (auto frame = decoder.next()) return Message::parse(*frame);
-        const std::size_t n = socket.read_some(asio::buffer(buffer));
-        decoder.feed(std::string_view(buffer, n));
-      }
-    };
-    const Message challenge = receive();
-    if (authenticate) {
-      const Secret secret = cluster.secret();
-      ClientHandshake handshake(secret, Role::client);
-      asio::write(socket, asio::buffer(encode_frame(handshake.hello(challenge).dump())));
-      handshake.check(receive());
-    }
+    tcp::socket socket = raw_connection(io, cluster.address(), authenticate ? &secret : nullptr);
     boost::system::error_code error;
     asio::write(socket, asio::buffer(bytes), error);
-    char byte;
-    socket.read_some(asio::buffer(&byte, 1), error);  // the daemon's answer is to hang up
-    return error == asio::error::eof || error == asio::error::connection_reset;
+    return hung_up(socket);  // the daemon's answer is to hang up
   };
-  std::string oversized = "ts";
-  oversized += static_cast<char>(kProtocolVersion);
-  oversized += std::string("\x00\x10\x00\x00", 4);  // 1 MiB, beyond the 4 KiB allowed before the handshake
-  CHECK(closed_by_daemon(oversized, false));
+  // 1 MiB, beyond the 4 KiB allowed before the handshake.
+  CHECK(closed_by_daemon(frame_header(1024 * 1024), false));
   std::string noise;
   for (int i = 0; i < 256; ++i) noise += static_cast<char>((i * 131 + 7) % 251);
   CHECK(closed_by_daemon(noise, false));
@@ -491,50 +505,17 @@ TEST_CASE("a stalled frame is dropped after frame_timeout_seconds; too long a fr
   // 16 MiB of unfinished frames at most, all connections together.
   LocalCluster cluster(std::string(kFifo) + "frame_timeout_seconds = 1\nmax_buffered_mib = 16\n");
   cluster.start_serve();
-  const auto [host, port] = split_host_port(cluster.address(), "address");
   asio::io_context io;
   const Secret secret = cluster.secret();
-  auto authenticated = [&] {
-    auto socket = std::make_unique<tcp::socket>(io);
-    socket->connect(tcp::endpoint(asio::ip::make_address(host), port));
-    FrameDecoder decoder(kMaxFrameBytes);
-    auto receive = [&]() -> Message {
-      char buffer[4096];
-      for (;;) {
-        if (auto frame = decoder.next()) return Message::parse(*frame);
-        const std::size_t n = socket->read_some(asio::buffer(buffer));
-        decoder.feed(std::string_view(buffer, n));
-      }
-    };
-    ClientHandshake handshake(secret, Role::client);
-    asio::write(*socket, asio::buffer(encode_frame(handshake.hello(receive()).dump())));
-    handshake.check(receive());
-    // A daemon that never hangs up fails the test instead of hanging it.
-    const timeval limit{10, 0};
-    ::setsockopt(socket->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    return socket;
-  };
-  auto header = [](std::uint32_t length) {
-    std::string bytes = "ts";
-    bytes += static_cast<char>(kProtocolVersion);
-    for (int shift = 24; shift >= 0; shift -= 8) bytes += static_cast<char>((length >> shift) & 0xff);
-    return bytes;
-  };
-  // Blocks until the daemon hangs up; true if it did.
-  auto hung_up = [](tcp::socket& socket) {
-    boost::system::error_code error;
-    char byte;
-    socket.read_some(asio::buffer(&byte, 1), error);
-    return error == asio::error::eof || error == asio::error::connection_reset;
-  };
+  auto authenticated = [&] { return raw_connection(io, cluster.address(), &secret); };
 
   // A frame announced as 1,000 bytes, 10 sent, then silence.
   auto stalled = authenticated();
   const auto stalled_at = std::chrono::steady_clock::now();
-  asio::write(*stalled, asio::buffer(header(1000) + std::string(10, 'x')));
+  asio::write(stalled, asio::buffer(frame_header(1000) + std::string(10, 'x')));
   // Meanwhile the daemon serves others.
   CHECK(cluster.status().at("nodes").empty());
-  CHECK(hung_up(*stalled));
+  CHECK(hung_up(stalled));
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - stalled_at).count();
   CHECK(waited >= 0.9);
   CHECK(waited < 5);
@@ -542,19 +523,19 @@ TEST_CASE("a stalled frame is dropped after frame_timeout_seconds; too long a fr
   // 4 GiB announced: refused at the header, so the daemon's memory does not grow by it.
   const std::size_t before = resident_bytes(cluster.serve_pid());
   auto greedy = authenticated();
-  asio::write(*greedy, asio::buffer(header(0xffffffffu)));
-  CHECK(hung_up(*greedy));
+  asio::write(greedy, asio::buffer(frame_header(0xffffffffu)));
+  CHECK(hung_up(greedy));
   CHECK(resident_bytes(cluster.serve_pid()) < before + 8 * 1024 * 1024);
 
   // Two unfinished 16 MiB frames: the first holds 12 MiB of the 16 MiB shared
   // budget; the second's bytes would pass it, so that connection goes.
   auto first = authenticated();
-  asio::write(*first, asio::buffer(header(16 * 1024 * 1024) + std::string(12 * 1024 * 1024, 'x')));
+  asio::write(first, asio::buffer(frame_header(16 * 1024 * 1024) + std::string(12 * 1024 * 1024, 'x')));
   auto second = authenticated();
   boost::system::error_code ignored;
-  asio::write(*second, asio::buffer(header(16 * 1024 * 1024) + std::string(8 * 1024 * 1024, 'x')), ignored);
-  CHECK(hung_up(*second));
-  CHECK(hung_up(*first));  // by its deadline
+  asio::write(second, asio::buffer(frame_header(16 * 1024 * 1024) + std::string(8 * 1024 * 1024, 'x')), ignored);
+  CHECK(hung_up(second));
+  CHECK(hung_up(first));  // by its deadline
   CHECK(cluster.status().at("nodes").empty());
 
   wait_until([&] {

@@ -12,15 +12,19 @@ std::string encode_frame(std::string_view payload) {
   if (payload.size() > kMaxFrameBytes)
     throw FrameError("message of " + std::to_string(payload.size()) + " bytes exceeds the " +
                      std::to_string(kMaxFrameBytes) + "-byte frame limit");
-  const auto length = static_cast<std::uint32_t>(payload.size());
-  std::string frame;
-  frame.reserve(kFrameHeaderBytes + payload.size());
-  frame += kMagic[0];
-  frame += kMagic[1];
-  frame += static_cast<char>(kProtocolVersion);
-  for (int shift = 24; shift >= 0; shift -= 8) frame += static_cast<char>((length >> shift) & 0xff);
+  std::string frame = frame_header(static_cast<std::uint32_t>(payload.size()));
   frame += payload;
   return frame;
+}
+
+std::string frame_header(std::uint32_t length) {
+  std::string header;
+  header.reserve(kFrameHeaderBytes);
+  header += kMagic[0];
+  header += kMagic[1];
+  header += static_cast<char>(kProtocolVersion);
+  for (int shift = 24; shift >= 0; shift -= 8) header += static_cast<char>((length >> shift) & 0xff);
+  return header;
 }
 
 void FrameDecoder::fail(std::string message) {

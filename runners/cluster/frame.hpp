@@ -37,6 +37,10 @@ class FrameError : public std::runtime_error {
 // The header and payload of one frame, ready to write. Throws FrameError if
 // the payload exceeds kMaxFrameBytes.
 std::string encode_frame(std::string_view payload);
+// The 7-byte header announcing a payload of `length` bytes, unchecked:
+// encode_frame's, and what tests and benchmarks send to announce a frame
+// they never finish.
+std::string frame_header(std::uint32_t length);
 
 class FrameDecoder {
  public:
