@@ -11,23 +11,10 @@ class FirstFit final : public tessel::PlacementPolicy {
 
   tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState&,
                                 const tessel::Resources& want) override {
-    const tessel::ClusterState& cluster = view.cluster();
     tessel::PlacementChoice choice;
-    int needed = want.gpus;
-    int nodes = 0;
-    for (const tessel::Node& node : cluster.nodes()) {
-      const int here = std::min(needed, cluster.fits_on(node.id, want));
-      if (here == 0) continue;
-      cluster.take(node.id, want, here, choice.gpus);
-      needed -= here;
-      ++nodes;
-      if (needed == 0) {
-        choice.reason = tessel::Reason("first free GPUs, on {} node(s)", nodes);
-        return choice;
-      }
-    }
-    choice.gpus.clear();
-    choice.reason = tessel::Reason("needs {} GPUs, {} free", want.gpus, want.gpus - needed);
+    const auto taken = tessel::gpu_choice::take_in_node_order(view.cluster(), want, choice.gpus);
+    choice.reason = taken.gpus == want.gpus ? tessel::Reason("first free GPUs, on {} node(s)", taken.nodes)
+                                            : tessel::Reason("needs {} GPUs, {} free", want.gpus, taken.gpus);
     return choice;
   }
 };

@@ -104,23 +104,12 @@ class SynergyPlacement final : public tessel::PlacementPolicy {
  private:
   static tessel::PlacementChoice first_fit(const tessel::ClusterState& cluster, const tessel::Resources& want) {
     tessel::PlacementChoice choice;
-    int usable = 0;
-    for (const tessel::Node& node : cluster.nodes()) usable += cluster.fits_on(node.id, want);
-    if (usable < want.gpus) {
-      choice.reason = tessel::Reason("needs {} GPUs with {} CPUs and {} GB each; {} such GPUs are free", want.gpus,
-                                     want.cpus / want.gpus, want.mem_gb / want.gpus, usable);
-      return choice;
-    }
-    int needed = want.gpus, nodes = 0;
-    for (const tessel::Node& node : cluster.nodes()) {
-      const int here = std::min(needed, cluster.fits_on(node.id, want));
-      if (here == 0) continue;
-      cluster.take(node.id, want, here, choice.gpus);
-      needed -= here;
-      ++nodes;
-      if (needed == 0) break;
-    }
-    choice.reason = tessel::Reason("on the first {} node(s) in order with room for its GPUs' CPUs and memory", nodes);
+    const auto taken = tessel::gpu_choice::take_in_node_order(cluster, want, choice.gpus);
+    choice.reason =
+        taken.gpus == want.gpus
+            ? tessel::Reason("on the first {} node(s) in order with room for its GPUs' CPUs and memory", taken.nodes)
+            : tessel::Reason("needs {} GPUs with {} CPUs and {} GB each; {} such GPUs are free", want.gpus,
+                             want.cpus / want.gpus, want.mem_gb / want.gpus, taken.gpus);
     return choice;
   }
 

@@ -43,6 +43,31 @@ inline Reason too_few_gpus(const Resources& want, int total) {
              : Reason("needs {} GPUs, {} usable in the cluster", want.gpus, total);
 }
 
+// What take_in_node_order() took: GPUs and the nodes they are on.
+struct InNodeOrder {
+  int gpus = 0;
+  int nodes = 0;
+};
+
+// The first GPUs in node order, each node giving as many as it has room for
+// with their share of CPUs and memory, until the job has want.gpus (the
+// `first_fit` plugin's rule, and Synergy's placement without +place). When
+// fewer fit, `out` is left as it was and `gpus` says how many did.
+inline InNodeOrder take_in_node_order(const ClusterState& cluster, const Resources& want, std::vector<GpuId>& out) {
+  const std::size_t before = out.size();
+  InNodeOrder taken;
+  for (const Node& node : cluster.nodes()) {
+    const int here = std::min(want.gpus - taken.gpus, cluster.fits_on(node.id, want));
+    if (here == 0) continue;
+    cluster.take(node.id, want, here, out);
+    taken.gpus += here;
+    ++taken.nodes;
+    if (taken.gpus == want.gpus) return taken;
+  }
+  out.resize(before);
+  return taken;
+}
+
 // A GPU of a node that can take the job's share, with what it has free.
 struct GpuRoom {
   GpuId gpu = 0;
