@@ -137,16 +137,9 @@ class Fifo final : public tessel::AllocationPolicy {
     return plan;
   }
 
-  // The GPUs up by type, the room a recompute counts from.
-  void count_up(const tessel::ClusterState& cluster, std::vector<int>& up) const {
-    up.assign(cluster.gpu_types().size(), 0);
-    for (const tessel::Node& node : cluster.nodes())
-      if (node.up) up[static_cast<std::size_t>(node.type)] += node.spec.gpus;
-  }
-
   // Whether the active jobs or the GPUs up differ from the last recompute's.
   bool changed(const tessel::SchedulerView& view) {
-    count_up(view.cluster(), up_now_);
+    tessel::gpus_up_by_type(view.cluster(), up_now_);
     if (up_now_ != up_at_compute_ || view.active().size() != ids_at_compute_.size()) return true;
     for (std::size_t i = 0; i < ids_at_compute_.size(); ++i)
       if (view.active()[i]->spec.id != ids_at_compute_[i]) return true;
@@ -154,7 +147,7 @@ class Fifo final : public tessel::AllocationPolicy {
   }
 
   void remember(const tessel::SchedulerView& view) {
-    count_up(view.cluster(), up_at_compute_);
+    tessel::gpus_up_by_type(view.cluster(), up_at_compute_);
     ids_at_compute_.clear();
     for (const tessel::JobState* job : view.active()) ids_at_compute_.push_back(job->spec.id);
   }
@@ -166,7 +159,7 @@ class Fifo final : public tessel::AllocationPolicy {
     const auto& types = cluster.gpu_types();
     const bool reassign = type_choice_ == TypeChoice::fastest_reassigned;
     if (reassign) {
-      count_up(cluster, free_);
+      tessel::gpus_up_by_type(cluster, free_);  // the room a recompute counts from
     } else {
       free_.assign(types.size(), 0);
       for (const tessel::Node& node : cluster.nodes())

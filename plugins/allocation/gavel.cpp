@@ -255,9 +255,8 @@ class Gavel final : public tessel::AllocationPolicy {
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     const tessel::ClusterState& cluster = view.cluster();
     const std::size_t types = cluster.gpu_types().size();
-    std::vector<int> capacity(types, 0);
-    for (const tessel::Node& node : cluster.nodes())
-      if (node.up) capacity[node.type] += node.spec.gpus;
+    std::vector<int> capacity;
+    tessel::gpus_up_by_type(cluster, capacity);
     const int largest_type = types == 0 ? 0 : *std::max_element(capacity.begin(), capacity.end());
 
     count_rounds(view, types);

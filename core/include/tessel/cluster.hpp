@@ -125,4 +125,12 @@ class ClusterState {
   int rack_count_ = 0;
 };
 
+// The GPUs on nodes that are up, by type (indexed as gpu_types()), into
+// `out`: the capacity per type that type-aware allocation plans against.
+inline void gpus_up_by_type(const ClusterState& cluster, std::vector<int>& out) {
+  out.assign(cluster.gpu_types().size(), 0);
+  for (const Node& node : cluster.nodes())
+    if (node.up) out[static_cast<std::size_t>(node.type)] += node.spec.gpus;
+}
+
 }  // namespace tessel
