@@ -17,6 +17,7 @@
 
 #include "engine/errors.hpp"
 #include "journal.hpp"
+#include "log_line.hpp"
 #include "results/report.hpp"
 #include "results/run_sink.hpp"
 #include "results/sqlite.hpp"
@@ -572,4 +573,29 @@ TEST_CASE("a journal on a full disk keeps its writes in memory and saves them on
     CHECK(rows_of(db, table, journal.run()) == rows_of(db, table, simulated));
   }
   CHECK(query_text(db, "SELECT status FROM runs WHERE id = " + std::to_string(journal.run())) == "complete");
+}
+
+TEST_CASE("a submission that waited for room keeps the time it was made") {
+  TempDir dir;
+  const TestMount disk = TestMount::tmpfs(dir.path() / "disk", 1 << 20);
+  if (!disk.mounted()) return;  // mounting needs root; CI runs as root
+  const fs::path db = dir.path() / "disk/runs.db";
+  cluster::Journal journal(db.string(), RunInfo{"real"}, /*new_run=*/true);
+  fill_disk(dir.path() / "disk/filler");
+  JobRecord job;
+  job.name = "a", job.gpus = 1, job.total_work = 10, job.status = "pending";
+  cluster::JobRequest request;
+  request.command = {"true"};
+  request.workdir = "/";
+  const std::string before = cluster::iso8601_utc_now();
+  journal.save_submission(job, request);
+  const std::string after = cluster::iso8601_utc_now();
+  REQUIRE_FALSE(journal.writable());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the replay comes later
+  fs::remove(dir.path() / "disk/filler");
+  REQUIRE(journal.retry());
+  const std::string stamped =
+      query_text(db, "SELECT submitted_at FROM cluster_jobs WHERE run_id = " + std::to_string(journal.run()));
+  CHECK(stamped >= before);  // ISO 8601 of one format sorts as text
+  CHECK(stamped <= after);
 }

@@ -194,10 +194,12 @@ void Journal::run_started() {
 }
 
 void Journal::save_submission(const JobRecord& job, const JobRequest& request) {
-  write([this, job, request] {
+  // Stamped now: a write that waits for room is replayed later, and the
+  // submission happened now, not then.
+  write([this, job, request, submitted_at = iso8601_utc_now()] {
     auto insert = db_.prepare(
         "INSERT INTO cluster_jobs (run_id, job_id, command, env, workdir, iterations, processes, grace_seconds, "
-        "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
+        "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     insert.bind(1, run_).bind(2, static_cast<std::int64_t>(job.id));
     insert.bind(3, json(request.command).dump()).bind(4, json(request.env).dump()).bind(5, request.workdir);
     if (request.iterations)
@@ -206,6 +208,7 @@ void Journal::save_submission(const JobRecord& job, const JobRequest& request) {
       insert.bind_null(6);
     insert.bind(7, std::string_view(request.per_node ? "per_node" : "per_gpu"));
     insert.bind(8, request.grace_seconds.value_or(-1));
+    insert.bind(9, submitted_at);
     insert.run();
   });
   job_changed(job);
