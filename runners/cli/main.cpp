@@ -195,6 +195,15 @@ int main(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "Show the daemon's nodes and round times");
   scheduler_options(status_cmd, client);
 
+  tessel::cli::LogsOptions logs;
+  auto* logs_cmd = app.add_subcommand("logs", "Show the end of a job rank's log, fetched from the node that ran it");
+  logs_cmd->add_option("id", logs.job, "job id")->required();
+  logs_cmd->add_option("--rank", logs.rank, "which rank")->capture_default_str()->check(CLI::NonNegativeNumber);
+  logs_cmd->add_option("--launch", logs.launch, "which launch of the job (default: its latest)");
+  logs_cmd->add_option("--bytes", logs.bytes, "at most this much of the log's end (at most 2 MiB)")
+      ->capture_default_str();
+  scheduler_options(logs_cmd, client);
+
   std::int64_t progress_iteration = 0, progress_total = 0;
   auto* progress_cmd = app.add_subcommand("progress", "From a job: report progress to its agent (TESSEL_PROGRESS)");
   progress_cmd->add_option("iteration", progress_iteration, "iterations done")->required();
@@ -231,22 +240,23 @@ int main(int argc, char** argv) {
     if (*jobs_cmd) return tessel::cli::jobs(client, jobs_format);
     if (*cancel_cmd) return tessel::cli::cancel(client, cancel_id);
     if (*status_cmd) return tessel::cli::status(client);
+    if (*logs_cmd) return tessel::cli::logs(client, logs);
     if (*progress_cmd) return tessel::cli::progress(progress_iteration, progress_total);
   } catch (const tessel::ConfigError& e) {
     // Located problems read like a compiler's; the rest like every other error.
     for (const auto& d : e.diagnostics()) std::cerr << (d.where.empty() ? "tessel: " : "") << d.str() << "\n";
     return 2;
   } catch (const tessel::UserError& e) {
-    std::cerr << "tessel: " << e.what() << "\n";
+    std::cerr << tessel::cli::message_prefix() << e.what() << "\n";
     return 2;
   } catch (const tessel::Interrupted&) {
     std::cerr << "tessel: interrupted; the run is marked 'interrupted'\n";
     return 130;
   } catch (const tessel::PluginContractError& e) {
-    std::cerr << "tessel: " << e.what() << "\n";  // the plugin's bug, not tessel's
+    std::cerr << tessel::cli::message_prefix() << e.what() << "\n";  // the plugin's bug, not tessel's
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "tessel: internal error: " << e.what() << "\n";
+    std::cerr << tessel::cli::message_prefix() << "internal error: " << e.what() << "\n";
     return 1;
   }
   return 0;
