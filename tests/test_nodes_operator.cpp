@@ -5,6 +5,7 @@
 // processes on loopback (local_cluster.hpp).
 #include <doctest/doctest.h>
 
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -91,6 +92,32 @@ TEST_CASE("tessel logs fetches a rank's log through its agent, bounded, with cle
   wait_until([&] { return !cluster.status().at("nodes").at(0).at("connected").get<bool>(); }, 20,
              "the agent is disconnected");
   refused({"logs", std::to_string(done)}, "node a1 is not connected; its log is at " + path + " on that node");
+}
+
+TEST_CASE("tessel logs --rank reads the rank's own node") {
+  LocalCluster cluster(kFifo);
+  cluster.start_serve();
+  cluster.add_agent("a1", 1);
+  cluster.add_agent("a2", 1);
+  cluster.wait_for_nodes(2);
+  const CommandResult submitted = cluster.tessel({"submit", "--gpus", "2", "--workdir", cluster.dir().string(), "--",
+                                                  "/bin/sh", "-c", "echo this is rank $RANK"});
+  REQUIRE_MESSAGE(submitted.code == 0, submitted.err);
+  wait_until([&] { return cluster.all_finished(1); }, 30, "the job finishes", [&] { return cluster.diagnostics(); });
+  std::map<std::string, std::string> node_of;  // rank -> node, from the journal
+  sql::Database database(cluster.db().string(), false);
+  auto ranks = database.prepare("SELECT rank, node FROM cluster_ranks ORDER BY rank");
+  while (ranks.step()) node_of[std::to_string(ranks.integer(0))] = ranks.text(1);
+  REQUIRE(node_of.size() == 2);
+  CHECK(node_of["0"] != node_of["1"]);
+  for (const std::string rank : {"0", "1"}) {
+    const CommandResult log = cluster.tessel({"logs", "0", "--rank", rank});
+    REQUIRE_MESSAGE(log.code == 0, log.err);
+    CHECK(log.out.find("this is rank " + rank + "\n") != std::string::npos);
+    CHECK(log.out.find("this is rank " + std::string(rank == "0" ? "1" : "0")) == std::string::npos);
+    const std::string path = (cluster.dir() / ("logs-" + node_of[rank]) / "job-0" / ("rank-" + rank + ".log")).string();
+    CHECK_MESSAGE(log.err.find(": " + node_of[rank] + ":" + path + " (") != std::string::npos, log.err);
+  }
 }
 
 TEST_CASE("a failing job's retries back off; the give-up and tessel jobs show its last error and its log") {

@@ -420,6 +420,7 @@ void SchedulerDaemon::on_logs(const std::shared_ptr<Peer>& client, const Message
   if (rank >= std::ssize(launch->ranks))
     throw RequestError("launch " + std::to_string(launch->id) + " of job " + std::to_string(id) + " has ranks 0 to " +
                        std::to_string(launch->ranks.size() - 1) + "; there is no rank " + std::to_string(rank));
+  const std::int64_t max_bytes = m.integer("max_bytes", 0, kMaxLogBytes);
   const std::string& node_name = launch->ranks[rank].node;
   const NodeEntry* node = node_named(node_name);
   if (node == nullptr || node->agent == nullptr)
@@ -429,7 +430,7 @@ void SchedulerDaemon::on_logs(const std::shared_ptr<Peer>& client, const Message
   log_requests_[request] = {client, node_name,
                             {{"job", id}, {"launch", launch->id}, {"rank", rank}, {"node", node_name}}};
   node->agent->connection->send(message("read_log", {{"request", request}, {"job", id}, {"rank", rank},
-                                                     {"max_bytes", m.integer("max_bytes", 0, kMaxLogBytes)}}));
+                                                     {"max_bytes", max_bytes}}));
 }
 
 void SchedulerDaemon::on_log(NodeEntry& node, const Message& m) {
