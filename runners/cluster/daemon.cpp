@@ -313,16 +313,15 @@ json SchedulerDaemon::on_jobs(const Message& m) {
     const JobEntry& entry = jobs_[id];
     std::string status = entry.cancelled ? "cancelled" : std::string(to_string(job.status));
     json nodes = json::array();
-    auto add_nodes = [&nodes](const std::vector<RankRecord>& ranks) {
-      for (const RankRecord& rank : ranks)
-        if (std::find(nodes.begin(), nodes.end(), rank.node) == nodes.end()) nodes.push_back(rank.node);
+    auto add_node = [&nodes](const std::string& node) {
+      if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
     };
     if (const auto it = launches_.find(entry.current); it != launches_.end()) {
       const Launch& launch = *it->second;
       if (job.running() && !launch.dispatched) status = "starting";
-      for (const Rank& rank : launch.ranks) add_nodes({rank.record});
+      for (const Rank& rank : launch.ranks) add_node(rank.record.node);
     } else if ((job.done() || entry.cancelled) && !entry.history.empty()) {
-      add_nodes(entry.history.back().ranks);  // where it ran last
+      for (const RankRecord& rank : entry.history.back().ranks) add_node(rank.node);  // where it ran last
     }
     json row = {{"id", id},
                 {"name", job.spec.name},

@@ -113,7 +113,8 @@ class SchedulerDaemon {
   void on_log(NodeEntry& node, const Message& message);
   // Answers the clients still waiting for a log from `node`, which left.
   void fail_log_requests(const NodeEntry& node, const std::string& why);
-  // "node a1:/logs/job-3/rank-0.log", or where it is when the agent never said.
+  // The rank's log's path on that node ("/logs/job-3/rank-0.log"), or where
+  // it is when the node's agent has not said its --log-dir to this daemon.
   std::string log_location(const std::string& node, JobId job, int rank) const;
   // "launch 4: rank 1 on node a2 exited with code 3; its log: a2:/logs/job-0/rank-1.log"
   std::string failure_text(JobId job, LaunchId launch, const RankRecord& rank, const std::string& error) const;
