@@ -192,7 +192,7 @@ TEST_CASE("themis, fairness_knob = 0: four bidders; the short newcomers win and 
         "no other job takes");
 }
 
-TEST_CASE("themis finishes every job at every fairness_knob, rigid and elastic, without double-booking") {
+TEST_CASE("themis finishes every job at every fairness_knob, rigid and elastic") {
   std::string trace = "arrival,gpus,duration,min_gpus,max_gpus\n";
   const int sizes[] = {1, 2, 4, 1, 8, 2};
   for (int i = 0; i < 60; ++i) {
