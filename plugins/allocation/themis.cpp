@@ -31,7 +31,8 @@
 //     T_isolated cancels, so v_i(g) = T_shared_old / T_shared(g).
 //  3. Proportional-fair allocation: the counts g_i, sum <= C, that maximize
 //     the product of v_i(g_i) (Nash social welfare), solved exactly as a sum
-//     of logs by dynamic programming over bidders and GPUs
+//     of log(1 / T_shared(g_i)) (log v_i less a constant per bidder) by
+//     dynamic programming over bidders and GPUs
 //     (tessel::allocation::CountKnapsack). Ties go to fewer GPUs for the
 //     lowest-ranked bidder, then the next lowest, and so on.
 //  4. Partial allocation: bidder i keeps the fraction
@@ -40,15 +41,18 @@
 //     of its bundle: what its presence costs the others is its hidden
 //     payment. c_i <= 1, and 1 for a lone bidder. Scaling every v_j by a
 //     constant changes neither the allocation nor c_i, so bidding the
-//     improvement rho_old / rho_new, as the issue words it, and bidding
-//     1 / rho_new, as the paper's pseudocode does, are the same auction.
+//     improvement rho_old / rho_new and bidding 1 / rho_new, as the paper's
+//     pseudocode writes its objective, are the same auction.
 //     GPUs are indivisible and jobs gang-scheduled, so c_i * g_i is rounded
 //     to the nearest count the job can run at, 0 or [min_gpus, g_i], ties up.
 //  5. Leftovers, everything the bidders do not keep, go to the other jobs,
 //     work-conserving: first running non-bidders keep what they hold (a
 //     renewed lease costs no restart), then waiting non-bidders start,
 //     highest rho first (equal rho: earlier arrival), then the bidders left
-//     with nothing, highest rho first, on what no one else takes.
+//     with nothing, highest rho first, on GPUs that would otherwise idle
+//     (say, when every job bids). A bidder that
+//     keeps part of its bundle is not given the rest back even if no one
+//     takes it: that is its payment (an elasticity plugin may still grow it).
 // The plan lists, in order: bidders that keep GPUs (those that shrink, keep
 // their size, grow, then start, each group by rank, so no bidder's growth
 // preempts another bidder), then step 5's jobs. The core preempts
@@ -78,6 +82,7 @@
 // O(B x C x S) for B bidders, C GPUs and S sizes a bidder can run at.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -188,7 +193,9 @@ class Themis final : public tessel::AllocationPolicy {
     double shared_seconds;
     double isolated_seconds;
   };
-  // A bundle size a bidder can run at and log v(g), its term in the product.
+  // A bundle size a bidder can run at and its term in the sum of logs:
+  // log(1 / T_shared(g)), which is log v(g) less the bidder's constant
+  // log T_shared_old (constants cancel in the allocation and in c_i).
   struct Option {
     int gpus;
     double log_value;
@@ -219,8 +226,7 @@ class Themis final : public tessel::AllocationPolicy {
     const int budget = cluster.total_gpus();
     bids_.resize(bidders);
     for (std::size_t i = 0; i < bidders; ++i) {
-      const Fairness& f = fairness_[i];
-      const tessel::JobState& job = *f.job;
+      const tessel::JobState& job = *fairness_[i].job;
       Bid& bid = bids_[i];
       bid.rank = i;
       bid.options.clear();
@@ -228,11 +234,10 @@ class Themis final : public tessel::AllocationPolicy {
       const int resume = tessel::allocation::current_or_requested(job).gpus;
       const double waits = elapsed + view.settings().round_seconds +
                            view.remaining_seconds(job, cluster.packed_shape(job.spec, resume));
-      bid.options.push_back({0, std::log(f.shared_seconds / waits)});
-      for (int g = job.spec.min_gpus; g <= std::min(job.spec.max_gpus, budget); ++g) {
-        const double shared = elapsed + view.remaining_seconds(job, cluster.packed_shape(job.spec, g));
-        bid.options.push_back({g, std::log(f.shared_seconds / shared)});
-      }
+      bid.options.push_back({0, log_inverse(waits)});
+      for (int g = job.spec.min_gpus; g <= std::min(job.spec.max_gpus, budget); ++g)
+        bid.options.push_back(
+            {g, log_inverse(elapsed + view.remaining_seconds(job, cluster.packed_shape(job.spec, g)))});
     }
     const auto options_of = [this](std::size_t i) -> const std::vector<Option>& { return bids_[i].options; };
     const auto value_of = [](const Option& option) { return option.log_value; };
@@ -248,6 +253,13 @@ class Themis final : public tessel::AllocationPolicy {
       bid.fraction = std::min(1.0, std::exp(best - won.log_value - without[i]));
       bid.kept = runnable_count(fairness_[i].job->spec, bid.fraction * bid.bundle, bid.bundle);
     }
+  }
+
+  // log(1 / seconds), finite: a size the throughput model says never ends
+  // is worth as little as can be, not -infinity, which would make every
+  // sum in the knapsack -infinity alike.
+  static double log_inverse(double seconds) {
+    return -std::log(std::clamp(seconds, std::numeric_limits<double>::min(), std::numeric_limits<double>::max()));
   }
 
   // The count the job can run at, 0 or [min_gpus, most], nearest to
