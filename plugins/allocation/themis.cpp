@@ -50,9 +50,9 @@
 //     renewed lease costs no restart), then waiting non-bidders start,
 //     highest rho first (equal rho: earlier arrival), then the bidders left
 //     with nothing, highest rho first, on GPUs that would otherwise idle
-//     (say, when every job bids). A bidder that
-//     keeps part of its bundle is not given the rest back even if no one
-//     takes it: that is its payment (an elasticity plugin may still grow it).
+//     (say, when every job bids). A bidder that keeps part of its bundle is
+//     not given the rest back even if no one takes it: that is its payment
+//     (an elasticity plugin may still grow it).
 // The plan lists, in order: bidders that keep GPUs (those that shrink, keep
 // their size, grow, then start, each group by rank, so no bidder's growth
 // preempts another bidder), then step 5's jobs. The core preempts
