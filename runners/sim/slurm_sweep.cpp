@@ -119,8 +119,6 @@ void write_script(const fs::path& path, const std::string& text) {
 }  // namespace
 
 SlurmSweep submit_slurm_sweep(ExperimentPlan plan, const SlurmSweepOptions& options) {
-  if (!on_path("sbatch"))
-    throw UserError("--slurm: sbatch is not on PATH; submit from a machine with the Slurm client commands");
   for (const std::string& option : options.sbatch_options) {
     // These are tessel's to set: the array, the merge job's dependency, where the output goes.
     for (const char* own : {"-a", "--array", "-d", "--dependency", "-o", "--output", "-e", "--error", "--wrap",
@@ -131,6 +129,8 @@ SlurmSweep submit_slurm_sweep(ExperimentPlan plan, const SlurmSweepOptions& opti
                         " itself (the array and its limit: --max-parallel)");
   }
 
+  if (!on_path("sbatch"))
+    throw UserError("--slurm: sbatch is not on PATH; submit from a machine with the Slurm client commands");
   SlurmSweep sweep;
   sweep.database = fs::absolute(plan.database).string();
   sweep.points = plan.runs.size();
