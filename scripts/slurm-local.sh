@@ -35,6 +35,8 @@ ReturnToService=2
 MpiDefault=none
 MailProg=/bin/true
 MinJobAge=3600
+# Start the next task at once, not 2-3 s later: the tests run many tiny tasks.
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=200000
 GresTypes=gpu
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
