@@ -37,7 +37,9 @@ std::string read_text(const fs::path& path) {
 
 // Runs a Slurm command, its output into files in `folder`, and waits for it.
 CommandResult run_command(const std::vector<std::string>& words, const fs::path& folder) {
-  const fs::path out = folder / ".command.out", err = folder / ".command.err";
+  // Named by pid: two tessels may submit or wait on one shards folder.
+  const std::string stem = ".command." + std::to_string(getpid());
+  const fs::path out = folder / (stem + ".out"), err = folder / (stem + ".err");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -129,8 +131,10 @@ SlurmSweep submit_slurm_sweep(ExperimentPlan plan, const SlurmSweepOptions& opti
                         " itself (the array and its limit: --max-parallel)");
   }
 
-  if (!on_path("sbatch"))
-    throw UserError("--slurm: sbatch is not on PATH; submit from a machine with the Slurm client commands");
+  for (const char* command : {"sbatch", "squeue"})
+    if (!on_path(command))
+      throw UserError(std::string("--slurm: ") + command +
+                      " is not on PATH; submit from a machine with the Slurm client commands");
   SlurmSweep sweep;
   sweep.database = fs::absolute(plan.database).string();
   sweep.points = plan.runs.size();
