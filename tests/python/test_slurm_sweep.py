@@ -7,6 +7,7 @@ TESSEL_REQUIRE_SLURM=1, which turns their skip into a failure.
 """
 
 import os
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -161,6 +162,18 @@ def test_merge_refuses_shards_of_another_schema_naming_them(tmp_path, sweep):
     assert not out.exists()
 
 
+def test_merge_leaves_out_a_run_still_running_with_a_note(tmp_path, sweep):
+    shards = make_shards(tmp_path, sweep, [0, 1])
+    with closing(sqlite3.connect(shards[1])) as db:
+        db.execute("UPDATE runs SET status = 'running'")
+        db.commit()
+    out = tmp_path / "out.db"
+    result = cli("merge", out, *shards)
+    assert result.returncode == 0, result.stderr
+    assert f"{shards[1]}: run 1 is still 'running'" in result.stderr
+    assert query(out, "SELECT status FROM runs") == [("complete",)]
+
+
 @pytest.mark.parametrize("mistake", ["missing", "twice", "itself", "not_tessel"])
 def test_merge_refuses_bad_shards(tmp_path, sweep, mistake):
     shards = make_shards(tmp_path, sweep, [0])
@@ -257,10 +270,16 @@ def test_a_failed_task_shows_as_a_failed_run_and_resume_runs_only_it(tmp_path, w
     statuses = query(out, "SELECT status, count(*) FROM runs GROUP BY status ORDER BY status")
     assert statuses == [("complete", 4), ("failed", 4)]
 
-    # Made to pass, --resume submits the failed points alone.
+    # Made to pass, --resume submits the failed points alone; on a terminal
+    # (script(1) gives it one) --wait draws the local sweep's progress bar.
     policy.write_text(FAILING_POLICY.replace("if self.fail:", "if False:"))
-    again = cli("run", config, "--slurm", "--resume", "--wait", "--db", out)
-    assert again.returncode == 0, again.stderr
+    from conftest import TESSEL
+    command = " ".join(shlex.quote(str(word)) for word in
+                       [TESSEL, "run", config, "--slurm", "--resume", "--wait", "--db", out])
+    again = subprocess.run(["script", "-q", "-e", "-c", command, "/dev/null"], capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stdout
+    assert "] 0/4 runs" in again.stdout and "[" + "#" * 30 + "] 4/4 runs" in again.stdout
     assert f"#SBATCH --array={','.join(failing)}\n" in (tmp_path / "out.shards" / "sweep.sbatch").read_text()
     statuses = query(out, "SELECT status, count(*) FROM runs GROUP BY status ORDER BY status")
     assert statuses == [("complete", 8), ("failed", 4)]
