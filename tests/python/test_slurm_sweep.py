@@ -11,6 +11,7 @@ import shlex
 import shutil
 import sqlite3
 import subprocess
+import time
 from contextlib import closing
 
 import pytest
@@ -283,3 +284,25 @@ def test_a_failed_task_shows_as_a_failed_run_and_resume_runs_only_it(tmp_path, w
     assert f"#SBATCH --array={','.join(failing)}\n" in (tmp_path / "out.shards" / "sweep.sbatch").read_text()
     statuses = query(out, "SELECT status, count(*) FROM runs GROUP BY status ORDER BY status")
     assert statuses == [("complete", 8), ("failed", 4)]
+
+
+def test_what_sbatch_refuses_is_the_users_mistake_and_without_wait_tessel_returns(tmp_path, sweep):
+    need_slurm()
+    out = tmp_path / "out.db"
+    refused = cli("run", sweep, "--slurm", "--slurm-opt", "--partition=no_such_partition", "--db", out)
+    assert refused.returncode == 2
+    assert "sbatch refused" in refused.stderr and "sweep.sbatch" in refused.stderr
+    assert "#SBATCH --partition=no_such_partition" in (tmp_path / "out.shards" / "sweep.sbatch").read_text()
+
+    submitted = cli("run", sweep, "--slurm", "--db", out)
+    assert submitted.returncode == 0, submitted.stderr
+    assert "as job array" in submitted.stderr and f"results: {out} (once job" in submitted.stdout
+    merge_job = submitted.stdout.split("(once job ")[1].split()[0]
+    # The merge job is there to wait for; when it has gone, OUT has every point.
+    subprocess.run(["scontrol", "show", "job", merge_job], check=True, capture_output=True, timeout=60)
+    deadline = time.monotonic() + 240
+    while subprocess.run(["squeue", "-h", "-j", merge_job], capture_output=True, text=True,
+                         timeout=60).stdout.strip():
+        assert time.monotonic() < deadline, "the merge job did not end"
+        time.sleep(0.5)
+    assert query(out, "SELECT status, count(*) FROM runs GROUP BY status") == [("complete", 12)]
