@@ -72,9 +72,17 @@ namespace {
 // The sweep as a Slurm job array; with --wait, its progress and then its report.
 int run_on_slurm(const RunOptions& options, ExperimentPlan plan, const std::atomic<bool>& stop) {
   SlurmSweepOptions slurm{{}, options.max_parallel};
-  for (const std::string& text : options.slurm_options) {  // "--partition=cpu --time=1:00:00"
+  // "--partition=cpu --time=1:00:00", or "-p cpu": one option per #SBATCH
+  // line, a word not starting with '-' being the value of the one before.
+  for (const std::string& text : options.slurm_options) {
     std::istringstream words(text);
-    for (std::string word; words >> word;) slurm.sbatch_options.push_back(word);
+    bool first = true;
+    for (std::string word; words >> word; first = false) {
+      if (!first && word.front() != '-')
+        slurm.sbatch_options.back() += " " + word;
+      else
+        slurm.sbatch_options.push_back(word);
+    }
   }
   const SlurmSweep sweep = submit_slurm_sweep(std::move(plan), slurm);
   for (const std::string& note : sweep.notes) std::cerr << "tessel: " << note << "\n";

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -125,7 +127,7 @@ SlurmSweep submit_slurm_sweep(ExperimentPlan plan, const SlurmSweepOptions& opti
     // These are tessel's to set: the array, the merge job's dependency, where the output goes.
     for (const char* own : {"-a", "--array", "-d", "--dependency", "-o", "--output", "-e", "--error", "--wrap",
                             "-J", "--job-name", "--parsable"})
-      if (option == own || option.starts_with(std::string(own) + "=") ||
+      if (option == own || option.starts_with(std::string(own) + "=") || option.starts_with(std::string(own) + " ") ||
           (std::strlen(own) == 2 && option.starts_with(own)))
         throw UserError("--slurm-opt '" + option + "': tessel sets " + own +
                         " itself (the array and its limit: --max-parallel)");
