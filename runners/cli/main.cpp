@@ -37,6 +37,27 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-j,--jobs", run.parallel, "simulations at once for a [sweep] (default: one per core)");
   run_cmd->add_flag("--resume", run.resume, "skip sweep points that already have a complete run in the database");
   run_cmd->add_flag("-q,--quiet", run.quiet, "print nothing on success");
+  auto* run_point = run_cmd->add_option("--point", run.point, "run point K of the [sweep] alone (see --list-points)");
+  run_cmd->add_flag("--list-points", run.list_points, "print the [sweep]'s points, numbered as --point takes them")
+      ->excludes(run_point);
+  auto* run_slurm = run_cmd->add_flag("--slurm", run.slurm, "submit the sweep to Slurm as a job array, one point per task")
+      ->excludes(run_point)
+      ->excludes("--list-points")
+      ->excludes("--jobs");
+  run_cmd->add_option("--slurm-opt", run.slurm_options, "sbatch options for the array and merge jobs, e.g. \"--partition=cpu --time=1:00:00\"")
+      ->allow_extra_args(false)
+      ->needs(run_slurm);
+  run_cmd->add_option("--max-parallel", run.max_parallel, "with --slurm: tasks running at once")
+      ->check(CLI::PositiveNumber)
+      ->needs(run_slurm);
+  run_cmd->add_flag("--wait", run.wait, "with --slurm: wait for the sweep, showing its progress, then report")
+      ->needs(run_slurm);
+
+  std::string merge_output;
+  std::vector<std::string> merge_shards;
+  auto* merge_cmd = app.add_subcommand("merge", "Copy the runs of results databases (a Slurm sweep's shards) into one");
+  merge_cmd->add_option("output", merge_output, "results database to merge into (created if missing)")->required();
+  merge_cmd->add_option("shards", merge_shards, "results databases to copy the runs of")->required();
 
   std::string validate_config;
   std::vector<std::string> validate_overrides;
@@ -220,6 +241,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_interrupt);
   try {
     if (*run_cmd) return tessel::cli::run(run, stop_requested);
+    if (*merge_cmd) return tessel::cli::merge(merge_output, merge_shards);
     if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides);
     if (*plugins_cmd) return tessel::cli::plugins(plugins);
     if (*price_cmd) return tessel::cli::price(price_file, price_format);
