@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -107,9 +108,9 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   create_database_folder(outcome.database);
   ResultsStore store(outcome.database);
 
-  // Plugins are found once, before any thread looks them up.
+  // One registry for every point: each plugin is found and opened once,
+  // by the first run that names it (lookups are locked).
   PluginRegistry registry(runs.front().config.scheduler.plugin_path);
-  registry.plugins();
 
   if (options.resume) outcome.skipped = drop_complete_points(runs, store, outcome.notes);
   outcome.runs.assign(runs.size(), 0);
@@ -121,7 +122,7 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   std::atomic<std::size_t> next{0};
   std::atomic<bool> abort{false};  // a run failed: the others stop too
   std::atomic<bool> combined_stop{false};
-  std::mutex mutex;  // guards progress, first_error
+  std::mutex mutex;  // guards progress, first_error, watching
   ExperimentProgress progress{0, runs.size(), outcome.skipped, 0};
   std::exception_ptr first_error;
   const auto started = std::chrono::steady_clock::now();
@@ -148,18 +149,26 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       if (on_progress) on_progress(progress);
     }
   };
-  // Ctrl-C reaches the simulations through combined_stop.
-  std::atomic<bool> watching{true};
+  // Ctrl-C reaches the simulations through combined_stop. The watcher waits
+  // on `finished` rather than sleeping, so that the end of the runs ends it
+  // at once instead of after its next poll.
+  bool watching = true;  // guarded by mutex
+  std::condition_variable finished;
   std::thread watcher([&] {
-    while (watching.load()) {
+    std::unique_lock lock(mutex);
+    while (watching) {
       if (stop != nullptr && stop->load()) combined_stop = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      finished.wait_for(lock, std::chrono::milliseconds(20));
     }
   });
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
   for (std::thread& t : pool) t.join();
-  watching = false;
+  {
+    std::lock_guard lock(mutex);
+    watching = false;
+  }
+  finished.notify_all();
   watcher.join();
 
   if (first_error) std::rethrow_exception(first_error);

@@ -74,7 +74,7 @@ std::string hex(std::uint64_t value) {
 // The info record, from the file; checks the ABI version and layout first,
 // since a record of another ABI may be laid out differently.
 PluginInfo read_info(const ElfFile& elf, const ElfFile::Symbol& symbol, const std::string& path) {
-  std::span<const std::byte> bytes;
+  std::vector<std::byte> bytes;
   try {
     bytes = elf.bytes_of(symbol);
   } catch (const ElfError& e) {
@@ -114,7 +114,7 @@ PluginInfo read_info(const ElfFile& elf, const ElfFile::Symbol& symbol, const st
 // Its own argument schema, from tessel_plugin_args.
 std::vector<ArgDeclaration> read_arguments(const ElfFile& elf, const PluginInfo& info, const std::string& path) {
   const auto symbol = elf.exported("tessel_plugin_args");
-  std::span<const std::byte> bytes;
+  std::vector<std::byte> bytes;
   if (symbol) {
     try {
       bytes = elf.bytes_of(*symbol);
@@ -192,8 +192,11 @@ std::string own_plugin_dir() {
   return installed_plugin_dir();
 }
 
-PluginEntry PluginRegistry::inspect(const std::string& path) {
-  // 1. The records, read from the file: nothing of the library runs.
+namespace {
+
+// 1. The records, read from the file: nothing of the library runs.
+// `declares` tells whether the file itself exports an argument declarer.
+PluginEntry read_records(const std::string& path, bool& declares) {
   std::optional<ElfFile> elf;
   try {
     elf.emplace(path);
@@ -218,21 +221,33 @@ PluginEntry PluginRegistry::inspect(const std::string& path) {
     fail(LoadError::unloadable, path,
          "built for another machine (ELF machine " + std::to_string(elf->machine()) + ", this one is " +
              std::to_string(kThisMachine) + ")");
+  declares = declarer.has_value();
+  return entry;
+}
 
-  // 2. Checked: only now is it opened (its static constructors run) and its
-  // functions taken.
+// 2. Checked: only now is it opened (its static constructors run) and its
+// functions taken.
+void open_library(PluginEntry& entry, bool declares) {
   try {
-    entry.library = std::make_shared<boost::dll::shared_library>(path);
+    entry.library = std::make_shared<boost::dll::shared_library>(entry.path);
   } catch (const std::exception& e) {
-    fail(LoadError::unloadable, path, e.what());
+    fail(LoadError::unloadable, entry.path, e.what());
   }
   entry.factory = reinterpret_cast<PluginFactory>(dlsym(entry.library->native(), "tessel_plugin_create"));
   if (entry.factory == nullptr)
-    fail(LoadError::missing_factory, path,
+    fail(LoadError::missing_factory, entry.path,
          "plugin '" + std::string(entry.info.name) + "' exports no tessel_plugin_create");
-  if (declarer)
+  if (declares)
     entry.declare_arguments =
         reinterpret_cast<ArgumentDeclarer>(dlsym(entry.library->native(), "tessel_plugin_arguments"));
+}
+
+}  // namespace
+
+PluginEntry PluginRegistry::inspect(const std::string& path) {
+  bool declares = false;
+  PluginEntry entry = read_records(path, declares);
+  open_library(entry, declares);
   return entry;
 }
 
@@ -241,7 +256,7 @@ void PluginRegistry::scan() {
   if (scanned_) return;
   scanned_ = true;
   std::set<std::pair<dev_t, ino_t>> seen;
-  std::vector<PluginEntry> found;
+  std::vector<Found> found;
   for (const std::string& dir : search_path_) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
@@ -257,7 +272,9 @@ void PluginRegistry::scan() {
       // link) is one plugin, not two.
       if (const auto identity = identity_of(file); identity && !seen.insert(*identity).second) continue;
       try {
-        found.push_back(inspect(file));
+        bool declares = false;
+        PluginEntry entry = read_records(file, declares);
+        found.push_back({std::move(entry), declares, std::nullopt});
       } catch (const PluginLoadError& e) {
         // Ordinary shared libraries may sit beside plugins; only report files
         // that claim to be plugins.
@@ -266,9 +283,10 @@ void PluginRegistry::scan() {
     }
   }
   // Two files defining one (kind, name): neither is used, since which one a
-  // run got would depend on the search path's order.
+  // run got would depend on the search path's order. Their records say so,
+  // whether or not either would open.
   std::map<std::pair<PluginKind, std::string_view>, std::vector<const PluginEntry*>> by_name;
-  for (const PluginEntry& entry : found) by_name[{entry.info.kind, entry.info.name}].push_back(&entry);
+  for (const Found& each : found) by_name[{each.entry.info.kind, each.entry.info.name}].push_back(&each.entry);
   for (const auto& [key, entries] : by_name) {
     if (entries.size() < 2) continue;
     std::string files;
@@ -281,17 +299,44 @@ void PluginRegistry::scan() {
     rejected_.push_back({entries.front()->path, LoadError::duplicate_name,
                          std::string(describe(LoadError::duplicate_name)) + ": " + message});
   }
-  for (PluginEntry& entry : found)
-    if (by_name[{entry.info.kind, entry.info.name}].size() == 1) plugins_.push_back(std::move(entry));
+  for (Found& each : found)
+    if (by_name[{each.entry.info.kind, each.entry.info.name}].size() == 1) found_.push_back(std::move(each));
+}
+
+const PluginEntry& PluginRegistry::opened(Found& found) {
+  if (found.refused) throw PluginLoadError(found.refused->error, found.refused->message);
+  if (!found.entry.library) {
+    try {
+      open_library(found.entry, found.declares_arguments);
+    } catch (const PluginLoadError& e) {
+      found.refused = RejectedFile{found.entry.path, e.code(), e.what()};
+      throw;
+    }
+  }
+  return found.entry;
+}
+
+void PluginRegistry::open_all() {
+  std::lock_guard lock(mutex_);
+  scan();
+  if (opened_all_) return;
+  opened_all_ = true;
+  for (Found& found : found_) {
+    try {
+      plugins_.push_back(opened(found));
+    } catch (const PluginLoadError&) {
+      rejected_.push_back(*found.refused);
+    }
+  }
 }
 
 const std::deque<PluginEntry>& PluginRegistry::plugins() {
-  scan();
+  open_all();
   return plugins_;
 }
 
 const std::vector<RejectedFile>& PluginRegistry::rejected() {
-  scan();
+  open_all();
   return rejected_;
 }
 
@@ -301,13 +346,16 @@ const PluginEntry& PluginRegistry::find(PluginKind kind, std::string_view name) 
   for (const Duplicate& duplicate : duplicates_)
     if (duplicate.kind == kind && duplicate.name == name)
       throw PluginLoadError(LoadError::duplicate_name, duplicate.message);
-  for (const PluginEntry& entry : plugins_)
-    if (entry.info.kind == kind && name == entry.info.name) return entry;
-  for (const PluginEntry& entry : plugins_)
-    if (name == entry.info.name)
+  for (Found& found : found_)
+    if (found.entry.info.kind == kind && name == found.entry.info.name) return opened(found);
+  for (const Found& found : found_)
+    if (name == found.entry.info.name)
       throw PluginLoadError(LoadError::wrong_kind,
-                            "'" + std::string(name) + "' is " + plugin_noun(entry.info.kind) +
+                            "'" + std::string(name) + "' is " + plugin_noun(found.entry.info.kind) +
                                 ", not " + plugin_noun(kind));
+  // The error path: the valid names are those that open, with every refusal
+  // noted, as `tessel plugins` lists them.
+  open_all();
   std::vector<std::string> valid;
   for (const PluginEntry& entry : plugins_)
     if (entry.info.kind == kind) valid.emplace_back(entry.info.name);

@@ -13,11 +13,21 @@
 // malformed record or a missing factory is refused before dlopen(). Only
 // then is the library opened and its factory taken. Failures are typed
 // (LoadError).
+//
+// Looking a plugin up reads the records of every file on the search path
+// (a few small reads each: that is what finds a name defined twice, whatever
+// the files are called) but opens only the library it returns: opening one
+// runs the dynamic loader over it and its dependencies (libpython for the
+// Python plugins, GLPK for the LP ones), which costs more than the records of
+// all of them. Listing every plugin (plugins(), rejected()) opens them all,
+// and so does the error for an unknown name, whose list of valid names holds
+// only plugins that load.
 #pragma once
 
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,18 +104,19 @@ class PluginRegistry {
 
   const std::vector<std::string>& search_path() const { return search_path_; }
 
-  // Every plugin on the search path, and the files that looked like plugins
-  // but were refused.
+  // Every plugin on the search path, opened, and the files that looked like
+  // plugins but were refused.
   const std::deque<PluginEntry>& plugins();
   const std::vector<RejectedFile>& rejected();
 
-  // Throws PluginLoadError: not_found (listing the valid names), wrong_kind
-  // or duplicate_name.
+  // Opens the plugin of that kind and name. Throws PluginLoadError:
+  // not_found (listing the valid names), wrong_kind, duplicate_name, or why
+  // its library could not be opened.
   const PluginEntry& find(PluginKind kind, std::string_view name);
   // Opens one library file as a plugin of `kind`. Throws PluginLoadError.
   const PluginEntry& open(const std::string& path, PluginKind kind);
 
-  // Checks one file; throws PluginLoadError.
+  // Checks one file and opens it; throws PluginLoadError.
   static PluginEntry inspect(const std::string& path);
 
   // Calls the factory; throws PluginLoadError(factory_threw) or, when the
@@ -113,12 +124,24 @@ class PluginRegistry {
   static PluginPtr<Plugin> create(const PluginEntry& entry, const PluginContext& context);
 
  private:
-  void scan();
+  // A plugin on the search path, known by its records; opened when first
+  // looked up (or listed).
+  struct Found {
+    PluginEntry entry;  // its library empty until opened
+    bool declares_arguments = false;  // the file exports tessel_plugin_arguments
+    std::optional<RejectedFile> refused;  // why it could not be opened
+  };
+
+  void scan();  // reads the records of every file
+  const PluginEntry& opened(Found& found);  // throws PluginLoadError
+  void open_all();
 
   std::vector<std::string> search_path_;
   std::recursive_mutex mutex_;
   bool scanned_ = false;
-  std::deque<PluginEntry> plugins_;
+  bool opened_all_ = false;
+  std::deque<Found> found_;  // never erased from: find() returns references into it
+  std::deque<PluginEntry> plugins_;  // those of found_ that opened, once open_all() ran
   std::deque<PluginEntry> opened_;  // explicit files
   std::vector<RejectedFile> rejected_;  // duplicate names among them, by their first file
   struct Duplicate {

@@ -229,9 +229,12 @@ void ResultsStore::migrate() {
     throw UserError(path_ + ": written by a newer tessel (schema " + std::to_string(version) +
                     ", this tessel knows up to " + std::to_string(kSchemaVersion) + ")");
   if (version == kSchemaVersion && db_.read_only()) return;  // nothing to set or upgrade
+  // Synchronous first: switching a new database to WAL is itself a
+  // rollback-journal transaction, which NORMAL commits with one sync of the
+  // journal fewer than the default FULL.
+  db_.exec("PRAGMA synchronous=NORMAL");
   db_.exec("PRAGMA journal_mode=WAL");
   db_.exec("PRAGMA foreign_keys=ON");
-  db_.exec("PRAGMA synchronous=NORMAL");
   if (version == kSchemaVersion) return;
   sql::Transaction transaction(db_);
   for (std::int64_t v = version; v < kSchemaVersion; ++v) db_.exec(kMigrations[v]);

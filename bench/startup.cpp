@@ -1,0 +1,201 @@
+// bench/startup: the `tessel` command as a whole process (issue 17).
+//
+//   (a) `tessel validate experiments/quickstart.toml`. Target: under 5 ms.
+//   (b) one Blox Figure 6 point: experiments/blox-fig6-7 at 6 jobs/h, seed 1
+//       (about 5,000 single-GPU jobs on 128 GPUs, 300-s rounds, round
+//       completion), with FIFO and with LAS, into a fresh database in a
+//       temporary folder each time. Target: under 20 ms.
+//
+// Each command runs N times (default 15); printed per command: the median
+// and the least wall time of a process, and its median CPU time (user +
+// system, from wait4). On a shared, loaded machine wall times move with the
+// load, so compare builds in one run: `--baseline PATH` runs another build's
+// `tessel` (e.g. one of the commit before) on the same commands, interleaved
+// with this one, and prints the ratios. `--callgrind` adds each process's
+// instruction count under valgrind (one run each; exact, and independent of
+// the load).
+//
+// Run from the repository root after building:
+//   build/bench/startup [-n N] [--baseline OTHER_TESSEL] [--callgrind]
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+extern char** environ;
+
+namespace {
+
+struct Sample {
+  double wall_ms = 0;
+  double cpu_ms = 0;
+};
+
+// Runs argv with its output to `log`; exits the bench when it fails.
+Sample run(const std::vector<std::string>& argv, const fs::path& log) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
+    std::fprintf(stderr, "startup: cannot run %s\n", args[0]);
+    std::exit(1);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  const auto end = std::chrono::steady_clock::now();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::ifstream in(log);
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::fprintf(stderr, "startup: %s failed:\n%s\n", args[0], text.str().c_str());
+    std::exit(1);
+  }
+  const auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return {std::chrono::duration<double, std::milli>(end - start).count(), ms(usage.ru_utime) + ms(usage.ru_stime)};
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+struct Case {
+  std::string name;
+  std::vector<std::string> args;  // after the tessel binary
+  double target_ms;
+  std::optional<fs::path> database;  // removed before each run, so that each creates it
+};
+
+struct Figures {
+  double median_wall = 0, min_wall = 0, median_cpu = 0;
+  std::optional<long long> instructions;
+};
+
+void remove_database(const Case& c) {
+  if (!c.database) return;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(c.database->string() + suffix);
+}
+
+// Instructions of one process under callgrind, from its "Collected" line.
+std::optional<long long> instructions(const std::string& tessel, const Case& c, const fs::path& dir) {
+  remove_database(c);
+  const fs::path log = dir / "callgrind.log";
+  std::vector<std::string> argv = {"/usr/bin/valgrind", "--tool=callgrind",
+                                   "--callgrind-out-file=" + (dir / "callgrind.out").string(), tessel};
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  run(argv, log);
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (const auto at = line.find("Collected : "); at != std::string::npos)
+      return std::stoll(line.substr(at + 12));
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 15;
+  std::string baseline;
+  bool callgrind = false;
+  std::string tessel = TESSEL_BUILD_EXE;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-n" && i + 1 < argc) {
+      n = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--baseline" && i + 1 < argc) {
+      baseline = fs::absolute(argv[++i]).string();
+    } else if (arg == "--callgrind") {
+      callgrind = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [-n N] [--baseline OTHER_TESSEL] [--callgrind]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!fs::exists("experiments/quickstart.toml")) {
+    std::fprintf(stderr, "startup: run it from the repository root\n");
+    return 2;
+  }
+  if (callgrind && !fs::exists("/usr/bin/valgrind")) {
+    std::fprintf(stderr, "startup: --callgrind needs /usr/bin/valgrind\n");
+    return 2;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("tessel-startup-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+
+  std::vector<Case> cases = {{"validate quickstart", {"validate", "experiments/quickstart.toml"}, 5, std::nullopt}};
+  for (const std::string policy : {"fifo", "las"}) {
+    const fs::path database = dir / (policy + ".db");
+    cases.push_back({"fig6 point, " + policy,
+                     {"run", "experiments/blox-fig6-7/blox-fig6-7.toml", "-q", "--db", database.string(), "--set",
+                      "sweep.\"workload.jobs_per_hour\"=[6]", "--set",
+                      "sweep.\"scheduler.allocation.plugin\"=[\"" + policy + "\"]", "--set", "sweep.seeds=[1]"},
+                     20,
+                     database});
+  }
+
+  std::vector<std::string> builds = {tessel};
+  if (!baseline.empty()) builds.push_back(baseline);
+  std::printf("bench/startup: %d processes per command and build; wall = fork to exit, cpu = user + system\n", n);
+  for (std::size_t b = 0; b < builds.size(); ++b)
+    std::printf("  %s: %s\n", b == 0 ? "this build" : "baseline  ", builds[b].c_str());
+  std::printf("\n%-22s %-10s %12s %10s %12s %14s %8s\n", "command", "build", "median wall", "min wall",
+              "median cpu", "instructions", "target");
+  for (const Case& c : cases) {
+    std::vector<std::vector<Sample>> samples(builds.size());
+    for (int i = 0; i < n; ++i)
+      for (std::size_t b = 0; b < builds.size(); ++b) {  // interleaved: both see the same load
+        remove_database(c);
+        std::vector<std::string> argv = {builds[b]};
+        argv.insert(argv.end(), c.args.begin(), c.args.end());
+        samples[b].push_back(run(argv, dir / "out.log"));
+      }
+    std::vector<Figures> figures(builds.size());
+    for (std::size_t b = 0; b < builds.size(); ++b) {
+      std::vector<double> wall, cpu;
+      for (const Sample& s : samples[b]) {
+        wall.push_back(s.wall_ms);
+        cpu.push_back(s.cpu_ms);
+      }
+      figures[b] = {median(wall), *std::min_element(wall.begin(), wall.end()), median(cpu), std::nullopt};
+      if (callgrind) figures[b].instructions = instructions(builds[b], c, dir);
+      const std::string counted =
+          figures[b].instructions ? std::to_string(*figures[b].instructions) : std::string("-");
+      std::printf("%-22s %-10s %9.1f ms %7.1f ms %9.1f ms %14s %5.0f ms\n", c.name.c_str(),
+                  b == 0 ? "this" : "baseline", figures[b].median_wall, figures[b].min_wall, figures[b].median_cpu,
+                  counted.c_str(), c.target_ms);
+    }
+    if (builds.size() == 2) {
+      std::printf("%-22s %-10s %11.2fx %9.2fx %11.2fx", "", "this/base", figures[0].median_wall / figures[1].median_wall,
+                  figures[0].min_wall / figures[1].min_wall, figures[0].median_cpu / figures[1].median_cpu);
+      if (figures[0].instructions && figures[1].instructions)
+        std::printf(" %13.2fx", static_cast<double>(*figures[0].instructions) / *figures[1].instructions);
+      std::printf("\n");
+    }
+  }
+  remove_database(cases.back());
+  fs::remove_all(dir);
+  return 0;
+}
