@@ -109,13 +109,3 @@ TEST_CASE("tessel validate and tessel run open only the plugins the experiment n
   CHECK_MESSAGE(named.code == 0, named.err);
   CHECK(marked.opened());
 }
-
-TEST_CASE("a simulation's process never loads libcrypto; only real nodes' authentication does") {
-  TempDir work;
-  const std::string quickstart = (source_root() / "experiments" / "quickstart.toml").string();
-  // The dynamic loader names each library it loads (glibc's LD_DEBUG).
-  const auto validated = run_tessel({"validate", quickstart}, work.path(), {"LD_DEBUG=libs"});
-  CHECK_MESSAGE(validated.code == 0, validated.err);
-  CHECK(validated.err.find("libsqlite3") != std::string::npos);  // the control: the loader's log is there
-  CHECK(validated.err.find("libcrypto") == std::string::npos);
-}

@@ -1,12 +1,9 @@
 #include "auth.hpp"
 
-#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
-#include <type_traits>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -21,41 +18,6 @@ namespace {
 
 constexpr std::size_t kMinSecretBytes = 16;
 constexpr std::size_t kNonceBytes = 32;
-
-#define TESSEL_STRINGIFY(x) #x
-#define TESSEL_SONAME(major) "libcrypto.so." TESSEL_STRINGIFY(major)
-
-// libcrypto is opened on first use rather than linked: the dynamic loader
-// relocates a linked library in every `tessel` process, and libcrypto's
-// relocations (about 2.5 million instructions, a millisecond) cost more than
-// the whole of `tessel validate`'s own work, while only real nodes'
-// authentication uses it. The headers' major version names the library
-// whose ABI they describe.
-struct Crypto {
-  decltype(&HMAC) hmac = nullptr;
-  decltype(&EVP_sha256) sha256 = nullptr;
-  decltype(&RAND_bytes) rand_bytes = nullptr;
-  decltype(&CRYPTO_memcmp) memcmp = nullptr;
-};
-
-const Crypto& crypto() {
-  static const Crypto loaded = [] {
-    constexpr const char* kLibrary = TESSEL_SONAME(OPENSSL_VERSION_MAJOR);
-    void* library = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) throw std::runtime_error(std::string("cannot open ") + kLibrary + ": " + dlerror());
-    const auto take = [&](auto& function, const char* name) {
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(library, name));
-      if (function == nullptr) throw std::runtime_error(std::string(kLibrary) + " has no " + name);
-    };
-    Crypto crypto;
-    take(crypto.hmac, "HMAC");
-    take(crypto.sha256, "EVP_sha256");
-    take(crypto.rand_bytes, "RAND_bytes");
-    take(crypto.memcmp, "CRYPTO_memcmp");
-    return crypto;  // the library stays open for the process
-  }();
-  return loaded;
-}
 
 std::string hex(const unsigned char* bytes, std::size_t size) {
   static constexpr char digits[] = "0123456789abcdef";
@@ -102,7 +64,7 @@ Secret Secret::from_file(const std::filesystem::path& path) {
 std::string Secret::mac(std::string_view text) const {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  if (crypto().hmac(crypto().sha256(), bytes_.data(), static_cast<int>(bytes_.size()),
+  if (HMAC(EVP_sha256(), bytes_.data(), static_cast<int>(bytes_.size()),
            reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest, &length) == nullptr)
     throw std::runtime_error("HMAC-SHA256 failed");
   return hex(digest, length);
@@ -110,12 +72,12 @@ std::string Secret::mac(std::string_view text) const {
 
 std::string random_nonce() {
   unsigned char bytes[kNonceBytes];
-  if (crypto().rand_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes from OpenSSL");
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes from OpenSSL");
   return hex(bytes, sizeof bytes);
 }
 
 bool same_mac(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && crypto().memcmp(a.data(), b.data(), a.size()) == 0;
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 std::string_view to_string(Role role) { return role == Role::agent ? "agent" : "client"; }
