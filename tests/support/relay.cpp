@@ -1,0 +1,149 @@
+#include <utility>  // before Asio (asio issue #944)
+
+#include "relay.hpp"
+
+#include <array>
+#include <functional>
+#include <future>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+namespace tessel::test {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+// One relayed connection: socket 0 is the client's, socket 1 the target's;
+// buffer i holds what was read from socket i and is being written to the other.
+struct Link {
+  Link(tcp::socket client, asio::io_context& io) : sockets{std::move(client), tcp::socket(io)} {}
+  std::array<tcp::socket, 2> sockets;
+  std::array<std::array<char, 16 * 1024>, 2> buffers;
+
+  // Either side failing or closing ends both, as a reset would.
+  void close() {
+    boost::system::error_code ignored;
+    for (tcp::socket& socket : sockets) socket.close(ignored);
+  }
+};
+
+}  // namespace
+
+struct TcpRelay::State {
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  tcp::endpoint target;
+  bool black_holed = false;
+  int accepted = 0;
+  // What waits for heal(): reads to forward, connections to complete.
+  std::vector<std::function<void()>> parked;
+  std::vector<std::weak_ptr<Link>> links;
+  std::thread thread;
+
+  // Runs `next` now, or at heal() while black-holed.
+  void gate(std::function<void()> next) {
+    if (black_holed) parked.push_back(std::move(next));
+    else next();
+  }
+
+  void accept() {
+    acceptor.async_accept([this](boost::system::error_code error, tcp::socket socket) {
+      if (error) return;  // the acceptor closed
+      ++accepted;
+      auto link = std::make_shared<Link>(std::move(socket), io);
+      links.push_back(link);
+      gate([this, link] {
+        link->sockets[1].async_connect(target, [this, link](boost::system::error_code error) {
+          if (error) return link->close();
+          pump(link, 0);
+          pump(link, 1);
+        });
+      });
+      accept();
+    });
+  }
+
+  // Forwards from socket `from` to the other, one read at a time; a read
+  // that completes while black-holed is held, unforwarded, and no more are
+  // made, so the rest waits in the kernel.
+  void pump(const std::shared_ptr<Link>& link, int from) {
+    link->sockets[from].async_read_some(
+        asio::buffer(link->buffers[from]), [this, link, from](boost::system::error_code error, std::size_t bytes) {
+          gate([this, link, from, error, bytes] {
+            if (error) return link->close();
+            asio::async_write(link->sockets[1 - from], asio::buffer(link->buffers[from].data(), bytes),
+                              [this, link, from](boost::system::error_code error, std::size_t) {
+                                if (error) return link->close();
+                                pump(link, from);
+                              });
+          });
+        });
+  }
+
+  // Runs `change` on the relay's thread and waits for it.
+  void on_thread(const std::function<void()>& change) {
+    std::promise<void> done;
+    asio::post(io, [&] {
+      change();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+};
+
+TcpRelay::TcpRelay(const std::string& target) : state_(std::make_unique<State>()) {
+  const auto colon = target.rfind(':');
+  if (colon == std::string::npos) throw std::invalid_argument("relay target '" + target + "' is not HOST:PORT");
+  state_->target = tcp::endpoint(asio::ip::make_address(target.substr(0, colon)),
+                                 static_cast<unsigned short>(std::stoi(target.substr(colon + 1))));
+  const tcp::endpoint any(asio::ip::make_address("127.0.0.1"), 0);
+  state_->acceptor.open(any.protocol());
+  state_->acceptor.bind(any);
+  state_->acceptor.listen();
+  state_->accept();
+  state_->thread = std::thread([state = state_.get()] { state->io.run(); });
+}
+
+TcpRelay::~TcpRelay() {
+  state_->on_thread([state = state_.get()] {
+    boost::system::error_code ignored;
+    state->acceptor.close(ignored);
+    state->parked.clear();
+    for (const auto& weak : state->links)
+      if (auto link = weak.lock()) link->close();
+  });
+  state_->io.stop();
+  state_->thread.join();
+}
+
+std::string TcpRelay::address() const {
+  return "127.0.0.1:" + std::to_string(state_->acceptor.local_endpoint().port());
+}
+
+void TcpRelay::black_hole() {
+  state_->on_thread([state = state_.get()] { state->black_holed = true; });
+}
+
+void TcpRelay::heal() {
+  state_->on_thread([state = state_.get()] {
+    state->black_holed = false;
+    for (auto& next : std::exchange(state->parked, {})) next();
+  });
+}
+
+int TcpRelay::accepted() const {
+  int count = 0;
+  state_->on_thread([&] { count = state_->accepted; });
+  return count;
+}
+
+}  // namespace tessel::test
