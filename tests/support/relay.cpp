@@ -2,6 +2,8 @@
 
 #include "relay.hpp"
 
+#include <fcntl.h>
+
 #include <array>
 #include <functional>
 #include <future>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -29,17 +32,30 @@ struct Link {
   std::array<tcp::socket, 2> sockets;
   std::array<std::array<char, 16 * 1024>, 2> buffers;
 
-  // Either side failing or closing ends both, as a reset would.
+  // Either side failing or closing ends both, as a reset would. Shut down
+  // first: a child the test spawned meanwhile may hold a copy of a socket,
+  // which would keep the connection open past close().
   void close() {
     boost::system::error_code ignored;
-    for (tcp::socket& socket : sockets) socket.close(ignored);
+    for (tcp::socket& socket : sockets) {
+      socket.shutdown(tcp::socket::shutdown_both, ignored);
+      socket.close(ignored);
+    }
   }
 };
+
+// Not inherited by the processes the test spawns later (agents, clients).
+template <typename Socket>
+void keep_from_children(Socket& socket) {
+  ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+}
 
 }  // namespace
 
 struct TcpRelay::State {
   asio::io_context io;
+  // Keeps the thread running until the destructor stops it, whatever waits.
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   tcp::acceptor acceptor{io};
   tcp::endpoint target;
   bool black_holed = false;
@@ -59,11 +75,13 @@ struct TcpRelay::State {
     acceptor.async_accept([this](boost::system::error_code error, tcp::socket socket) {
       if (error) return;  // the acceptor closed
       ++accepted;
+      keep_from_children(socket);
       auto link = std::make_shared<Link>(std::move(socket), io);
       links.push_back(link);
       gate([this, link] {
         link->sockets[1].async_connect(target, [this, link](boost::system::error_code error) {
           if (error) return link->close();
+          keep_from_children(link->sockets[1]);
           pump(link, 0);
           pump(link, 1);
         });
@@ -109,6 +127,7 @@ TcpRelay::TcpRelay(const std::string& target) : state_(std::make_unique<State>()
   state_->acceptor.open(any.protocol());
   state_->acceptor.bind(any);
   state_->acceptor.listen();
+  keep_from_children(state_->acceptor);
   state_->accept();
   state_->thread = std::thread([state = state_.get()] { state->io.run(); });
 }
