@@ -138,7 +138,8 @@ std::vector<int> launch_ids(const std::vector<Life>& processes) {
   return ids;
 }
 
-// Submits `train` behind the shell that prints its environment; returns the job's id.
+// Submits `train` behind the shell that prints its environment, with a grace
+// of 2 s; returns the job's id.
 int submit_train(LocalCluster& cluster, const std::string& name, int gpus, int iterations, int min_gpus = 0,
                  int max_gpus = 0) {
   const fs::path workdir = cluster.dir() / "work" / name;
@@ -197,19 +198,18 @@ class GrowOrMakeRoom:
         return False
 )";
 
+// Rounds every half second, fifo and consolidated; agents beat five times a second.
+std::string settings(const std::string& elasticity, const std::string& serve) {
+  return "[scheduler]\nround_seconds = 0.5\nallocation = { plugin = \"fifo\", backfill = true }\n"
+         "placement = { plugin = \"consolidated\" }\n" +
+         elasticity + "\n[serve]\nheartbeat_seconds = 0.2\n" + serve;
+}
+
 std::string elastic_settings(const TempDir& policy_dir) {
   const fs::path policy = policy_dir.write("grow_or_make_room.py", kGrowOrMakeRoom);
-  return R"([scheduler]
-round_seconds = 0.5
-allocation = { plugin = "fifo", backfill = true }
-placement = { plugin = "consolidated" }
-elasticity = { plugin = "python", module = ")" +
-         policy.string() + R"(", class = "GrowOrMakeRoom" }
-[serve]
-heartbeat_seconds = 0.2
-node_timeout_seconds = 5
-grace_seconds = 2
-)";
+  return settings("elasticity = { plugin = \"python\", module = \"" + policy.string() +
+                      "\", class = \"GrowOrMakeRoom\" }",
+                  "node_timeout_seconds = 5\n");
 }
 
 }  // namespace
@@ -221,7 +221,7 @@ TEST_CASE("an elasticity plugin grows a job into freed GPUs and shrinks it for a
   cluster.start_serve();
   cluster.add_agent("a1", 4);
   cluster.wait_for_nodes(1);
-  const int before = submit_train(cluster, "before", 2, 100);  // 2 s on two of the four GPUs
+  const int before = submit_train(cluster, "before", 2, 150);  // 3 s on two of the four GPUs
   wait_until([&] { return cluster.jobs().at(before).at("status") == "running"; }, 30, "the first job runs",
              [&] { return cluster.diagnostics(); });
   // Elastic, 2 to 4 GPUs: it starts on the two left, and grows once the first job ends.
@@ -321,15 +321,9 @@ TEST_CASE("a job that an elasticity plugin grows in the round that starts it is 
 
 TEST_CASE("a black-holed agent's lease stops its jobs, the daemon requeues them, they finish elsewhere, never two "
           "launches at once; healed, the agent is accepted again") {
-  LocalCluster cluster(R"([scheduler]
-round_seconds = 0.5
-allocation = { plugin = "fifo", backfill = true }
-placement = { plugin = "consolidated" }
-[serve]
-heartbeat_seconds = 0.2
-node_timeout_seconds = 1
-grace_seconds = 0.5
-)");
+  // A node is down after a second of silence; its processes count as gone a
+  // second, their 2 s grace and a second later.
+  LocalCluster cluster(settings("", "node_timeout_seconds = 1\n"));
   cluster.start_serve();
   TcpRelay relay(cluster.address());
   cluster.add_agent("a1", 2, relay.address());
