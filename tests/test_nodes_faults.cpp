@@ -198,18 +198,18 @@ class GrowOrMakeRoom:
         return False
 )";
 
-// Rounds every half second, fifo and consolidated; agents beat five times a second.
+// Rounds every half second, fifo and consolidated.
 std::string settings(const std::string& elasticity, const std::string& serve) {
   return "[scheduler]\nround_seconds = 0.5\nallocation = { plugin = \"fifo\", backfill = true }\n"
          "placement = { plugin = \"consolidated\" }\n" +
-         elasticity + "\n[serve]\nheartbeat_seconds = 0.2\n" + serve;
+         elasticity + "\n[serve]\n" + serve;
 }
 
 std::string elastic_settings(const TempDir& policy_dir) {
   const fs::path policy = policy_dir.write("grow_or_make_room.py", kGrowOrMakeRoom);
   return settings("elasticity = { plugin = \"python\", module = \"" + policy.string() +
                       "\", class = \"GrowOrMakeRoom\" }",
-                  "node_timeout_seconds = 5\n");
+                  "heartbeat_seconds = 0.2\nnode_timeout_seconds = 5\n");
 }
 
 }  // namespace
@@ -323,7 +323,7 @@ TEST_CASE("a black-holed agent's lease stops its jobs, the daemon requeues them,
           "launches at once; healed, the agent is accepted again") {
   // A node is down after a second of silence; its processes count as gone a
   // second, their 2 s grace and a second later.
-  LocalCluster cluster(settings("", "node_timeout_seconds = 1\n"));
+  LocalCluster cluster(settings("", "heartbeat_seconds = 0.2\nnode_timeout_seconds = 1\n"));
   cluster.start_serve();
   TcpRelay relay(cluster.address());
   cluster.add_agent("a1", 2, relay.address());
@@ -390,4 +390,28 @@ TEST_CASE("a black-holed agent's lease stops its jobs, the daemon requeues them,
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'finished' AND executed_work = total_work") == 3);
   CHECK(count(db, "SELECT count(DISTINCT node) FROM cluster_ranks JOIN cluster_launches USING (run_id, launch_id) "
                   "WHERE job_id = " + std::to_string(wide)) == 2);
+}
+
+TEST_CASE("a cut-off agent stops its jobs when its lease ends, not at its next heartbeat after") {
+  // Beats 3 s apart and a 7 s lease: the last word the agent hears is the
+  // ack of a beat, so a lease looked at only when beating would end with the
+  // third beat after, 2 s late, past the second of margin the daemon allows
+  // before it counts the processes as gone.
+  LocalCluster cluster(settings("", "heartbeat_seconds = 3\nnode_timeout_seconds = 7\n"));
+  cluster.start_serve();
+  TcpRelay relay(cluster.address());
+  cluster.add_agent("a1", 1, relay.address());
+  cluster.wait_for_nodes(1);
+  const int job = submit_train(cluster, "cut", 1, 100000);
+  // Its progress came with a beat: from now on the agent hears only acks.
+  wait_until([&] { return cluster.jobs().at(job).at("iteration").get<double>() > 0; }, 30, "the job runs",
+             [&] { return cluster.diagnostics(); });
+  relay.black_hole();
+  wait_until([&] {
+    const std::vector<Life> processes = lives(cluster, job);
+    return !processes.empty() && processes.front().ended < std::numeric_limits<double>::infinity();
+  }, 30, "the agent stops the job", [&] { return cluster.diagnostics(); });
+  const double gap = lives(cluster, job).front().ended - relay.last_to_client();
+  CHECK(gap > 6.9);  // not before it ends (the relay stamps its last write a moment after the agent may read it)
+  CHECK(gap < 8);
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include <array>
+#include <chrono>
 #include <functional>
 #include <future>
 #include <stdexcept>
@@ -60,6 +61,7 @@ struct TcpRelay::State {
   tcp::endpoint target;
   bool black_holed = false;
   int accepted = 0;
+  std::chrono::system_clock::time_point last_to_client;
   // What waits for heal(): reads to forward, connections to complete.
   std::vector<std::function<void()>> parked;
   std::vector<std::weak_ptr<Link>> links;
@@ -101,6 +103,7 @@ struct TcpRelay::State {
             asio::async_write(link->sockets[1 - from], asio::buffer(link->buffers[from].data(), bytes),
                               [this, link, from](boost::system::error_code error, std::size_t) {
                                 if (error) return link->close();
+                                if (from == 1) last_to_client = std::chrono::system_clock::now();
                                 pump(link, from);
                               });
           });
@@ -157,6 +160,13 @@ void TcpRelay::heal() {
     state->black_holed = false;
     for (auto& next : std::exchange(state->parked, {})) next();
   });
+}
+
+double TcpRelay::last_to_client() const {
+  double seconds = 0;
+  state_->on_thread(
+      [&] { seconds = std::chrono::duration<double>(state_->last_to_client.time_since_epoch()).count(); });
+  return seconds;
 }
 
 int TcpRelay::accepted() const {

@@ -29,6 +29,8 @@ class TcpRelay {
   void heal();
   // Connections accepted so far, black-holed ones included.
   int accepted() const;
+  // When bytes were last handed to a connecting client (Unix seconds; 0: never).
+  double last_to_client() const;
 
  private:
   struct State;
