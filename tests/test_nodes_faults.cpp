@@ -353,7 +353,8 @@ TEST_CASE("a black-holed agent's lease stops its jobs, the daemon requeues them,
   wait_until([&] { return cluster.all_finished(2); }, 60, "both jobs finished on a2",
              [&] { return cluster.diagnostics(); });
   CHECK(cluster.serve_log().find("node a1 is down: silent for") != std::string::npos);
-  CHECK(relay.accepted() == 1);  // the agent kept its connection, as a partition leaves it
+  // Its old connection and the one it opened once its lease ended, which waits.
+  CHECK(relay.accepted() == 2);
 
   relay.heal();
   wait_until([&] { return cluster.serve_log().find("node a1 is back") != std::string::npos; }, 30,
@@ -414,4 +415,26 @@ TEST_CASE("a cut-off agent stops its jobs when its lease ends, not at its next h
   const double gap = lives(cluster, job).front().ended - relay.last_to_client();
   CHECK(gap > 6.9);  // not before it ends (the relay stamps its last write a moment after the agent may read it)
   CHECK(gap < 8);
+}
+
+TEST_CASE("an agent whose connection a partition left dead drops it when the scheduler has been silent a node "
+          "timeout, and rejoins over a new one") {
+  LocalCluster cluster(settings("", "heartbeat_seconds = 0.2\nnode_timeout_seconds = 1\n"));
+  cluster.start_serve();
+  TcpRelay relay(cluster.address());
+  cluster.add_agent("a1", 1, relay.address());
+  cluster.wait_for_nodes(1);
+  relay.black_hole();
+  wait_until([&] { return cluster.serve_log().find("node a1 is down") != std::string::npos; }, 30, "a1 is down",
+             [&] { return cluster.diagnostics(); });
+  // The connection it had stays open and silent, as behind a firewall that
+  // forgot it; a new one gets through.
+  relay.heal_new_only();
+  wait_until([&] { return cluster.serve_log().find("node a1 is back") != std::string::npos; }, 30, "a1 is back",
+             [&] { return cluster.diagnostics(); });
+  CHECK(relay.accepted() == 2);  // the dead one, and the one it opened when the scheduler had been silent a timeout
+  CHECK(slurp(cluster.dir() / "a1.err").find("lost the scheduler: silent for 1.000000 s") != std::string::npos);
+  const int job = submit_train(cluster, "after", 1, 20);
+  wait_until([&] { return cluster.all_finished(1); }, 30, "a job runs on a1", [&] { return cluster.diagnostics(); });
+  CHECK(lives(cluster, job).at(0).node == "a1");
 }

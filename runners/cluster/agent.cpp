@@ -313,6 +313,11 @@ void NodeAgent::tick() {
         std::to_string(processes_.size()) + " job processes");
     fence();
   }
+  // It has dropped this connection too (it drops a node silent this long).
+  // A partition may leave it open here, dead, until TCP gives up minutes
+  // later: a new one gets through as soon as the network does.
+  if (phase_ == Phase::registered && node_timeout_seconds_ > 0 && Clock::now() > lease_ends)
+    connection_->close("silent for " + std::to_string(node_timeout_seconds_) + " s");
   // The next beat, or the lease's end if sooner: the daemon counts our
   // processes as gone a second after the lease plus their grace, so the
   // stop may not wait up to a beat longer.

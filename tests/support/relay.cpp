@@ -32,6 +32,8 @@ struct Link {
   Link(tcp::socket client, asio::io_context& io) : sockets{std::move(client), tcp::socket(io)} {}
   std::array<tcp::socket, 2> sockets;
   std::array<std::array<char, 16 * 1024>, 2> buffers;
+  bool cut = false;   // open when a black hole began
+  bool dead = false;  // cut, and left so by heal_new_only()
 
   // Either side failing or closing ends both, as a reset would. Shut down
   // first: a child the test spawned meanwhile may hold a copy of a socket,
@@ -63,14 +65,37 @@ struct TcpRelay::State {
   int accepted = 0;
   std::chrono::system_clock::time_point last_to_client;
   // What waits for heal(): reads to forward, connections to complete.
-  std::vector<std::function<void()>> parked;
+  std::vector<std::pair<std::shared_ptr<Link>, std::function<void()>>> parked;
   std::vector<std::weak_ptr<Link>> links;
+  // Cut connections that heal_new_only() left dead: held open, never read.
+  std::vector<std::shared_ptr<Link>> dead;
   std::thread thread;
 
-  // Runs `next` now, or at heal() while black-holed.
-  void gate(std::function<void()> next) {
-    if (black_holed) parked.push_back(std::move(next));
+  // Runs `next`, a step of `link`, now, or at heal() while black-holed.
+  void gate(const std::shared_ptr<Link>& link, std::function<void()> next) {
+    if (link->dead) return;
+    if (black_holed) parked.emplace_back(link, std::move(next));
     else next();
+  }
+
+  void black_hole() {
+    black_holed = true;
+    for (const auto& weak : links)
+      if (auto link = weak.lock()) link->cut = true;
+  }
+
+  void heal(bool revive_cut) {
+    black_holed = false;
+    for (const auto& weak : links)
+      if (auto link = weak.lock()) {
+        if (link->cut && !revive_cut && !link->dead) {
+          link->dead = true;
+          dead.push_back(link);
+        }
+        link->cut = false;
+      }
+    for (auto& [link, next] : std::exchange(parked, {}))
+      if (!link->dead) next();
   }
 
   void accept() {
@@ -80,7 +105,7 @@ struct TcpRelay::State {
       keep_from_children(socket);
       auto link = std::make_shared<Link>(std::move(socket), io);
       links.push_back(link);
-      gate([this, link] {
+      gate(link, [this, link] {
         link->sockets[1].async_connect(target, [this, link](boost::system::error_code error) {
           if (error) return link->close();
           keep_from_children(link->sockets[1]);
@@ -98,7 +123,7 @@ struct TcpRelay::State {
   void pump(const std::shared_ptr<Link>& link, int from) {
     link->sockets[from].async_read_some(
         asio::buffer(link->buffers[from]), [this, link, from](boost::system::error_code error, std::size_t bytes) {
-          gate([this, link, from, error, bytes] {
+          gate(link, [this, link, from, error, bytes] {
             if (error) return link->close();
             asio::async_write(link->sockets[1 - from], asio::buffer(link->buffers[from].data(), bytes),
                               [this, link, from](boost::system::error_code error, std::size_t) {
@@ -140,6 +165,7 @@ TcpRelay::~TcpRelay() {
     boost::system::error_code ignored;
     state->acceptor.close(ignored);
     state->parked.clear();
+    state->dead.clear();
     for (const auto& weak : state->links)
       if (auto link = weak.lock()) link->close();
   });
@@ -152,14 +178,15 @@ std::string TcpRelay::address() const {
 }
 
 void TcpRelay::black_hole() {
-  state_->on_thread([state = state_.get()] { state->black_holed = true; });
+  state_->on_thread([state = state_.get()] { state->black_hole(); });
 }
 
 void TcpRelay::heal() {
-  state_->on_thread([state = state_.get()] {
-    state->black_holed = false;
-    for (auto& next : std::exchange(state->parked, {})) next();
-  });
+  state_->on_thread([state = state_.get()] { state->heal(true); });
+}
+
+void TcpRelay::heal_new_only() {
+  state_->on_thread([state = state_.get()] { state->heal(false); });
 }
 
 double TcpRelay::last_to_client() const {

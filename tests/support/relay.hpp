@@ -27,6 +27,11 @@ class TcpRelay {
   std::string address() const;
   void black_hole();
   void heal();
+  // Heals for the connections made since the black hole began, and new
+  // ones; those it cut stay dead for good, open and silent, as behind a
+  // firewall or NAT that lost their state: their peers hear of it only
+  // from their own timeouts.
+  void heal_new_only();
   // Connections accepted so far, black-holed ones included.
   int accepted() const;
   // When bytes were last handed to a connecting client (Unix seconds; 0: never).
