@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -212,6 +213,16 @@ std::string elastic_settings(const TempDir& policy_dir) {
                   "heartbeat_seconds = 0.2\nnode_timeout_seconds = 5\n");
 }
 
+// Starts the daemon and agent a1, with `gpus` GPUs, connected through a
+// relay the test may cut.
+std::unique_ptr<TcpRelay> start_behind_relay(LocalCluster& cluster, int gpus) {
+  cluster.start_serve();
+  auto relay = std::make_unique<TcpRelay>(cluster.address());
+  cluster.add_agent("a1", gpus, relay->address());
+  cluster.wait_for_nodes(1);
+  return relay;
+}
+
 }  // namespace
 
 TEST_CASE("an elasticity plugin grows a job into freed GPUs and shrinks it for a new job: each a stop and a "
@@ -324,10 +335,7 @@ TEST_CASE("a black-holed agent's lease stops its jobs, the daemon requeues them,
   // A node is down after a second of silence; its processes count as gone a
   // second, their 2 s grace and a second later.
   LocalCluster cluster(settings("", "heartbeat_seconds = 0.2\nnode_timeout_seconds = 1\n"));
-  cluster.start_serve();
-  TcpRelay relay(cluster.address());
-  cluster.add_agent("a1", 2, relay.address());
-  cluster.wait_for_nodes(1);
+  const auto relay = start_behind_relay(cluster, 2);
   const int first = submit_train(cluster, "first", 1, 300);  // 6 s each
   const int second = submit_train(cluster, "second", 1, 300);
   wait_until([&] {
@@ -344,7 +352,7 @@ TEST_CASE("a black-holed agent's lease stops its jobs, the daemon requeues them,
   }
   REQUIRE(cut_off.size() == 2);
 
-  relay.black_hole();
+  relay->black_hole();
   // The agent hears nothing: its lease runs out and it stops its jobs itself.
   wait_until([&] { return std::none_of(cut_off.begin(), cut_off.end(), process_alive); }, 15,
              "a1's job processes are gone", [&] { return cluster.diagnostics(); });
@@ -354,9 +362,9 @@ TEST_CASE("a black-holed agent's lease stops its jobs, the daemon requeues them,
              [&] { return cluster.diagnostics(); });
   CHECK(cluster.serve_log().find("node a1 is down: silent for") != std::string::npos);
   // Its old connection and the one it opened once its lease ended, which waits.
-  CHECK(relay.accepted() == 2);
+  CHECK(relay->accepted() == 2);
 
-  relay.heal();
+  relay->heal();
   wait_until([&] { return cluster.serve_log().find("node a1 is back") != std::string::npos; }, 30,
              "a1 is back", [&] { return cluster.diagnostics(); });
   cluster.wait_for_nodes(2);
@@ -399,20 +407,17 @@ TEST_CASE("a cut-off agent stops its jobs when its lease ends, not at its next h
   // third beat after, 2 s late, past the second of margin the daemon allows
   // before it counts the processes as gone.
   LocalCluster cluster(settings("", "heartbeat_seconds = 3\nnode_timeout_seconds = 7\n"));
-  cluster.start_serve();
-  TcpRelay relay(cluster.address());
-  cluster.add_agent("a1", 1, relay.address());
-  cluster.wait_for_nodes(1);
+  const auto relay = start_behind_relay(cluster, 1);
   const int job = submit_train(cluster, "cut", 1, 100000);
   // Its progress came with a beat: from now on the agent hears only acks.
   wait_until([&] { return cluster.jobs().at(job).at("iteration").get<double>() > 0; }, 30, "the job runs",
              [&] { return cluster.diagnostics(); });
-  relay.black_hole();
+  relay->black_hole();
   wait_until([&] {
     const std::vector<Life> processes = lives(cluster, job);
     return !processes.empty() && processes.front().ended < std::numeric_limits<double>::infinity();
   }, 30, "the agent stops the job", [&] { return cluster.diagnostics(); });
-  const double gap = lives(cluster, job).front().ended - relay.last_to_client();
+  const double gap = lives(cluster, job).front().ended - relay->last_to_client();
   CHECK(gap > 6.9);  // not before it ends (the relay stamps its last write a moment after the agent may read it)
   CHECK(gap < 8);
 }
@@ -420,19 +425,16 @@ TEST_CASE("a cut-off agent stops its jobs when its lease ends, not at its next h
 TEST_CASE("an agent whose connection a partition left dead drops it when the scheduler has been silent a node "
           "timeout, and rejoins over a new one") {
   LocalCluster cluster(settings("", "heartbeat_seconds = 0.2\nnode_timeout_seconds = 1\n"));
-  cluster.start_serve();
-  TcpRelay relay(cluster.address());
-  cluster.add_agent("a1", 1, relay.address());
-  cluster.wait_for_nodes(1);
-  relay.black_hole();
+  const auto relay = start_behind_relay(cluster, 1);
+  relay->black_hole();
   wait_until([&] { return cluster.serve_log().find("node a1 is down") != std::string::npos; }, 30, "a1 is down",
              [&] { return cluster.diagnostics(); });
   // The connection it had stays open and silent, as behind a firewall that
   // forgot it; a new one gets through.
-  relay.heal_new_only();
+  relay->heal_new_only();
   wait_until([&] { return cluster.serve_log().find("node a1 is back") != std::string::npos; }, 30, "a1 is back",
              [&] { return cluster.diagnostics(); });
-  CHECK(relay.accepted() == 2);  // the dead one, and the one it opened when the scheduler had been silent a timeout
+  CHECK(relay->accepted() == 2);  // the dead one, and the one it opened when the scheduler had been silent a timeout
   CHECK(slurp(cluster.dir() / "a1.err").find("lost the scheduler: silent for 1.000000 s") != std::string::npos);
   const int job = submit_train(cluster, "after", 1, 20);
   wait_until([&] { return cluster.all_finished(1); }, 30, "a job runs on a1", [&] { return cluster.diagnostics(); });
