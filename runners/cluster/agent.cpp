@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -338,13 +339,26 @@ void NodeAgent::tick() {
     send(message("heartbeat", {{"progress", progress}}));
   }
   // The lease: a silent daemon has (or soon will have) given our jobs away.
-  if (node_timeout_seconds_ > 0 && !fenced_ && !processes_.empty() &&
-      Clock::now() - last_heard_ > seconds(node_timeout_seconds_)) {
+  const auto lease_ends = last_heard_ + seconds(node_timeout_seconds_);
+  const bool leased = node_timeout_seconds_ > 0 && !fenced_ && !processes_.empty();
+  if (leased && Clock::now() > lease_ends) {
     say("the scheduler has been silent for " + std::to_string(node_timeout_seconds_) + " s: stopping " +
         std::to_string(processes_.size()) + " job processes");
     fence();
   }
-  tick_timer_.expires_after(seconds(heartbeat_seconds_));
+  // It has dropped this connection too (it drops a node silent this long).
+  // A partition may leave it open here, dead, until TCP gives up minutes
+  // later: a new one gets through as soon as the network does.
+  if (phase_ == Phase::registered && node_timeout_seconds_ > 0 && Clock::now() > lease_ends)
+    connection_->close("silent for " + std::to_string(node_timeout_seconds_) + " s");
+  // The next beat, or the lease's end if sooner: the daemon counts our
+  // processes as gone a second after the lease plus their grace, so the
+  // stop may not wait up to a beat longer.
+  Clock::duration next = seconds(heartbeat_seconds_);
+  if (leased && !fenced_)
+    next = std::clamp<Clock::duration>(lease_ends - Clock::now() + std::chrono::milliseconds(1),
+                                       std::chrono::milliseconds(1), next);
+  tick_timer_.expires_after(next);
   tick_timer_.async_wait([this](boost::system::error_code error) {
     if (!error) tick();
   });

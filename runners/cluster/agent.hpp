@@ -8,7 +8,8 @@
 // daemon can reconcile. Its jobs hold a lease: when the daemon has been
 // silent for [serve] node_timeout_seconds, the agent stops them itself,
 // because by then the daemon treats the node as down and may start them
-// elsewhere.
+// elsewhere; and it drops that connection for a new one, which a network
+// partition may have left open here but dead.
 #pragma once
 
 #include <utility>  // before Asio (asio issue #944)

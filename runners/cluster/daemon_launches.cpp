@@ -135,8 +135,13 @@ void SchedulerDaemon::stop_current_launch(JobId job, const std::string& reason) 
 }
 
 void SchedulerDaemon::relaunch_resized(const ResizeOutcome& resize, const std::string& reason, double now) {
+  // A job the same round started has no run yet (at most a launch still
+  // stopping from before): the launch its start creates is at the new size,
+  // and a second one would wait for it forever (rule 1).
+  const auto current = launches_.find(jobs_[resize.job].current);
+  const bool running = current != launches_.end() && current->second->core_running;
   stop_current_launch(resize.job, reason);
-  create_launch(resize.job, resize.to, true);
+  if (running) create_launch(resize.job, resize.to, true);
   journal_.resized({now, resize.job, resize.from.gpu_count(), resize.to.gpu_count(), resize.cost_seconds,
                     resize.to.layout});
   save_job(resize.job);

@@ -141,10 +141,11 @@ class LocalCluster {
     serve_ = -1;
   }
 
-  void add_agent(const std::string& name, int gpus = 4) {
-    agents_[name] = spawn({tessel_exe().string(), "agent", "--scheduler", address_, "--secret-file", secret_.string(),
-                           "--name", name, "--fake-gpus", std::to_string(gpus), "--log-dir",
-                           (dir_.path() / ("logs-" + name)).string()},
+  // `scheduler`: where the agent connects (a relay, say); empty: the daemon.
+  void add_agent(const std::string& name, int gpus = 4, const std::string& scheduler = "") {
+    agents_[name] = spawn({tessel_exe().string(), "agent", "--scheduler", scheduler.empty() ? address_ : scheduler,
+                           "--secret-file", secret_.string(), "--name", name, "--fake-gpus", std::to_string(gpus),
+                           "--log-dir", (dir_.path() / ("logs-" + name)).string()},
                           dir_.path(), dir_.path() / (name + ".out"), dir_.path() / (name + ".err"));
   }
   void kill_agent(const std::string& name) {
