@@ -65,6 +65,10 @@ struct SchedulerDaemon::Launch {
   bool recovering = false;    // recovered and not yet confirmed or given up
   std::string master_addr;
   int master_port = 0;
+  // Set when rank 0 exited 0 at its last iteration: the training is done and
+  // the launch counts as finished; ranks still running then are stopped from
+  // this time (run time), so that one hanging in its exit holds no GPU for good.
+  std::optional<double> exit_window_ends;
 };
 
 struct SchedulerDaemon::JobEntry {
