@@ -10,6 +10,7 @@ packages=(
   libboost-dev libssl-dev libtomlplusplus-dev libcli11-dev doctest-dev libsqlite3-dev nlohmann-json3-dev libglpk-dev
   gnuplot-nox
   pybind11-dev python3-dev python3-venv python3-mesonpy python3-pandas python3-matplotlib python3-pytest
+  python3-torch  # tests/python/test_torch_training.py trains the PyTorch example for real (gloo, CPU)
 )
 
 missing=()

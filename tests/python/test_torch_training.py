@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -113,11 +114,18 @@ def test_pytorch_job_is_preempted_loses_a_node_and_finishes_once(tmp_path, write
         cluster.wait(lambda: cluster.jobs()[long]["iteration"] >= resumed_at + 5, 90, "the resumed job trains")
 
         # A node crash under the training: the agent of ranks 2 and 3 dies,
-        # and its processes with it; a supervisor restarts it at once.
+        # and its processes with it. Ranks 0 and 1 fail on losing their peers
+        # (gloo); then a supervisor restarts the agent, well within the node
+        # timeout, and it reports that it runs nothing.
         rank0_node, other = cluster.jobs()[long]["nodes"]
         assert rank0_node != other
         cluster.agents[other].send_signal(signal.SIGKILL)
         cluster.agents[other].wait()
+        cluster.wait(lambda: query(tmp_path / "cluster.db",
+                                   "SELECT count(*) FROM cluster_ranks JOIN cluster_launches USING (run_id, launch_id) "
+                                   "WHERE job_id = ? AND resume = 1 AND outcome IS NOT NULL AND ended IS NULL "
+                                   "AND node = ? AND exit_code IS NOT NULL", long, rank0_node) == [(2,)],
+                     60, "the surviving ranks exit")
         cluster.add_agent(other, 2)
         cluster.wait(lambda: all(job["status"] == "finished" for job in cluster.jobs()), 120, "both jobs finish")
     finally:
@@ -134,7 +142,38 @@ def test_pytorch_job_is_preempted_loses_a_node_and_finishes_once(tmp_path, write
     # from the checkpoint, and the training ran to its end once.
     assert query(database, "SELECT count(*), count(DISTINCT node) FROM cluster_ranks JOIN cluster_launches "
                            "USING (run_id, launch_id) WHERE job_id = ? GROUP BY launch_id", long) == [(4, 2)] * 3
+    with open(tmp_path / "serve.err") as log:
+        assert "died with its agent; counted as lost" in log.read()
     rank0_logs = "".join(path.read_text() for path in tmp_path.glob("logs-*/job-0/rank-0.log"))
     resumes = [int(n) for n in re.findall(r"rank 0: resumed from iteration (\d+)", rank0_logs)]
     assert len(resumes) == 2 and all(n > 0 for n in resumes), rank0_logs
     assert rank0_logs.count("rank 0: done at iteration 150 on cpu over gloo") == 1, rank0_logs
+
+
+def test_pytorch_example_alone_uses_gloo_without_gpus_reports_progress_and_resumes(tmp_path):
+    # One rank, as tessel starts it on a node whose GPUs are none to CUDA.
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    progress = tmp_path / "progress"
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+               CUDA_VISIBLE_DEVICES="", TESSEL_PROGRESS=str(progress))
+    env.pop("TESSEL_RESUME", None)
+
+    def train(iterations, **extra):
+        done = subprocess.run([sys.executable, TRAIN, "--iterations", str(iterations), "--checkpoint-every", "3",
+                               "--hidden", "8"], cwd=tmp_path, env=dict(env, **extra), capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = train(6)
+    assert "resumed" not in out
+    assert "rank 0: done at iteration 6 on cpu over gloo" in out
+    assert progress.read_text().splitlines() == [f"iteration {n} of 6" for n in range(1, 7)]
+    assert torch.load(tmp_path / "checkpoint.pt")["iteration"] == 6
+
+    progress.unlink()
+    out = train(9, TESSEL_RESUME="1")
+    assert "rank 0: resumed from iteration 6" in out
+    assert progress.read_text().splitlines() == [f"iteration {n} of 9" for n in range(7, 10)]
