@@ -56,16 +56,20 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 
 void touch(const fs::path& file) { std::ofstream(file).close(); }
 
+// Starts the daemon and one agent per (name, GPUs); returns once all have registered.
+void start(LocalCluster& cluster, const std::vector<std::pair<std::string, int>>& agents) {
+  cluster.start_serve();
+  for (const auto& [name, gpus] : agents) cluster.add_agent(name, gpus);
+  cluster.wait_for_nodes(agents.size());
+}
+
 }  // namespace
 
 TEST_CASE("a node crash (kill -9 on an agent) is lost, not a failed attempt, though the other ranks fail on it") {
   // A long node timeout: the crashed agent is restarted before its node is
   // down, as a supervisor would, and reports that it runs nothing.
   LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 30\ngrace_seconds = 1\nmax_retries = 0\n");
-  cluster.start_serve();
-  cluster.add_agent("a1", 1);
-  cluster.add_agent("a2", 1);
-  cluster.wait_for_nodes(2);
+  start(cluster, {{"a1", 1}, {"a2", 1}});
   // Rank 0 fails once its peer is gone, as a gloo rank does when its peer's
   // socket closes; resumed, the job ends well.
   const auto [job, workdir] = submit_script(cluster, "crash", 2, 1,
@@ -98,9 +102,7 @@ TEST_CASE("a node crash (kill -9 on an agent) is lost, not a failed attempt, tho
 
 TEST_CASE("an agent frozen past its node timeout (SIGSTOP) re-registers once when it wakes, then stops its stale job") {
   LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 1\ngrace_seconds = 1\n");
-  cluster.start_serve();
-  cluster.add_agent("a1", 1);
-  cluster.wait_for_nodes(1);
+  start(cluster, {{"a1", 1}});
   // Ignores SIGTERM, so that it still runs when its agent comes back and
   // re-registers; SIGKILL ends it a grace period after the stop.
   const auto job = submit_script(cluster, "frozen", 1, 6,
@@ -129,9 +131,7 @@ TEST_CASE("an agent frozen past its node timeout (SIGSTOP) re-registers once whe
 
 TEST_CASE("a daemon restarted under a running job gives the next job on that node another MASTER_PORT") {
   LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 8\ngrace_seconds = 1\n");
-  cluster.start_serve();
-  cluster.add_agent("a1", 2);
-  cluster.wait_for_nodes(1);
+  start(cluster, {{"a1", 2}});
   const std::string script = "echo port=$MASTER_PORT; while [ ! -f done ]; do sleep 0.05; done";
   auto port_of = [&](int job) {
     std::smatch match;
@@ -163,9 +163,7 @@ TEST_CASE("a daemon restarted under a running job gives the next job on that nod
 
 TEST_CASE("a job whose rank 0 finished its training while another rank hangs in its exit finishes in bounded time") {
   LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 5\ngrace_seconds = 1\n");
-  cluster.start_serve();
-  cluster.add_agent("a1", 2);
-  cluster.wait_for_nodes(1);
+  start(cluster, {{"a1", 2}});
   // Rank 1 hangs in its exit and ignores SIGTERM: only SIGKILL ends it.
   const int hung = submit_script(cluster, "hung", 2, 1,
                                  "if [ \"$RANK\" = 0 ]; then echo 'iteration 5 of 5' >> \"$TESSEL_PROGRESS\"; exit 0; fi; "
@@ -186,4 +184,29 @@ TEST_CASE("a job whose rank 0 finished its training while another rank hangs in 
   // The GPUs went to the next job only once the hung rank was gone.
   CHECK(count(db, "SELECT count(*) FROM cluster_ranks r JOIN cluster_launches l USING (run_id, launch_id) "
                   "WHERE l.job_id = " + std::to_string(next) + " AND r.started < (SELECT ended" + of_hung + ")") == 0);
+}
+
+TEST_CASE("a daemon restarted while a finished training's last rank hangs adopts the launch and still ends it") {
+  LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 8\ngrace_seconds = 1\n");
+  start(cluster, {{"a1", 2}});
+  // A window long enough to restart the daemon within it.
+  const int job = submit_script(cluster, "hung", 2, 15,
+                                "if [ \"$RANK\" = 0 ]; then echo 'iteration 5 of 5' >> \"$TESSEL_PROGRESS\"; exit 0; fi; "
+                                "exec sleep 1000",
+                                {"--iterations", "5"}).first;
+  const fs::path db = cluster.db();
+  wait_until([&] {
+    return count(db, "SELECT count(*) FROM cluster_ranks WHERE rank = 0 AND exit_code = 0") == 1 &&
+           count(db, "SELECT count(*) FROM jobs WHERE executed_work = 5") == 1;
+  }, 30, "rank 0's exit and the job's progress are saved", [&] { return cluster.diagnostics(); });
+  const std::string address = cluster.address();
+  cluster.kill_serve();
+  cluster.start_serve(address);
+  wait_until([&] { return cluster.all_finished(1); }, 60, "the job finished", [&] { return cluster.diagnostics(); });
+
+  CHECK(cluster.serve_log().find("adopted") != std::string::npos);
+  CHECK(cluster.serve_log().find("did not exit within") != std::string::npos);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE job_id = " + std::to_string(job)) == 1);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'finished'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM cluster_ranks WHERE rank = 1 AND signal = 15") == 1);
 }

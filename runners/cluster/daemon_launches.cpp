@@ -288,6 +288,11 @@ void SchedulerDaemon::resolve_recovered(Launch& launch) {
       launch.core_running = true;
       entry.current = launch.id;
       log("job " + std::to_string(launch.job) + " still runs (launch " + std::to_string(launch.id) + "): adopted");
+      // Rank 0 had ended the training before the restart (its progress is
+      // the job's): the others' exit window starts again now.
+      const Rank& first = launch.ranks.front();
+      if (first.gone && first.record.exit_code == 0 && job.executed_work >= job.spec.total_work)
+        launch.exit_window_ends = now() + grace_of(launch.job);
       save_job(launch.job);
       return;
     }
