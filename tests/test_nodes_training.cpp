@@ -164,13 +164,19 @@ TEST_CASE("a daemon restarted under a running job gives the next job on that nod
 TEST_CASE("a job whose rank 0 finished its training while another rank hangs in its exit finishes in bounded time") {
   LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 5\ngrace_seconds = 1\n");
   start(cluster, {{"a1", 2}});
-  // Rank 1 hangs in its exit and ignores SIGTERM: only SIGKILL ends it.
-  const int hung = submit_script(cluster, "hung", 2, 1,
-                                 "if [ \"$RANK\" = 0 ]; then echo 'iteration 5 of 5' >> \"$TESSEL_PROGRESS\"; exit 0; fi; "
-                                 "trap '' TERM; exec sleep 1000",
-                                 {"--iterations", "5"}).first;
+  // Rank 0 exits once its last progress line has reached the daemon (so the
+  // exit report must repeat it); rank 1 hangs in its exit and ignores
+  // SIGTERM: only SIGKILL ends it.
+  const auto [hung, workdir] = submit_script(
+      cluster, "hung", 2, 1,
+      "if [ \"$RANK\" = 0 ]; then echo 'iteration 5 of 5' >> \"$TESSEL_PROGRESS\"; "
+      "while [ ! -f exit-now ]; do sleep 0.05; done; exit 0; fi; trap '' TERM; exec sleep 1000",
+      {"--iterations", "5"});
   // The next job waits for the GPUs the hung rank holds.
   const int next = submit_script(cluster, "next", 2, 1, "exit 0").first;
+  wait_until([&] { return cluster.jobs().at(hung).at("iteration") == 5; }, 30, "the daemon has the progress",
+             [&] { return cluster.diagnostics(); });
+  touch(workdir / "exit-now");
   wait_until([&] { return cluster.all_finished(2); }, 60, "both jobs finished", [&] { return cluster.diagnostics(); });
 
   const fs::path db = cluster.db();
