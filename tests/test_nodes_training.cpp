@@ -14,6 +14,7 @@
 
 #include "local_cluster.hpp"
 #include "results/sqlite.hpp"
+#include "results/store.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -215,4 +216,28 @@ TEST_CASE("a daemon restarted while a finished training's last rank hangs adopts
   CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE job_id = " + std::to_string(job)) == 1);
   CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'finished'") == 1);
   CHECK(count(db, "SELECT count(*) FROM cluster_ranks WHERE rank = 1 AND signal = 15") == 1);
+}
+
+TEST_CASE("a daemon resuming a schema-6 database adds master_port and adopts the launches it finds") {
+  LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 8\ngrace_seconds = 1\n");
+  start(cluster, {{"a1", 1}});
+  const auto [job, workdir] = submit_script(cluster, "old", 1, 1, "while [ ! -f done ]; do sleep 0.05; done");
+  const fs::path db = cluster.db();
+  wait_until([&] { return count(db, "SELECT count(*) FROM cluster_ranks WHERE pid IS NOT NULL") == 1; }, 30,
+             "the job runs", [&] { return cluster.diagnostics(); });
+  const std::string address = cluster.address();
+  cluster.kill_serve();
+  {
+    // As an older tessel left it: no ports.
+    sql::Database raw(db.string(), false);
+    raw.exec("ALTER TABLE cluster_launches DROP COLUMN master_port; PRAGMA user_version = 6");
+  }
+  cluster.start_serve(address);
+  wait_until([&] { return cluster.serve_log().find("adopted") != std::string::npos; }, 30, "the job is adopted",
+             [&] { return cluster.diagnostics(); });
+  CHECK(count(db, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE master_port IS NULL") == 1);
+  touch(workdir / "done");
+  wait_until([&] { return cluster.all_finished(1); }, 30, "the job finished", [&] { return cluster.diagnostics(); });
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE job_id = " + std::to_string(job)) == 1);
 }
