@@ -11,6 +11,7 @@ packages=(
   gnuplot-nox
   slurm-wlm slurmctld slurmd slurm-client munge
   pybind11-dev python3-dev python3-venv python3-mesonpy python3-pandas python3-matplotlib python3-pytest
+  python3-torch  # tests/python/test_torch_training.py trains the PyTorch example for real (gloo, CPU)
 )
 
 missing=()

@@ -7,8 +7,9 @@ Submit it with, for example:
 tessel starts one process per GPU with the usual torch.distributed variables
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and
 CUDA_VISIBLE_DEVICES, so `init_process_group` needs no arguments. With CUDA it
-trains on the rank's GPU over NCCL; without (agents with --fake-gpus), on the
-CPU over gloo, so the same job runs on a laptop or in CI.
+trains on the rank's GPU over NCCL; without (no CUDA, or CUDA_VISIBLE_DEVICES
+empty: agents with --fake-gpus on a machine without GPUs), on the CPU over
+gloo, so the same job runs on a laptop or in CI.
 On preemption the whole process group gets SIGTERM, then SIGKILL after the
 grace period: save a checkpoint and exit. When TESSEL_RESUME=1, load it.
 Progress lines appended to $TESSEL_PROGRESS let LAS/SRTF-like policies see
@@ -17,6 +18,7 @@ how far the job is.
 import argparse
 import os
 import signal
+import time
 
 import torch
 import torch.distributed as dist
@@ -37,6 +39,12 @@ def report_progress(iteration, total):
             progress.write(f"iteration {iteration} of {total}\n")
 
 
+def cuda_usable():
+    # tessel names the rank's GPUs in CUDA_VISIBLE_DEVICES; empty, there are
+    # none to use even where CUDA is installed.
+    return torch.cuda.is_available() and os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() != ""
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, required=True)
@@ -44,11 +52,14 @@ def main():
     parser.add_argument("--checkpoint-every", type=int, default=100)
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                         help="auto: CUDA when this rank can see a GPU, else the CPU")
+    parser.add_argument("--hidden", type=int, default=1024, help="the model's width")
+    parser.add_argument("--step-seconds", type=float, default=0,
+                        help="sleep this long each step: a slower model, for tests and demos")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, on_sigterm)
 
     local_rank = int(os.environ["LOCAL_RANK"])
-    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    use_cuda = args.device == "cuda" or (args.device == "auto" and cuda_usable())
     if use_cuda:
         # CUDA_VISIBLE_DEVICES holds this node's GPUs of the job, one per local rank.
         torch.cuda.set_device(local_rank)
@@ -57,7 +68,7 @@ def main():
         device = torch.device("cpu")
     dist.init_process_group("nccl" if use_cuda else "gloo")
     rank = dist.get_rank()
-    layer = nn.Linear(1024, 1024).to(device)
+    layer = nn.Linear(args.hidden, args.hidden).to(device)
     model = nn.parallel.DistributedDataParallel(layer, device_ids=[local_rank] if use_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
@@ -67,6 +78,7 @@ def main():
         model.module.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start = state["iteration"]
+        print(f"rank {rank}: resumed from iteration {start}", flush=True)
 
     def save(iteration):
         if rank == 0:
@@ -82,15 +94,19 @@ def main():
             save(iteration)
             dist.destroy_process_group()
             return 143
-        loss = model(torch.randn(64, 1024, device=device)).square().mean()
+        loss = model(torch.randn(64, args.hidden, device=device)).square().mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if args.step_seconds > 0:
+            time.sleep(args.step_seconds)
         if (iteration + 1) % args.checkpoint_every == 0:
             save(iteration + 1)
         report_progress(iteration + 1, args.iterations)
     save(args.iterations)
     dist.destroy_process_group()
+    print(f"rank {rank}: done at iteration {args.iterations} on {device} over {'nccl' if use_cuda else 'gloo'}",
+          flush=True)
     return 0
 
 

@@ -311,7 +311,8 @@ void NodeAgent::reap() {
                                      {"code", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
                                      {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0},
                                      {"stopped", process.stopping()}});
-      if (auto progress = process.read_progress()) {
+      process.read_progress();
+      if (const auto& progress = process.last_progress()) {
         exit["iteration"] = progress->iteration;
         exit["total"] = progress->total;
       }

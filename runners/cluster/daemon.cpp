@@ -84,6 +84,8 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
     launch->recovered = true;
     launch->recovering = true;
     launch->dispatched = true;
+    // Its rank 0 may still listen there: dispatch gives the port to no other launch.
+    launch->master_port = record.master_port;
     for (const RankRecord& r : record.ranks) {
       Rank rank;
       rank.record = r;
@@ -586,6 +588,13 @@ void SchedulerDaemon::watch() {
     auto it = launches_.find(id);
     if (it == launches_.end()) continue;
     Launch& launch = *it->second;
+    if (launch.exit_window_ends && *launch.exit_window_ends <= t && launch.stop_reason.empty() && !launch.recovering) {
+      log("job " + std::to_string(launch.job) + " finished its training, but some of its processes did not exit within " +
+          std::to_string(grace_of(launch.job)) + " s: stopping them");
+      auto transaction = journal_.transaction();
+      abandon(launch, "finished");
+      transaction.commit();
+    }
     bool expired = false;
     for (Rank& rank : launch.ranks)
       if (!rank.gone && rank.lost_at && *rank.lost_at <= t) {

@@ -16,6 +16,15 @@ bool valid_node_name(const std::string& name) {
   return true;
 }
 
+// Rank 0's exit report says it ran its last iteration: of the total its
+// progress lines gave, or else of the job's --iterations.
+bool training_done(const Message& exit, const JobRequest& request) {
+  if (!exit.has("iteration")) return false;
+  const std::int64_t said = exit.has("total") ? exit.integer("total", 0) : 0;
+  const std::int64_t total = said > 0 ? said : request.iterations.value_or(0);
+  return total > 0 && exit.integer("iteration", 0) >= total;
+}
+
 }  // namespace
 
 void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Message& m) {
@@ -86,6 +95,10 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
   node->mem_gb = mem_gb;
   node->last_heard = Clock::now();
   if (m.has("log_dir")) node->log_dir = m.text("log_dir").substr(0, 4096);
+  // Registered first: an agent takes no order before it hears this, and
+  // reconciling below may send it some (stops for launches we no longer count).
+  peer->connection->send(message("registered", {{"heartbeat_seconds", serve_.heartbeat_seconds},
+                                                {"node_timeout_seconds", serve_.node_timeout_seconds}}));
 
   // What exited while we were apart, then what still runs.
   for (const json& exit : exits) record_exit(*node, Message::of(exit, "exited"));
@@ -122,9 +135,6 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
         rank_gone(*launch, rank, std::nullopt, 0);
   save_node(*node);
   transaction.commit();
-
-  peer->connection->send(message("registered", {{"heartbeat_seconds", serve_.heartbeat_seconds},
-                                                {"node_timeout_seconds", serve_.node_timeout_seconds}}));
   settle();
 }
 
@@ -194,6 +204,12 @@ void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
     if (rank_index == 0 && m.has("iteration") &&
         (progress_counts(launch) || (launch.recovered && launch.stop_reason.empty() && !core_->job(launch.job).done())))
       core_->report_progress(launch.job, static_cast<double>(m.integer("iteration", 0)), exited_at);
+    if (rank_index == 0 && code == 0 && launch.stop_reason.empty() && !launch.exit_window_ends &&
+        training_done(m, jobs_[launch.job].request)) {
+      // The others may be stuck in their exit (a collective's teardown):
+      // they get the job's grace period to end on their own.
+      launch.exit_window_ends = exited_at + grace_of(launch.job);
+    }
     // Stopped by its agent without our asking (its lease ran out, or the
     // agent is shutting down): whatever its exit code, it did not finish.
     rank.stopped_by_agent = m.has("stopped") && m.flag("stopped") && launch.stop_reason.empty();

@@ -100,6 +100,9 @@ void SchedulerDaemon::dispatch(Launch& launch) {
   if (launch.master_port == 0) launch.master_port = serve_.master_port_first;
   launch.master_addr = master->address;
   launch.dispatched = true;
+  // Saved before any agent hears it: a restarted daemon adopting this launch
+  // must know the port is held (the gate opens only while the journal writes).
+  journal_.save_launch_port(launch.id, launch.master_port);
   const JobRequest& request = jobs_[launch.job].request;
   const auto world = static_cast<int>(launch.ranks.size());
   for (Rank& rank : launch.ranks) {
@@ -180,8 +183,9 @@ void SchedulerDaemon::rank_gone(Launch& launch, Rank& rank, std::optional<int> c
       for (std::size_t i = 0; i < node->occupant.size(); ++i)
         if (node->occupant[i] == launch.id) node->occupant[i] = 0;
   }
+  // Once the training is done, a rank failing on its way out fails nothing.
   const bool failed = !code || *code != 0;
-  if (failed && launch.stop_reason.empty() && !launch.recovering) {
+  if (failed && launch.stop_reason.empty() && !launch.recovering && !launch.exit_window_ends) {
     // The first failure is the cause: the ranks stopped after it end too.
     if (code) launch.failure = failure_text(launch.job, launch.id, rank.record, rank.error);
     abandon(launch, code ? "failed" : "lost");
@@ -196,7 +200,19 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
     if (!rank.gone) return;
   bool all_zero = true;
   for (const Rank& rank : launch.ranks) all_zero = all_zero && rank.record.exit_code == 0;
-  const std::string outcome = launch.stop_reason.empty() ? (all_zero ? "finished" : "failed") : launch.stop_reason;
+  std::string outcome =
+      launch.stop_reason.empty() ? (all_zero || launch.exit_window_ends ? "finished" : "failed") : launch.stop_reason;
+  // A process gone without a word died with its agent (a node crash). The
+  // ranks that failed meanwhile failed because their peer vanished
+  // (torch.distributed does): the node's fault, not the job's, so no retry is used.
+  const auto unreported = std::find_if(launch.ranks.begin(), launch.ranks.end(),
+                                       [](const Rank& rank) { return rank.sent && !rank.record.exit_code; });
+  if (outcome == "failed" && unreported != launch.ranks.end()) {
+    log("launch " + std::to_string(launch.id) + " of job " + std::to_string(launch.job) + ": rank " +
+        std::to_string(unreported->record.rank) + " on " + unreported->record.node +
+        " died with its agent; counted as lost, not as a failed attempt");
+    outcome = "lost";
+  }
   // It ended with its last process, when that exited (perhaps while we were
   // down); now, if some process was given up on without a word.
   double t = 0;
@@ -312,6 +328,11 @@ void SchedulerDaemon::resolve_recovered(Launch& launch) {
       launch.core_running = true;
       entry.current = launch.id;
       log("job " + std::to_string(launch.job) + " still runs (launch " + std::to_string(launch.id) + "): adopted");
+      // Rank 0 had ended the training before the restart (its progress is
+      // the job's): the others' exit window starts again now.
+      const Rank& first = launch.ranks.front();
+      if (first.gone && first.record.exit_code == 0 && job.executed_work >= job.spec.total_work)
+        launch.exit_window_ends = now() + grace_of(launch.job);
       save_job(launch.job);
       return;
     }

@@ -69,6 +69,10 @@ struct SchedulerDaemon::Launch {
   int master_port = 0;
   // Its first failure: which rank, how it ended and where its log is.
   std::string failure;
+  // Set when rank 0 exited 0 at its last iteration: the training is done and
+  // the launch counts as finished; ranks still running then are stopped from
+  // this time (run time), so that one hanging in its exit holds no GPU for good.
+  std::optional<double> exit_window_ends;
 };
 
 struct SchedulerDaemon::JobEntry {

@@ -236,6 +236,7 @@ std::optional<Progress> JobProcess::read_progress() {
     if (auto p = parse_progress_line(std::string_view(progress_partial_).substr(start, end - start))) latest = p;
   progress_partial_.erase(0, start);
   if (progress_partial_.size() > 4096) progress_partial_.clear();  // not a progress file
+  if (latest) last_progress_ = latest;
   return latest;
 }
 

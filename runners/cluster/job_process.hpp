@@ -81,6 +81,9 @@ class JobProcess {
   void stop(double grace_seconds);
   // The new latest progress line since the last call, if any.
   std::optional<Progress> read_progress();
+  // The latest progress line read so far, new or not: what an exit report
+  // says, though a heartbeat may have sent it already.
+  const std::optional<Progress>& last_progress() const { return last_progress_; }
   // Called once the process was reaped, with its waitpid status.
   void exited(int status);
 
@@ -92,6 +95,7 @@ class JobProcess {
   std::filesystem::path progress_path_;
   std::uint64_t progress_offset_ = 0;
   std::string progress_partial_;
+  std::optional<Progress> last_progress_;
   pid_t pid_ = -1;
   bool stopping_ = false;
   asio::steady_timer kill_timer_;

@@ -272,6 +272,14 @@ void Journal::save_launch_outcome(LaunchId launch, const std::string& outcome) {
   });
 }
 
+void Journal::save_launch_port(LaunchId launch, int master_port) {
+  write([=, this] {
+    auto update = db_.prepare("UPDATE cluster_launches SET master_port = ? WHERE run_id = ? AND launch_id = ?");
+    update.bind(1, master_port).bind(2, run_).bind(3, static_cast<std::int64_t>(launch));
+    update.run();
+  });
+}
+
 void Journal::save_launch_end(LaunchId launch, double at, const std::string& outcome) {
   write([=, this] {
     auto update = db_.prepare("UPDATE cluster_launches SET ended = ?, outcome = ? WHERE run_id = ? AND launch_id = ?");
@@ -350,8 +358,8 @@ RecoveredRun Journal::recover() {
   recovered.next_launch = static_cast<LaunchId>(next.integer(0));
 
   auto launches = db_.prepare(
-      "SELECT launch_id, job_id, decided, resume, coalesce(outcome, ''), ended IS NULL FROM cluster_launches "
-      "WHERE run_id = ? ORDER BY launch_id");
+      "SELECT launch_id, job_id, decided, resume, coalesce(outcome, ''), ended IS NULL, coalesce(master_port, 0) "
+      "FROM cluster_launches WHERE run_id = ? ORDER BY launch_id");
   launches.bind(1, run_);
   auto ranks = db_.prepare(
       "SELECT rank, node, gpus, exit_code, coalesce(signal, 0) FROM cluster_ranks WHERE run_id = ? AND launch_id = ? "
@@ -363,6 +371,7 @@ RecoveredRun Journal::recover() {
     launch.decided = launches.real(2);
     launch.resume = launches.integer(3) != 0;
     launch.outcome = launches.text(4);
+    launch.master_port = static_cast<int>(launches.integer(6));
     ranks.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id));
     while (ranks.step()) {
       RankRecord r;

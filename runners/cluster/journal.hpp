@@ -8,8 +8,9 @@
 //
 //   cluster_runs      the run's time 0 (Unix seconds): times survive restarts
 //   cluster_jobs      what was submitted: command, env, workdir, iterations, ...
-//   cluster_launches  each launch of a job: when decided, resumed or not, and
-//                     once stopped or ended, its outcome and end time
+//   cluster_launches  each launch of a job: when decided, resumed or not, its
+//                     MASTER_PORT once dispatched, and once stopped or ended,
+//                     its outcome and end time
 //   cluster_ranks     each process of a launch: node, GPUs, pid, exit
 //   cluster_nodes     the agents: address, GPUs, up or down, last heard
 //
@@ -123,6 +124,7 @@ class Journal final : public RunSink {
   void save_rank_start(LaunchId launch, int rank, int pid, double at);
   void save_rank_exit(LaunchId launch, int rank, int code, int signal);
   void save_launch_outcome(LaunchId launch, const std::string& outcome);
+  void save_launch_port(LaunchId launch, int master_port);
   void save_launch_end(LaunchId launch, double at, const std::string& outcome);
   void mark_run(const std::string& status, const std::string& note);
 

@@ -10,7 +10,8 @@
 //   agent -> daemon   register {name, address, gpus: [{index, gpu_type}], cpus, mem_gb,
 //                              running: [{launch, rank, pid}], exits: [exit...], [log_dir]}
 //   daemon -> agent   registered {heartbeat_seconds, node_timeout_seconds}
-//                     or refused {reason} when another live agent has the name
+//                     or refused {reason} when another live agent has the name;
+//                     registered comes before any stop for what the agent still runs
 //   agent -> daemon   heartbeat {progress: [{launch, iteration, total}]}
 //   daemon -> agent   ack {}                        (renews the agent's lease)
 //   daemon -> agent   launch {launch, job, rank, local_rank, world_size, gpus: [index...],

@@ -148,6 +148,7 @@ class LocalCluster {
                            "--log-dir", (dir_.path() / ("logs-" + name)).string()},
                           dir_.path(), dir_.path() / (name + ".out"), dir_.path() / (name + ".err"));
   }
+  pid_t agent_pid(const std::string& name) const { return agents_.at(name); }
   void kill_agent(const std::string& name) {
     ::kill(agents_.at(name), SIGKILL);
     ::waitpid(agents_.at(name), nullptr, 0);

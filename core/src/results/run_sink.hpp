@@ -39,6 +39,7 @@ struct LaunchRecord {
   bool resume = false;
   std::string outcome;  // empty while it runs unchallenged; the reason once stopping or ended
   std::vector<RankRecord> ranks;
+  int master_port = 0;  // once dispatched (real nodes)
 };
 
 // A node joined, went down or came back (real nodes: a simulated cluster is

@@ -160,6 +160,11 @@ ALTER TABLE runs ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
     R"sql(
 UPDATE metrics SET name = name || '_s'
  WHERE name IN ('avg_jct', 'p50_jct', 'p95_jct', 'p99_jct', 'avg_queueing_delay', 'makespan');
+)sql",
+    // 6 -> 7: each launch's MASTER_PORT, so that a restarted daemon knows the
+    // ports its adopted launches hold. NULL: not dispatched, or an older daemon's.
+    R"sql(
+ALTER TABLE cluster_launches ADD COLUMN master_port INTEGER;
 )sql"};
 
 void add_job_columns(sql::Database& db);  // below, with the columns

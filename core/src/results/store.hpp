@@ -40,7 +40,7 @@
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 // A `jobs` row is written and read through one table of its columns
 // (job_row.hpp: kJobColumns): the INSERT, the SELECT, reading a row back, the
