@@ -309,3 +309,26 @@ TEST_CASE("parallel single submissions are each journalled once and survive a ki
   // The next id follows the recovered ones.
   CHECK(cluster.submit({1, 10}) == kClients * kEach);
 }
+
+TEST_CASE("after a restart, the run's figures still count the jobs that finished before it") {
+  // The journal computes the figures from the job rows it holds in memory:
+  // a restarted daemon must hold the recovered ones too.
+  LocalCluster cluster(std::string(kQueueOnly) + "[serve]\nheartbeat_seconds = 0.2\n");
+  cluster.start_serve();
+  cluster.add_agent("a1", 2);
+  cluster.wait_for_nodes(1);
+  cluster.submit({1, 10});
+  cluster.submit({1, 10});
+  wait_until([&] { return cluster.all_finished(2); }, 60, "both jobs finish", [&] { return cluster.diagnostics(); });
+  wait_until([&] { return count(cluster.db(), "SELECT count(*) FROM metrics WHERE name = 'finished' AND value = 2") == 1; },
+             30, "the figures count both");
+  const std::string address = cluster.address();
+  cluster.kill_serve();
+  const std::int64_t rounds = count(cluster.db(), "SELECT events FROM runs");
+  cluster.start_serve(address);
+  // The restarted daemon has written its totals (its rounds count on) ...
+  wait_until([&] { return count(cluster.db(), "SELECT events FROM runs") > rounds; }, 30,
+             "the restarted daemon writes the run's totals", [&] { return cluster.diagnostics(); });
+  // ... with the figures of every job, the recovered ones included.
+  CHECK(count(cluster.db(), "SELECT count(*) FROM metrics WHERE name = 'finished' AND value = 2") == 1);
+}
