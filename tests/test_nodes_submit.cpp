@@ -332,3 +332,30 @@ TEST_CASE("after a restart, the run's figures still count the jobs that finished
   // ... with the figures of every job, the recovered ones included.
   CHECK(count(cluster.db(), "SELECT count(*) FROM metrics WHERE name = 'finished' AND value = 2") == 1);
 }
+
+TEST_CASE("a batch the disk cannot hold is refused, never acknowledged; its ids stay, cancelled") {
+  LocalCluster cluster(kQueueOnly, "disk/cluster.db");
+  // 1 MiB holds the schema, not 10,000 submissions.
+  const TestMount disk = TestMount::tmpfs(cluster.dir() / "disk", 1 << 20);
+  if (!disk.mounted()) return;  // mounting needs root; CI runs as root
+  cluster.start_serve();
+  std::string lines;
+  for (int i = 0; i < 10'000; ++i)
+    lines += "{\"name\": \"job-with-a-longer-name-" + std::to_string(i) + "\", \"command\": [\"/bin/true\"]}\n";
+  std::ofstream(cluster.dir() / "many.jsonl") << lines;
+  const CommandResult refused = cluster.tessel({"submit", "--file", (cluster.dir() / "many.jsonl").string()});
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("the scheduler cannot write its database: " + cluster.db().string()) != std::string::npos);
+  CHECK(refused.out.find("submitted job") == std::string::npos);
+  const json status = cluster.status();
+  CHECK_FALSE(status.at("database").at("writable").get<bool>());
+  CHECK(status.at("submissions").at("jobs") == 0);
+  // The ids were taken by the time the disk refused: they stay, as cancelled.
+  const json jobs = cluster.jobs();
+  CHECK(jobs.size() == 10'000);
+  CHECK(std::all_of(jobs.begin(), jobs.end(), [](const json& job) { return job.at("status") == "cancelled"; }));
+  // A later single submission is refused at once.
+  const CommandResult single = cluster.tessel({"submit", "--", "/bin/true"});
+  CHECK(single.code == 2);
+  CHECK(single.err.find("the scheduler cannot write its database") != std::string::npos);
+}
