@@ -4,9 +4,16 @@
 //      agents with 4 fake GPUs each; 60 one-GPU jobs submitted 150 ms apart
 //      (so arrivals fall at every phase of the round), each writing the time
 //      it started. Target (issue #6): p99 under one round + 50 ms.
-//   2. Round time with 1,000 queued jobs: 64 agents (256 GPUs) busy with
-//      256 running jobs, 1,000 more waiting, FIFO with backfill (every round
-//      tries every waiting job) and consolidated placement. Target: under 20 ms.
+//   2. Round time with 10,000 queued jobs (issue 14): 64 agents (256 GPUs)
+//      busy with 256 running jobs, 10,000 more waiting, FIFO with backfill
+//      (every round tries every waiting job) and consolidated placement.
+//      Target: p99 under 20 ms.
+//   4. `submit` (issue 14, also run by default): submission at cluster speed,
+//      each figure against its target:
+//      - `tessel submit --file` of 10,000 jobs (JSON lines): >= 2,000 jobs/s;
+//      - 1,000 separate `tessel submit` processes, 16 at a time: >= 200 jobs/s;
+//      - `status` round trips while 16 clients submit 10,000 jobs one at a
+//        time, each over its own connection: p99 < 50 ms.
 //   3. `slow`: the daemon's memory under 2,000 connections (issue 14): 1,000
 //      authenticated clients that stay idle, and 1,000 that announce a 16 MiB
 //      frame, send 1 MiB of it and stall. Prints the daemon's VmRSS idle and
@@ -14,8 +21,9 @@
 //      [serve] max_buffered_mib and dropped after frame_timeout_seconds.
 //
 // Run from the repository root after building: build/bench/cluster_loopback
-// (parts 1 and 2), or build/bench/cluster_loopback slow [TESSEL] (part 3,
-// against another build's tessel if given, e.g. one without the bounds).
+// (parts 1, 2 and 4), build/bench/cluster_loopback submit (part 4 alone), or
+// build/bench/cluster_loopback slow [TESSEL] (part 3, against another
+// build's tessel if given, e.g. one without the bounds).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -25,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -134,11 +143,19 @@ class Loopback {
   const std::string& address() const { return address_; }
   const fs::path& secret_file() const { return secret_; }
   void submit(const std::vector<std::string>& command, const fs::path& workdir) {
+    client_->request(message("submit", {{"job", job(command, workdir).to_json()}}));
+  }
+  // `count` copies of one job in one request.
+  void submit_many(const std::vector<std::string>& command, const fs::path& workdir, int count) {
+    const json one = job(command, workdir).to_json();
+    client_->request(message("submit_batch", {{"jobs", json(static_cast<std::size_t>(count), one)}}));
+  }
+  static JobRequest job(const std::vector<std::string>& command, const fs::path& workdir) {
     JobRequest job;
     job.command = command;
     job.workdir = workdir.string();
     job.tenant = "bench";
-    client_->request(message("submit", {{"job", job.to_json()}}));
+    return job;
   }
 
  private:
@@ -176,29 +193,116 @@ void latency(const fs::path& dir) {
 }
 
 void round_time(const fs::path& dir) {
-  constexpr int kAgents = 64, kRunning = 4 * kAgents, kQueued = 1000;
+  constexpr int kAgents = 64, kRunning = 4 * kAgents, kQueued = 10'000, kRounds = 20;
   Loopback cluster(dir, "{ plugin = \"fifo\", backfill = true }", kAgents);
-  for (int i = 0; i < kRunning + kQueued; ++i) cluster.submit({"/bin/sleep", "120"}, "/");
-  // Wait until the cluster is full and the queue is 1,000 deep.
-  for (int i = 0; i < 400; ++i) {
+  cluster.submit_many({"/bin/sleep", "300"}, "/", kRunning + kQueued);
+  // Wait until the cluster is full and the queue is 10,000 deep.
+  for (int i = 0; i < 1200; ++i) {
     const json jobs = cluster.status().at("jobs");
     if (jobs.at("running") == kRunning && jobs.at("waiting") == kQueued) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  // Ten rounds with the queue 1,000 deep and every job already known.
+  // Twenty rounds with the queue 10,000 deep and every job already known.
   const std::uint64_t first = cluster.status().at("rounds").at("count");
-  while (cluster.status().at("rounds").at("count").get<std::uint64_t>() < first + 10)
+  while (cluster.status().at("rounds").at("count").get<std::uint64_t>() < first + kRounds)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const json rounds = cluster.status().at("rounds");
   const std::vector<double> recent = rounds.at("recent_ms");
-  std::vector<double> steady(recent.end() - 10, recent.end());
+  std::vector<double> steady(recent.end() - kRounds, recent.end());
   std::sort(steady.begin(), steady.end());
   const double p50 = percentile(steady, 50), p99 = percentile(steady, 99);
-  std::printf("round time, %d agents, %d running + %d queued jobs, 10 rounds: p50 %.2f ms, p99 %.2f ms\n", kAgents,
-              kRunning, kQueued, p50, p99);
+  std::printf("round time, %d agents, %d running + %d queued jobs, %d rounds: p50 %.2f ms, p99 %.2f ms\n", kAgents,
+              kRunning, kQueued, kRounds, p50, p99);
   std::printf("  p99 = %.2fx the 20 ms target\n", p99 / 20);
   std::printf("  the rounds that launched all %d jobs and journaled them: max %.2f ms\n", kRunning,
               rounds.at("max_ms").get<double>());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void submission(const fs::path& dir) {
+  // A batch file, through the real CLI: reading, one request, one transaction.
+  {
+    Loopback cluster(dir / "batch", "{ plugin = \"fifo\" }", 0);
+    constexpr int kJobs = 10'000;
+    const fs::path file = dir / "batch" / "jobs.jsonl";
+    {
+      std::ofstream out(file);
+      for (int i = 0; i < kJobs; ++i)
+        out << R"({"name": "j)" << i << R"(", "command": ["/bin/true"], "gpus": 1, "tenant": "bench"})" << "\n";
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = spawn({TESSEL_BUILD_EXE, "submit", "--file", file.string(), "--scheduler", cluster.address(),
+                             "--secret-file", cluster.secret_file().string()},
+                            dir / "batch", "submit-file");
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    const double took = seconds_since(start);
+    if (status != 0) throw std::runtime_error("submit --file failed: " + slurp(dir / "batch" / "submit-file.err"));
+    const double rate = kJobs / took;
+    std::printf("submit --file, %d jobs (JSON lines): %.2f s, %.0f jobs/s = %.2fx the 2,000 jobs/s target\n", kJobs,
+                took, rate, rate / 2000);
+  }
+  // Separate `tessel submit` processes, each with its own connection.
+  {
+    Loopback cluster(dir / "processes", "{ plugin = \"fifo\" }", 0);
+    constexpr int kJobs = 1000, kParallel = 16;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<pid_t> running;
+    int failed = 0;
+    auto reap = [&] {  // the oldest: they take about as long each
+      int status = 0;
+      ::waitpid(running.front(), &status, 0);
+      failed += status != 0;
+      running.erase(running.begin());
+    };
+    for (int i = 0; i < kJobs; ++i) {
+      if (running.size() == kParallel) reap();
+      running.push_back(spawn({TESSEL_BUILD_EXE, "submit", "--scheduler", cluster.address(), "--secret-file",
+                               cluster.secret_file().string(), "--tenant", "bench", "--", "/bin/true"},
+                              dir / "processes", "submit" + std::to_string(i % kParallel)));
+    }
+    while (!running.empty()) reap();
+    const double took = seconds_since(start);
+    const double rate = kJobs / took;
+    std::printf("%d `tessel submit` processes, %d at a time: %.2f s, %.0f jobs/s = %.2fx the 200 jobs/s target%s\n",
+                kJobs, kParallel, took, rate, rate / 200, failed ? " (SOME FAILED)" : "");
+  }
+  // `status` while 16 clients submit 10,000 jobs one by one.
+  {
+    Loopback cluster(dir / "burst", "{ plugin = \"fifo\" }", 0);
+    constexpr int kClients = 16, kEach = 625;
+    std::atomic<int> done{0};
+    std::vector<std::thread> clients;
+    const auto start = std::chrono::steady_clock::now();
+    for (int c = 0; c < kClients; ++c)
+      clients.emplace_back([&] {
+        SchedulerClient client(cluster.address(), Secret::from_file(cluster.secret_file()), 60);
+        const json request = message("submit", {{"job", Loopback::job({"/bin/true"}, "/").to_json()}});
+        for (int i = 0; i < kEach; ++i) client.request(request);
+        ++done;
+      });
+    SchedulerClient watcher(cluster.address(), Secret::from_file(cluster.secret_file()), 60);
+    std::vector<double> status_ms;
+    while (done < kClients) {
+      const auto asked = std::chrono::steady_clock::now();
+      watcher.request(message("status"));
+      status_ms.push_back(1000 * seconds_since(asked));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (auto& client : clients) client.join();
+    const double took = seconds_since(start);
+    const json submissions = cluster.status().at("submissions");
+    std::sort(status_ms.begin(), status_ms.end());
+    const double p99 = percentile(status_ms, 99);
+    std::printf("status during %d single submissions from %d clients (%.0f jobs/s, %.1f jobs per commit): %zu "
+                "requests, p50 %.2f ms, p99 %.2f ms, max %.2f ms; p99 = %.2fx the 50 ms target\n",
+                kClients * kEach, kClients, kClients * kEach / took,
+                submissions.at("jobs").get<double>() / std::max(1.0, submissions.at("commits").get<double>()),
+                status_ms.size(), percentile(status_ms, 50), p99, status_ms.back(), p99 / 50);
+  }
 }
 
 }  // namespace
@@ -283,9 +387,12 @@ int main(int argc, char** argv) {
   try {  // so that the daemons are stopped whatever happens
     if (argc > 1 && std::string(argv[1]) == "slow") {
       slow_connections(dir / "slow", argc > 2 ? argv[2] : TESSEL_BUILD_EXE);
+    } else if (argc > 1 && std::string(argv[1]) == "submit") {
+      submission(dir / "submit");
     } else {
       latency(dir / "latency");
       round_time(dir / "rounds");
+      submission(dir / "submit");
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cluster_loopback: %s\n", e.what());

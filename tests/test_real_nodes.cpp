@@ -132,33 +132,6 @@ placement = { plugin = "consolidated" }
 heartbeat_seconds = 0.2
 )";
 
-// A raw socket to the daemon, for peers that misbehave on purpose: the
-// daemon's challenge is read and, given a secret, answered as a client's. A
-// daemon that never answers or hangs up fails the test instead of hanging it.
-tcp::socket raw_connection(asio::io_context& io, const std::string& address, const Secret* secret) {
-  const auto [host, port] = split_host_port(address, "address");
-  tcp::socket socket(io);
-  socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
-  const timeval limit{10, 0};
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  FrameDecoder decoder(kMaxFrameBytes);
-  auto receive = [&]() -> Message {
-    char buffer[4096];
-    for (;;) {
-      if (auto frame = decoder.next()) return Message::parse(*frame);
-      const std::size_t n = socket.read_some(asio::buffer(buffer));
-      decoder.feed(std::string_view(buffer, n));
-    }
-  };
-  const Message challenge = receive();
-  if (secret) {
-    ClientHandshake handshake(*secret, Role::client);
-    asio::write(socket, asio::buffer(encode_frame(handshake.hello(challenge).dump())));
-    handshake.check(receive());
-  }
-  return socket;
-}
-
 // Blocks until the daemon hangs up; true if it did.
 bool hung_up(tcp::socket& socket) {
   boost::system::error_code error;

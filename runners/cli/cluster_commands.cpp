@@ -115,7 +115,34 @@ int agent(const AgentCommandOptions& options) {
   return node.exit_code();
 }
 
+namespace {
+
+int submit_batch(const ClientOptions& client, const SubmitOptions& options) {
+  // The file says everything about its jobs: a flag beside it would either
+  // be ignored or change every job unseen.
+  if (!options.job_file.empty() || !options.overrides.empty() || !options.command.empty())
+    throw UserError("submit --file " + options.batch_file +
+                    ": the jobs come from the file alone; leave out the job file, the command and the job flags");
+  const std::vector<JobRequest> requests = read_job_batch(options.batch_file, std::filesystem::current_path());
+  json jobs = json::array();
+  for (const JobRequest& request : requests) jobs.push_back(request.to_json());
+  json request = message("submit_batch", {{"jobs", std::move(jobs)}});
+  // All or none: the batch travels as one request, journalled in one transaction.
+  if (const std::size_t bytes = request.dump().size(); bytes > kMaxFrameBytes)
+    throw UserError(options.batch_file + ": its " + std::to_string(requests.size()) + " jobs make a " +
+                    std::to_string(bytes >> 20) + " MiB request, over the " + std::to_string(kMaxFrameBytes >> 20) +
+                    " MiB one request may carry; split the file");
+  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "submit"));
+  const Message reply = connection.request(request);
+  for (const json& id : reply.array("jobs")) std::cout << "submitted job " << id.get<std::int64_t>() << "\n";
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace
+
 int submit(const ClientOptions& client, const SubmitOptions& options) {
+  if (!options.batch_file.empty()) return submit_batch(client, options);
   std::vector<std::string> overrides = options.overrides;
   if (!options.command.empty()) overrides.push_back("command=" + json(options.command).dump());
   std::optional<std::filesystem::path> file;

@@ -37,6 +37,7 @@ struct SubmitOptions {
   std::string job_file;  // empty: flags only
   std::vector<std::string> overrides;  // key=value, from --set and the flags
   std::vector<std::string> command;    // after --
+  std::string batch_file;              // --file: many jobs, and nothing else
 };
 
 struct LogsOptions {

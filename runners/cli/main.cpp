@@ -202,6 +202,8 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   submit_cmd->add_option("--set", submit.overrides, "set any job-file key, e.g. --set priority=2")
       ->allow_extra_args(false);
+  submit_cmd->add_option("--file", submit.batch_file,
+                         "many jobs: [[job]] tables (.toml) or one job object per line (.jsonl, .json); all or none");
 
   std::string jobs_format = "table";
   auto* jobs_cmd = app.add_subcommand("jobs", "List the daemon's jobs");

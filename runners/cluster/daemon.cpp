@@ -4,6 +4,8 @@
 #include <cmath>
 #include <iostream>
 
+#include <boost/asio/post.hpp>
+
 #include "config/sweep.hpp"
 #include "engine/errors.hpp"
 #include "models/models.hpp"
@@ -264,14 +266,18 @@ void SchedulerDaemon::on_message(const std::shared_ptr<Peer>& peer, const Messag
     case Peer::Role::client: {
       json reply;
       try {
-        if (m.type() == "submit") reply = on_submit(m);
-        else if (m.type() == "jobs") reply = on_jobs(m);
+        if (m.type() == "submit" || m.type() == "submit_batch") return queue_submission(peer, m);
+        // Replies keep the order of requests: the submissions queued before
+        // this request are answered first.
+        commit_submissions();
+        if (m.type() == "jobs") reply = on_jobs(m);
         else if (m.type() == "cancel") reply = on_cancel(m);
         else if (m.type() == "status") reply = on_status();
         else if (m.type() == "logs") return on_logs(peer, m);  // answered once the agent has
         else throw ProtocolError("unknown request '" + m.type() + "'");
       } catch (const RequestError& e) {
         // The client asked for something impossible; it hears why and may go on.
+        commit_submissions();
         reply = message("error", {{"message", e.what()}});
       }
       peer->connection->send(reply);
@@ -282,27 +288,72 @@ void SchedulerDaemon::on_message(const std::shared_ptr<Peer>& peer, const Messag
 
 // ------------------------------------------------------------------ clients
 
-json SchedulerDaemon::on_submit(const Message& m) {
-  JobRequest request = JobRequest::from_json(m.object("job"));
-  if (request.tenant.empty()) request.tenant = "unknown";
-  require_writable();
-  const double t = now();
-  JobState& job = core_->submit(request.spec(t), t);
-  const JobId id = job.spec.id;
-  auto transaction = journal_.transaction();
-  journal_.save_submission(job_record(job), request);
-  transaction.commit();
-  jobs_.push_back(JobEntry{std::move(request), false, 0, 0, {}, {}});
-  if (!journal_.writable()) {
-    // The disk refused this very submission. Its id is taken (ids are
-    // positions), so it stays, cancelled before it ran, and is saved so
-    // once the disk takes writes again; the client hears it was refused.
-    jobs_[id].cancelled = true;
-    core_->complete(id, t, JobStatus::failed);
-    save_job(id);
-    require_writable();
+void SchedulerDaemon::queue_submission(const std::shared_ptr<Peer>& peer, const Message& m) {
+  PendingSubmission submission{peer, {}, m.type() == "submit_batch"};
+  if (!submission.batch) {
+    submission.jobs.push_back(JobRequest::from_json(m.object("job")));
+  } else {
+    const json& list = m.array("jobs");
+    if (list.empty()) throw RequestError("the batch has no jobs");
+    for (std::size_t i = 0; i < list.size(); ++i) try {
+        submission.jobs.push_back(JobRequest::from_json(list[i]));
+      } catch (const ProtocolError& e) {
+        throw RequestError("job " + std::to_string(i + 1) + " of the batch: " + e.what() + "; none was submitted");
+      }
   }
-  return message("submitted", {{"job", id}});
+  for (JobRequest& request : submission.jobs)
+    if (request.tenant.empty()) request.tenant = "unknown";
+  require_writable();
+  // Posted after whatever the reactor has already handed over, so the
+  // submissions that arrived together land together.
+  if (pending_submissions_.empty())
+    asio::post(io_, [this] {
+      if (!stopped_) commit_submissions();
+    });
+  pending_submissions_.push_back(std::move(submission));
+}
+
+void SchedulerDaemon::commit_submissions() {
+  if (pending_submissions_.empty()) return;
+  std::vector<PendingSubmission> pending = std::exchange(pending_submissions_, {});
+  std::vector<std::vector<JobId>> ids(pending.size());
+  const double t = now();
+  if (journal_.writable()) {
+    auto transaction = journal_.transaction();
+    for (std::size_t i = 0; i < pending.size(); ++i)
+      for (JobRequest& request : pending[i].jobs) {
+        JobState& job = core_->submit(request.spec(t), t);
+        ids[i].push_back(job.spec.id);
+        journal_.save_submission(job_record(job), request);
+        jobs_.push_back(JobEntry{std::move(request), false, 0, 0, {}, {}});
+      }
+    transaction.commit();
+    ++submit_commits_;
+    if (!journal_.writable()) {
+      // The disk refused these very submissions. Their ids are taken (ids
+      // are positions), so they stay, cancelled before they ran, and are
+      // saved so once the disk takes writes again; the clients hear they
+      // were refused.
+      for (const auto& list : ids)
+        for (JobId id : list) {
+          jobs_[id].cancelled = true;
+          core_->complete(id, t, JobStatus::failed);
+          save_job(id);
+        }
+    } else {
+      for (const auto& list : ids) submitted_jobs_ += list.size();
+    }
+  }
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const auto peer = pending[i].peer.lock();
+    if (peer == nullptr) continue;  // gone before its answer; what it submitted stands
+    if (!journal_.writable())
+      peer->connection->send(message("error", {{"message", cannot_write()}}));
+    else if (pending[i].batch)
+      peer->connection->send(message("submitted", {{"jobs", ids[i]}}));
+    else
+      peer->connection->send(message("submitted", {{"job", ids[i].front()}}));
+  }
 }
 
 json SchedulerDaemon::on_jobs(const Message& m) {
@@ -349,8 +400,12 @@ json SchedulerDaemon::on_jobs(const Message& m) {
   return message("jobs", std::move(reply));
 }
 
+std::string SchedulerDaemon::cannot_write() const {
+  return "the scheduler cannot write its database: " + journal_.write_error();
+}
+
 void SchedulerDaemon::require_writable() const {
-  if (!journal_.writable()) throw RequestError("the scheduler cannot write its database: " + journal_.write_error());
+  if (!journal_.writable()) throw RequestError(cannot_write());
 }
 
 json SchedulerDaemon::on_cancel(const Message& m) {
@@ -391,6 +446,7 @@ json SchedulerDaemon::on_status() {
                             {"nodes", nodes},
                             {"jobs", {{"running", running}, {"waiting", waiting}, {"done", done}}},
                             {"recovering", recovering_},
+                            {"submissions", {{"jobs", submitted_jobs_}, {"commits", submit_commits_}}},
                             {"database", {{"writable", journal_.writable()},
                                           {"error", journal_.write_error()},
                                           {"unwritten", journal_.unwritten()}}},

@@ -103,7 +103,12 @@ class SchedulerDaemon {
   void save_node(const NodeEntry& node);
 
   // Clients.
-  json on_submit(const Message& message);
+  // A submission (one job, or a batch) is checked at once and then waits
+  // for the end of the io_context's turn: every submission that arrived in
+  // that turn is journalled in one transaction (group commit), and each is
+  // acknowledged only once that transaction is committed.
+  void queue_submission(const std::shared_ptr<Peer>& peer, const Message& message);
+  void commit_submissions();
   json on_jobs(const Message& message);
   json on_cancel(const Message& message);
   json on_status();
@@ -122,6 +127,7 @@ class SchedulerDaemon {
   std::string failure_of(const LaunchRecord& launch) const;
   // Submissions and cancels need the disk: refused while the journal cannot write.
   void require_writable() const;
+  std::string cannot_write() const;
 
   // Launches.
   Launch& create_launch(JobId job, const Allocation& allocation, bool resume);
@@ -183,6 +189,13 @@ class SchedulerDaemon {
   std::vector<std::unique_ptr<NodeEntry>> nodes_;  // by name lookup; a NodeId may be re-registered
   std::map<LaunchId, std::unique_ptr<Launch>> launches_;  // live ones
   std::vector<JobEntry> jobs_;                             // by JobId
+  struct PendingSubmission {
+    std::weak_ptr<Peer> peer;
+    std::vector<JobRequest> jobs;
+    bool batch = false;  // answered with the list of ids
+  };
+  std::vector<PendingSubmission> pending_submissions_;
+  std::uint64_t submitted_jobs_ = 0, submit_commits_ = 0;  // by this daemon, for `status`
   LaunchId next_launch_ = 1;
 
   // Recovery after a restart: no round runs until every recovered launch is

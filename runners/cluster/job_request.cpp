@@ -1,6 +1,10 @@
 #include "job_request.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
 #include <limits>
 
 #include "config/toml_document.hpp"
@@ -101,13 +105,14 @@ JobSpec JobRequest::spec(double arrival) const {
   return s;
 }
 
-JobRequest read_job_request(const std::optional<std::filesystem::path>& file,
-                            const std::vector<std::string>& overrides,
-                            const std::filesystem::path& working_directory) {
-  const TomlDocument document = file ? TomlDocument::load(*file, overrides)
-                                     : TomlDocument::parse("", "command line", overrides);
-  Diagnostics diagnostics;
-  TableReader reader(document, diagnostics, &document.root(), "");
+namespace {
+
+// One job's keys, from the top level of a job file or from one entry of a
+// batch. Every problem goes to the reader's diagnostics; what only the whole
+// request can tell (problem()) is reported at `where` unless a key already was.
+JobRequest read_job_fields(TableReader& reader, const std::filesystem::path& base,
+                           const std::filesystem::path& working_directory, const std::string& where) {
+  const std::size_t problems_before = reader.diagnostics().items().size();
   JobRequest r;
   r.name = reader.string("name", "").value_or("");
   if (const toml::node* command = reader.node("command")) {
@@ -119,7 +124,6 @@ JobRequest read_job_request(const std::optional<std::filesystem::path>& file,
   } else {
     reader.error("command", "the job needs a command (command = [\"prog\", \"arg\"] or a shell string)");
   }
-  const std::filesystem::path base = file ? document.base_directory() : working_directory;
   std::filesystem::path workdir = reader.string("workdir", "").value_or("");
   if (workdir.empty())
     workdir = working_directory;
@@ -148,10 +152,139 @@ JobRequest read_job_request(const std::optional<std::filesystem::path>& file,
   r.priority = reader.number("priority", 1, 1e-9).value_or(1);
   if (reader.present("grace_seconds")) r.grace_seconds = reader.number("grace_seconds", std::nullopt, 0, 86400);
   reader.finish();
-  diagnostics.raise_if_any();
-  if (const std::string why = r.problem(); !why.empty())
-    throw UserError((file ? file->string() : std::string("job")) + ": " + why);
+  if (reader.diagnostics().items().size() == problems_before)
+    if (const std::string why = r.problem(); !why.empty()) reader.diagnostics().error(where, why);
   return r;
+}
+
+// A JSON value as the TOML node it stands for, so that a JSON-lines job is
+// read by the same TableReader as a TOML one. Null has no TOML form.
+std::optional<toml::table> toml_table_of(const json& object, const std::string& where, Diagnostics& diagnostics);
+
+bool to_toml(const json& value, const std::string& key, const std::string& where, Diagnostics& diagnostics,
+             const std::function<void(toml::node&&)>& add) {
+  switch (value.type()) {
+    case json::value_t::string: add(toml::value<std::string>(value.get<std::string>())); return true;
+    case json::value_t::boolean: add(toml::value<bool>(value.get<bool>())); return true;
+    case json::value_t::number_integer: add(toml::value<std::int64_t>(value.get<std::int64_t>())); return true;
+    case json::value_t::number_unsigned:
+      if (value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) break;
+      add(toml::value<std::int64_t>(value.get<std::int64_t>()));
+      return true;
+    case json::value_t::number_float: add(toml::value<double>(value.get<double>())); return true;
+    case json::value_t::array: {
+      toml::array array;
+      for (const json& element : value)
+        if (!to_toml(element, key, where, diagnostics, [&](toml::node&& n) { array.push_back(std::move(n)); }))
+          return false;
+      add(std::move(array));
+      return true;
+    }
+    case json::value_t::object:
+      if (auto table = toml_table_of(value, where, diagnostics)) {
+        add(std::move(*table));
+        return true;
+      }
+      return false;
+    default: break;
+  }
+  diagnostics.error(where, "'" + key + "' is " + (value.is_null() ? "null" : "out of range") +
+                               ": leave a key out for its default");
+  return false;
+}
+
+std::optional<toml::table> toml_table_of(const json& object, const std::string& where, Diagnostics& diagnostics) {
+  toml::table table;
+  bool ok = true;
+  for (const auto& [key, value] : object.items())
+    ok = to_toml(value, key, where, diagnostics, [&](toml::node&& n) { table.insert(key, std::move(n)); }) && ok;
+  if (!ok) return std::nullopt;
+  return table;
+}
+
+std::vector<JobRequest> read_toml_batch(const std::filesystem::path& file,
+                                        const std::filesystem::path& working_directory, Diagnostics& diagnostics) {
+  const TomlDocument document = TomlDocument::load(file);
+  TableReader root(document, diagnostics, &document.root(), "");
+  std::vector<JobRequest> jobs;
+  const toml::node* entries = root.node("job");
+  const toml::array* array = entries != nullptr ? entries->as_array() : nullptr;
+  if (entries != nullptr && (array == nullptr || !array->is_array_of_tables()))
+    root.error("job", "'job' must be an array of tables: write each job as a [[job]] table");
+  else if (array == nullptr || array->empty())
+    diagnostics.error(file.string(), "no jobs: write each job as a [[job]] table");
+  else
+    for (const toml::node& entry : *array) {
+      TableReader reader = root.nested(entry.as_table(), "job");
+      jobs.push_back(read_job_fields(reader, document.base_directory(), working_directory, reader.where()));
+    }
+  root.finish();
+  return jobs;
+}
+
+std::vector<JobRequest> read_json_lines(const std::filesystem::path& file,
+                                        const std::filesystem::path& working_directory, Diagnostics& diagnostics) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UserError(file.string() + ": cannot open the job file: " + std::strerror(errno));
+  std::vector<JobRequest> jobs;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines separate nothing
+    // Each job's problems are named by its line: "jobs.jsonl:7".
+    const std::string where = file.string() + ":" + std::to_string(number);
+    json object;
+    try {
+      object = json::parse(line);
+    } catch (const json::parse_error& e) {
+      // nlohmann's text counts lines within the one it was given: keep its reason alone.
+      std::string why = e.what();
+      if (const auto at = why.find(": ", why.find("column")); at != std::string::npos) why = why.substr(at + 2);
+      diagnostics.error(where + ":" + std::to_string(e.byte), "not JSON: " + why);
+      continue;
+    }
+    if (!object.is_object()) {
+      diagnostics.error(where, "each line must be one job object {\"command\": [...], ...}");
+      continue;
+    }
+    std::optional<toml::table> table = toml_table_of(object, where, diagnostics);
+    if (!table) continue;
+    const TomlDocument document = TomlDocument::of_table(std::move(*table), where);
+    TableReader reader(document, diagnostics, &document.root(), "job");
+    jobs.push_back(read_job_fields(reader, file.parent_path(), working_directory, where));
+  }
+  if (jobs.empty() && diagnostics.empty()) diagnostics.error(file.string(), "no jobs: write one job object per line");
+  return jobs;
+}
+
+}  // namespace
+
+JobRequest read_job_request(const std::optional<std::filesystem::path>& file,
+                            const std::vector<std::string>& overrides,
+                            const std::filesystem::path& working_directory) {
+  const TomlDocument document = file ? TomlDocument::load(*file, overrides)
+                                     : TomlDocument::parse("", "command line", overrides);
+  Diagnostics diagnostics;
+  TableReader reader(document, diagnostics, &document.root(), "");
+  const std::filesystem::path base = file ? document.base_directory() : working_directory;
+  JobRequest r = read_job_fields(reader, base, working_directory, file ? file->string() : std::string("job"));
+  diagnostics.raise_if_any();
+  return r;
+}
+
+std::vector<JobRequest> read_job_batch(const std::filesystem::path& file,
+                                       const std::filesystem::path& working_directory) {
+  const std::string extension = file.extension().string();
+  Diagnostics diagnostics;
+  std::vector<JobRequest> jobs;
+  if (extension == ".toml")
+    jobs = read_toml_batch(file, working_directory, diagnostics);
+  else if (extension == ".jsonl" || extension == ".json")
+    jobs = read_json_lines(file, working_directory, diagnostics);
+  else
+    throw UserError(file.string() + ": unknown job file type '" + extension +
+                    "' (valid: .toml for [[job]] tables, .jsonl or .json for one job object per line)");
+  diagnostics.raise_if_any();
+  return jobs;
 }
 
 }  // namespace tessel::cluster

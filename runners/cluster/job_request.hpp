@@ -62,6 +62,14 @@ JobRequest read_job_request(const std::optional<std::filesystem::path>& file,
                             const std::vector<std::string>& overrides,
                             const std::filesystem::path& working_directory);
 
+// Reads a file of many jobs, each with the keys of a job file: TOML, as
+// [[job]] tables (.toml), or JSON lines, one job object per line (.jsonl or
+// .json). Relative workdirs are relative to the file. Every problem of every
+// job is reported at once, by file:line (and column for TOML) and key.
+// Throws ConfigError, or UserError for an unreadable file or another extension.
+std::vector<JobRequest> read_job_batch(const std::filesystem::path& file,
+                                       const std::filesystem::path& working_directory);
+
 // Variables tessel sets for every job process; a job's `env` may not set them.
 bool is_reserved_variable(const std::string& name);
 

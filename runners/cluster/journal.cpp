@@ -215,6 +215,8 @@ void Journal::save_submission(const JobRecord& job, const JobRequest& request) {
 }
 
 void Journal::job_changed(const JobRecord& job) {
+  if (job.id >= job_rows_.size()) job_rows_.resize(job.id + 1);
+  job_rows_[job.id] = job;
   write([this, job] { rows_->job(job); });
 }
 
@@ -301,14 +303,10 @@ void Journal::run_ended(const RunTotals& totals) {
   RunTotals mine = totals;
   mine.wall_seconds =
       earlier_wall_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  // The figures read the `jobs` rows as the writes before this one left them.
-  write([this, mine] {
-    auto query = db_.prepare("SELECT " + job_row_columns() + " FROM jobs WHERE run_id = ? ORDER BY job_id");
-    query.bind(1, run_);
-    std::vector<JobRecord> jobs;
-    while (query.step()) jobs.push_back(read_job_row(query));
-    rows_->totals(mine, jobs);
-  });
+  // The figures read every job's row as the journal has it when this write
+  // lands: at once while writable; replayed after a full disk, the newest,
+  // in the same transaction as the rows themselves.
+  write([this, mine] { rows_->totals(mine, job_rows_); });
 }
 
 void Journal::mark_run(const std::string& status, const std::string& note) {
@@ -324,6 +322,8 @@ RecoveredRun Journal::recover() {
   jobs.bind(1, run_);
   while (jobs.step()) {
     const JobRecord row = read_job_row(jobs);
+    if (row.id >= job_rows_.size()) job_rows_.resize(row.id + 1);
+    job_rows_[row.id] = row;
     const int own = job_row_column_count();  // the first of the daemon's columns
     JobRecordFull full;
     full.state = job_state(row);  // 'cancelled' reads as failed: the core saw it fail

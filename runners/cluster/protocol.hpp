@@ -30,8 +30,10 @@
 //   agent -> daemon   log {request, path, size, from, text}   (the log's last max_bytes from
 //                            byte `from` of `size`) or log {request, path, error}
 //
-// Client <-> daemon (one request, one reply):
+// Client <-> daemon (one request, one reply, in order; a connection may carry
+// many; a submission is answered once it is in the journal):
 //   submit {job: {...}}         -> submitted {job}
+//   submit_batch {jobs: [{...}...]} -> submitted {jobs: [id...]}   (all or none)
 //   jobs {}                     -> jobs {jobs: [...], total, epoch, database_error (while it cannot write)}
 //   cancel {job}                -> cancelled {job}
 //   logs {job, rank, [launch], max_bytes} -> log {job, launch, rank, node, path, size, from, text}
@@ -39,6 +41,7 @@
 //                                  absent: the job's latest)
 //   status {}                   -> status {run, nodes: [...], jobs: {running, waiting, done},
 //                                          recovering, database: {writable, error, unwritten},
+//                                          submissions: {jobs, commits} (by this daemon),
 //                                          rounds: {count, p50_ms, p99_ms, max_ms, recent_ms}}
 //   any request                 -> error {message} when it cannot be served
 //

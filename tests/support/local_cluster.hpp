@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,7 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/write.hpp>
+
 #include "auth.hpp"
+#include "frame.hpp"
 #include "client.hpp"
 #include "support.hpp"
 
@@ -92,6 +96,35 @@ inline bool process_alive(pid_t pid) {
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   const auto paren = text.rfind(')');
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z' && text[paren + 2] != 'X';
+}
+
+// A raw socket to the daemon, for peers that misbehave on purpose: the
+// daemon's challenge is read and, given a secret, answered as a client's. A
+// daemon that never answers or hangs up fails the test instead of hanging it.
+inline cluster::tcp::socket raw_connection(cluster::asio::io_context& io, const std::string& address,
+                                           const Secret* secret) {
+  using namespace cluster;
+  const auto [host, port] = split_host_port(address, "address");
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
+  const timeval limit{10, 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  FrameDecoder decoder(kMaxFrameBytes);
+  auto receive = [&]() -> Message {
+    char buffer[4096];
+    for (;;) {
+      if (auto frame = decoder.next()) return Message::parse(*frame);
+      const std::size_t n = socket.read_some(asio::buffer(buffer));
+      decoder.feed(std::string_view(buffer, n));
+    }
+  };
+  const Message challenge = receive();
+  if (secret) {
+    ClientHandshake handshake(*secret, Role::client);
+    asio::write(socket, asio::buffer(encode_frame(handshake.hello(challenge).dump())));
+    handshake.check(receive());
+  }
+  return socket;
 }
 
 struct JobSpecForTest {

@@ -90,6 +90,13 @@ TomlDocument TomlDocument::parse(std::string_view text, std::string name,
   return document;
 }
 
+TomlDocument TomlDocument::of_table(toml::table root, std::string name) {
+  TomlDocument document;
+  document.name_ = std::move(name);
+  document.root_ = std::move(root);
+  return document;
+}
+
 std::filesystem::path TomlDocument::base_directory() const {
   return std::filesystem::path(name_).parent_path();
 }

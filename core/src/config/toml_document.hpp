@@ -38,6 +38,10 @@ class TomlDocument {
                             const std::vector<std::string>& overrides = {},
                             const std::vector<std::string>& sweep_overrides = {});
 
+  // A table built in memory (a JSON-lines job, say): its nodes have no
+  // position, so every problem is named `name` ("jobs.jsonl:7").
+  static TomlDocument of_table(toml::table root, std::string name);
+
   const toml::table& root() const { return root_; }
   const std::string& name() const { return name_; }
   // Directory that relative input paths in the document are relative to.
