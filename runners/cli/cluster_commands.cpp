@@ -32,6 +32,24 @@ Secret secret_from(const std::string& file, const char* command) {
   return Secret::from_file(file);
 }
 
+TlsSettings tls_settings(const TlsFlags& flags) {
+  TlsSettings tls;
+  tls.insecure = flags.insecure;
+  tls.cert = flags.cert;
+  tls.key = flags.key;
+  tls.ca = flags.ca;
+  tls.check();
+  return tls;
+}
+
+// One connection for one request, as every client command makes.
+SchedulerClient open_client(const ClientOptions& client, const char* command) {
+  const TlsSettings tls = tls_settings(client.tls);
+  Secret secret = secret_from(client.secret_file, command);
+  if (tls.insecure) log_line("tessel " + std::string(command), "warning: --insecure: this request crosses the network in clear");
+  return SchedulerClient(client.scheduler, std::move(secret), tls);
+}
+
 std::string fixed(double value, int decimals) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(decimals) << value;
@@ -79,6 +97,7 @@ int serve(const ServeOptions& options) {
 
 int agent(const AgentCommandOptions& options) {
   if (options.scheduler.empty()) throw UserError("agent needs --scheduler HOST:PORT");
+  const TlsSettings tls = tls_settings(options.tls);
   Secret secret = secret_from(options.secret_file, "agent");
   AgentOptions agent_options;
   agent_options.scheduler = options.scheduler;
@@ -91,6 +110,7 @@ int agent(const AgentCommandOptions& options) {
   }
   agent_options.log_dir = std::filesystem::absolute(options.log_dir);
   agent_options.address = options.address;
+  agent_options.tls = tls;
   NodeInventory inventory = NodeInventory::detect(options.fake_gpus, options.gpu_type);
 
   asio::io_context io;
@@ -110,14 +130,14 @@ int submit(const ClientOptions& client, const SubmitOptions& options) {
   std::optional<std::filesystem::path> file;
   if (!options.job_file.empty()) file = options.job_file;
   const JobRequest request = read_job_request(file, overrides, std::filesystem::current_path());
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "submit"));
+  SchedulerClient connection = open_client(client, "submit");
   const Message reply = connection.request(message("submit", {{"job", request.to_json()}}));
   std::cout << "submitted job " << reply.integer("job", 0) << std::endl;
   return 0;
 }
 
 int jobs(const ClientOptions& client, const std::string& format) {
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "jobs"));
+  SchedulerClient connection = open_client(client, "jobs");
   const Message reply = connection.request(message("jobs"));
   const json& list = reply.array("jobs");
   if (reply.has("database_error"))
@@ -159,14 +179,14 @@ int jobs(const ClientOptions& client, const std::string& format) {
 }
 
 int cancel(const ClientOptions& client, std::uint32_t job) {
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "cancel"));
+  SchedulerClient connection = open_client(client, "cancel");
   connection.request(message("cancel", {{"job", job}}));
   std::cout << "cancelled job " << job << std::endl;
   return 0;
 }
 
 int status(const ClientOptions& client) {
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "status"));
+  SchedulerClient connection = open_client(client, "status");
   const Message reply = connection.request(message("status"));
   const json& body = reply.body();
   const json& jobs = body.at("jobs");
