@@ -67,6 +67,13 @@ void Connection::read() {
     if (!self->open_) return;
     if (error) {
       const bool eof = error == asio::error::eof || error == asio::ssl::error::stream_truncated;
+      // In TLS 1.3 a client's handshake ends before the server has checked
+      // its certificate: a refusal arrives as an alert on the first read.
+      if (!eof && self->tls_ && !self->heard_ && error.category() == asio::error::get_ssl_category()) {
+        self->tls_refused_ = true;
+        self->close(self->tls_context_->explain(error, self->tls_->native_handle()));
+        return;
+      }
       self->close(eof ? "peer closed the connection" : error.message());
       return;
     }

@@ -9,6 +9,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
 #include "engine/errors.hpp"
@@ -147,11 +148,13 @@ TlsContext::TlsContext(const TlsSettings& settings, const Secret& secret, Side s
   ERR_clear_error();
   if (SSL_CTX_use_certificate_chain_file(native, settings.cert.c_str()) != 1)
     throw UserError(settings.names[0] + " '" + settings.cert.string() + "': not a PEM certificate: " + openssl_errors());
-  if (SSL_CTX_use_PrivateKey_file(native, settings.key.c_str(), SSL_FILETYPE_PEM) != 1)
+  // OpenSSL checks the key against the certificate as it loads it.
+  if (SSL_CTX_use_PrivateKey_file(native, settings.key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+      throw UserError(settings.names[1] + " '" + settings.key.string() + "' is not the key of " + settings.names[0] +
+                      " '" + settings.cert.string() + "'");
     throw UserError(settings.names[1] + " '" + settings.key.string() + "': not a PEM private key: " + openssl_errors());
-  if (SSL_CTX_check_private_key(native) != 1)
-    throw UserError(settings.names[1] + " '" + settings.key.string() + "' is not the key of " + settings.names[0] +
-                    " '" + settings.cert.string() + "'");
+  }
   if (SSL_CTX_load_verify_locations(native, settings.ca.c_str(), nullptr) != 1)
     throw UserError(settings.names[2] + " '" + settings.ca.string() + "': no PEM certificate in it: " +
                     openssl_errors());
