@@ -95,7 +95,8 @@ class Loopback {
  public:
   Loopback(const fs::path& dir, const std::string& allocation, int agents, const std::string& exe = TESSEL_BUILD_EXE,
            bool insecure = false)
-      : dir_(dir), tls_{insecure} {
+      : dir_(dir) {
+    tls_.insecure = insecure;
     fs::create_directories(dir);
     secret_ = dir / "secret";
     std::ofstream(secret_) << "benchmark-secret-0123456789abcdef\n";

@@ -223,6 +223,12 @@ struct Certificates {
   fs::path dir;
 };
 
+TlsSettings insecure() {
+  TlsSettings tls;
+  tls.insecure = true;
+  return tls;
+}
+
 std::string x509_serve(const Certificates& certs) {
   return std::string(kFifo) + "tls_cert = \"" + certs.pem("serve").string() + "\"\ntls_key = \"" +
          certs.key("serve").string() + "\"\ntls_ca = \"" + certs.pem("ca").string() + "\"\n";
@@ -243,7 +249,7 @@ TEST_CASE("by default a relay sees no job command or environment; with insecure 
   }
   {
     LocalCluster cluster(std::string(kFifo) + "insecure = true\n");
-    cluster.set_peer_tls({"--insecure"}, TlsSettings{true});
+    cluster.set_peer_tls({"--insecure"}, insecure());
     cluster.start_serve();
     const std::string capture = relay_a_job(cluster, marker, {"--insecure"});
     CHECK(capture.find(marker) != std::string::npos);
@@ -361,6 +367,15 @@ TEST_CASE("X.509: a job runs end to end with certificates; a certificate from an
       x509.dir(), 30);
   CHECK(distrust.code == 2);
   CHECK(distrust.err.find("certificate verify failed") != std::string::npos);
+  // The daemon's certificate names 127.0.0.1, not localhost: a client that
+  // dialled localhost refuses it.
+  std::vector<std::string> misnamed{"status", "--scheduler",
+                                    "localhost" + x509.address().substr(x509.address().rfind(':')), "--secret-file",
+                                    (x509.dir() / "secret").string()};
+  for (const std::string& flag : certs.flags("client")) misnamed.push_back(flag);
+  const CommandResult wrong_name = run_within(misnamed, x509.dir(), 30);
+  CHECK(wrong_name.code == 2);
+  CHECK(wrong_name.err.find("hostname mismatch") != std::string::npos);
   // A client in the default mode (the secret's key) does not reach an X.509 daemon.
   const CommandResult psk = run_within(
       {"status", "--scheduler", x509.address(), "--secret-file", (x509.dir() / "secret").string()}, x509.dir(), 30);

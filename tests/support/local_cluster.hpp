@@ -111,7 +111,10 @@ inline bool process_alive(pid_t pid) {
 class RawConnection {
  public:
   RawConnection(const std::string& address, const Secret& secret, bool login, bool insecure = false)
-      : tls_(cluster::make_tls(TlsSettings{insecure}, secret, cluster::TlsContext::Side::client)), socket_(io_) {
+      : socket_(io_) {
+    TlsSettings settings;
+    settings.insecure = insecure;
+    tls_ = cluster::make_tls(settings, secret, cluster::TlsContext::Side::client);
     const auto [host, port] = cluster::split_host_port(address, "address");
     socket_.connect(cluster::tcp::endpoint(cluster::asio::ip::make_address(host), port));
     const timeval limit{10, 0};
