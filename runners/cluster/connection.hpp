@@ -18,7 +18,8 @@
 // count the decrypted bytes, and the deadline armed by expect_frame_within
 // covers the TLS handshake too, so a peer that opens TCP and sends nothing,
 // or half a ClientHello, is dropped like one that owes its hello. What the
-// TLS layer itself buffers is a record at most (16 KiB, OpenSSL's bound).
+// TLS layer itself holds is bounded by OpenSSL: a record (16 KiB) and,
+// during the handshake, a certificate chain (32 KiB, tls.cpp).
 #pragma once
 
 #include <utility>  // before Asio (asio issue #944)

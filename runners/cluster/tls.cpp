@@ -29,6 +29,7 @@ constexpr char kPskSuites[] = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA2
 constexpr char kPskIdentity[] = "tessel";
 constexpr char kPskLabel[] = "tessel TLS 1.3 external PSK v1";
 constexpr std::size_t kPskBytes = 32;
+constexpr long kMaxCertificateChainBytes = 32 * 1024;
 
 // Where a context's callbacks find their TlsContext. Not SSL_CTX's app data,
 // which asio's context owns (its verify callback).
@@ -127,6 +128,9 @@ TlsContext::TlsContext(const TlsSettings& settings, const Secret& secret, Side s
   SSL_CTX_set_num_tickets(native, 0);
   // An idle connection holds no record buffers (most agents, between heartbeats).
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+  // What a peer may make the other hold before it is authenticated: a
+  // certificate chain of 32 KiB at most (OpenSSL's default is 100 KiB).
+  SSL_CTX_set_max_cert_list(native, kMaxCertificateChainBytes);
   // Both sides verify a certificate if one is offered; in PSK mode none is
   // trusted, so a handshake that does not use the key fails.
   SSL_CTX_set_verify(native, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
