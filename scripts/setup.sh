@@ -9,6 +9,7 @@ packages=(
   g++ meson ninja-build pkg-config
   libboost-dev libssl-dev libtomlplusplus-dev libcli11-dev doctest-dev libsqlite3-dev nlohmann-json3-dev libglpk-dev
   gnuplot-nox
+  slurm-wlm slurmctld slurmd slurm-client munge
   pybind11-dev python3-dev python3-venv python3-mesonpy python3-pandas python3-matplotlib python3-pytest
 )
 

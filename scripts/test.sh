@@ -4,4 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec meson test -C build --print-errorlogs "$@"
+
+# A single-node Slurm for the tests of `tessel run --slurm`, stopped however
+# the tests end; with TESSEL_REQUIRE_SLURM=1 they fail rather than skip.
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+trap '$sudo scripts/slurm-local.sh stop' EXIT
+$sudo scripts/slurm-local.sh start
+eval "$(scripts/slurm-local.sh env)"
+export TESSEL_REQUIRE_SLURM=1
+
+meson test -C build --print-errorlogs "$@"

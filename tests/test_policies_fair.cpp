@@ -1,6 +1,7 @@
-// The allocation plugins optimus, themis, drf and vc_fair_share, each on a
+// The allocation plugins optimus, drf and vc_fair_share, each on a
 // hand-made trace whose decisions and completion times are worked out by
-// hand in the comments; and their argument errors as a user meets them.
+// hand in the comments (themis: tests/test_policies_themis.cpp); and their
+// argument errors as a user meets them.
 //
 // The workload model is `linear`: a job's work is its duration times its
 // GPUs, and it progresses at one unit per GPU per second.
@@ -153,61 +154,6 @@ TEST_CASE("optimus, minimums_order = \"arrival\": minimums go to the earliest jo
         "deny: needs at least 1 GPUs; the minimums of earlier arrivals fill the cluster's 2 GPUs");
 }
 
-// ------------------------------------------------------------------ themis
-
-namespace {
-
-// Two GPUs. Jobs 0 and 1 (1 GPU, 1000 s) arrive at 0; job 2 (1 GPU, 100 s) and job 3 (1 GPU,
-// 50 s) at 50. rho = T_shared / T_isolated, T_isolated = work / min(1, (C / N_avg) / gpus)
-// with C = 2 GPUs and N_avg the job's average count of active jobs over its rounds.
-//   t=0    jobs 0, 1: N = 2, share 1 GPU each: rho = 1000 / 1000 = 1 for both; both start.
-//   t=100  N = 4.  Jobs 0, 1: N_avg (2 + 4) / 2 = 3, share 2/3: T_iso = 1500, T_sh = 100 + 900,
-//                  rho 0.6667.  Job 2: N_avg 4, share 1/2: T_iso = 200, T_sh = 50 + 100, rho 0.75.
-//                  Job 3: T_iso = 100, T_sh = 50 + 50, rho 1.
-const char* kThemisTrace = "arrival,gpus,duration\n0,1,1000\n0,1,1000\n50,1,100\n50,1,50\n";
-
-}  // namespace
-
-TEST_CASE("themis, fairness_knob = 0.8: only the worst-off job bids; running jobs keep their leases") {
-  // Bidders: max(1, floor(0.2 * 4)) = 1, job 3 (rho 1). Then running jobs 0, 1 (tie: by arrival),
-  // then waiting job 2.
-  // t=100  job 3 needs a GPU: the core preempts the lowest-ranked running job, job 1. Job 3
-  //        ends at 150. Job 2 (rho 0.75 > 0.6667) is not a bidder and waits.
-  // t=200  N = 3. Job 0: N_avg 3, rho (200 + 800) / 1500 = 0.6667. Job 1: 900 left,
-  //        rho (200 + 900) / 1500 = 0.7333. Job 2: N_avg 3.5, share 4/7: T_iso = 175,
-  //        rho (150 + 100) / 175 = 1.429: it bids and takes the free GPU; ends at 300.
-  // t=300  job 1 (rho 1200 / 1375 = 0.873, the worst) takes the free GPU: ends 300 + 900 = 1200.
-  //        Job 0 ends at 1000.
-  TempDir dir;
-  dir.write("trace.csv", kThemisTrace);
-  const RunResults results = simulate(dir, experiment(one_node(2), R"({ plugin = "themis" })"));
-  CHECK(jcts(results) == std::vector<double>{1000, 1200, 250, 100});
-  CHECK(preemptions(results) == std::vector<int>{0, 1, 0, 0});
-  CHECK(results.jobs[2].first_start == 200);
-  CHECK(results.jobs[3].first_start == 100);
-  CHECK(allocation_at(results, 3, 100) ==
-        "grant: finish-time fairness rho 1 (shared 100 s / isolated 100 s), among the 1 worst-off that bid first");
-  CHECK(allocation_at(results, 2, 100) ==
-        "grant: rho 0.75, not among the 1 worst-off: runs on GPUs that bidders and running jobs leave");
-  CHECK(allocation_at(results, 0, 100) ==
-        "grant: rho 0.6667, not among the 1 worst-off: keeps its GPUs unless a bidder needs them");
-  CHECK(allocation_at(results, 2, 200) ==
-        "grant: finish-time fairness rho 1.429 (shared 250 s / isolated 175 s), among the 1 worst-off that bid "
-        "first");
-}
-
-TEST_CASE("themis, fairness_knob = 0: every job bids, a pure rho order that preempts both running jobs") {
-  // t=100  all 4 bid: job 3 (1), job 2 (0.75), job 0, job 1 (0.6667). Job 3 preempts job 1, job 2
-  //        preempts job 0. Job 3 ends at 150 (JCT 100), job 2 at 200 (JCT 150).
-  // t=200  jobs 0 and 1 restart with 900 s left each: both end at 1100.
-  TempDir dir;
-  dir.write("trace.csv", kThemisTrace);
-  const RunResults results =
-      simulate(dir, experiment(one_node(2), R"({ plugin = "themis", fairness_knob = 0 })"));
-  CHECK(jcts(results) == std::vector<double>{1100, 1100, 150, 100});
-  CHECK(preemptions(results) == std::vector<int>{1, 1, 0, 0});
-}
-
 // ------------------------------------------------------------------ drf
 
 namespace {
@@ -330,9 +276,9 @@ TEST_CASE("wrong argument values are reported at the argument, file:line:col") {
   // `allocation = ...` is line 10 of experiment(); the column is the argument's value.
   const Case cases[] = {
       {R"({ plugin = "themis", fairness_knob = 1.5 })",
-       "bad.toml:10:51: argument 'fairness_knob' of allocation plugin 'themis': must be in [0, 1), got 1.5"},
+       "bad.toml:10:51: argument 'fairness_knob' of allocation plugin 'themis': must be in [0, 1], got 1.5"},
       {R"({ plugin = "themis", fairness_knob = -0.1 })",
-       "bad.toml:10:51: argument 'fairness_knob' of allocation plugin 'themis': must be in [0, 1), got -0.1"},
+       "bad.toml:10:51: argument 'fairness_knob' of allocation plugin 'themis': must be in [0, 1], got -0.1"},
       {R"({ plugin = "vc_fair_share", quotas = { a = -0.5 } })",
        "bad.toml:10:51: argument 'quotas' of allocation plugin 'vc_fair_share': the share of VC 'a' must be in "
        "[0, 1], got -0.5"},

@@ -193,12 +193,13 @@ TEST_CASE("twenty jobs on three agents all finish, and report reads the live run
   CHECK(table.out.find("is a cluster run, running: figures cover 20 finished of 20 jobs so far") != std::string::npos);
   CHECK(table.out.find("it has no results") == std::string::npos);
 
-  // `tessel jobs` shows each finished job's attempts, and when it started
-  // and ended, in UTC.
+  // `tessel jobs` shows each finished job's attempts, when it started and
+  // ended (ISO 8601 UTC), and where it ran.
   const CommandResult jobs = cluster.tessel({"jobs"});
   REQUIRE(jobs.code == 0);
   CHECK(jobs.out.find("ATTEMPTS") != std::string::npos);
-  const std::regex finished_row(R"(\n\d+ +\S+ +\S+ +finished +\d+ +(\d+) of \1 +0 +1 +\d\d-\d\d \d\d:\d\d:\d\d +\d\d-\d\d \d\d:\d\d:\d\d )");
+  const std::regex finished_row(
+      R"(\n\d+ +\S+ +\S+ +finished +\d+ +(\d+) of \1 +0 +1 +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +a[1-3])");
   const auto finished_rows = std::distance(std::sregex_iterator(jobs.out.begin(), jobs.out.end(), finished_row), {});
   CHECK_MESSAGE(finished_rows == 20, jobs.out);
 

@@ -255,37 +255,13 @@ class Pollux final : public tessel::AllocationPolicy {
   }
 
   // The GPU count of each job in choices_ that maximizes the sum of their
-  // utilities within `gpus`: dynamic programming over jobs and GPUs used.
+  // utilities within `gpus` (tessel::allocation::CountKnapsack).
   std::vector<int> best_allocation(int gpus) {
-    const std::size_t jobs = choices_.size();
-    const auto width = static_cast<std::size_t>(gpus) + 1;
-    value_.assign(width, 0.0);  // best sum over the jobs so far within c GPUs
-    pick_.assign(jobs * width, 0);  // [job][c]: index of its option
-    next_value_.resize(width);
-    for (std::size_t j = 0; j < jobs; ++j) {
-      const std::vector<Option>& options = choices_[j].options;
-      for (std::size_t c = 0; c < width; ++c) {
-        double best = value_[c] + options.front().utility;  // no GPUs
-        std::size_t best_option = 0;
-        for (std::size_t o = 1; o < options.size() && static_cast<std::size_t>(options[o].gpus) <= c; ++o) {
-          const double v = value_[c - static_cast<std::size_t>(options[o].gpus)] + options[o].utility;
-          if (v > best + 1e-12 * std::fabs(best)) {  // strictly better: ties keep fewer GPUs
-            best = v;
-            best_option = o;
-          }
-        }
-        next_value_[c] = best;
-        pick_[j * width + c] = static_cast<int>(best_option);
-      }
-      std::swap(value_, next_value_);
-    }
-    std::vector<int> picked(jobs, 0);
-    std::size_t c = width - 1;
-    for (std::size_t j = jobs; j-- > 0;) {
-      const Option& option = choices_[j].options[static_cast<std::size_t>(pick_[j * width + c])];
-      picked[j] = option.gpus;
-      c -= static_cast<std::size_t>(option.gpus);
-    }
+    const auto options_of = [this](std::size_t j) -> const std::vector<Option>& { return choices_[j].options; };
+    const std::vector<std::size_t>& best =
+        knapsack_.solve(choices_.size(), gpus, options_of, [](const Option& option) { return option.utility; });
+    std::vector<int> picked(choices_.size(), 0);
+    for (std::size_t j = 0; j < choices_.size(); ++j) picked[j] = choices_[j].options[best[j]].gpus;
     return picked;
   }
 
@@ -369,8 +345,7 @@ class Pollux final : public tessel::AllocationPolicy {
   // Reused across rounds.
   std::vector<const tessel::JobState*> order_;
   std::vector<Choices> choices_;
-  std::vector<double> value_, next_value_;
-  std::vector<int> pick_;
+  tessel::allocation::CountKnapsack knapsack_;
 };
 
 }  // namespace

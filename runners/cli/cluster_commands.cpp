@@ -16,6 +16,7 @@
 #include "engine/errors.hpp"
 #include "job_request.hpp"
 #include "log_line.hpp"
+#include "protocol.hpp"
 #include "models/models.hpp"
 #include "results/store.hpp"
 #include "tessel/progress.hpp"
@@ -56,7 +57,15 @@ std::string fixed(double value, int decimals) {
   return text.str();
 }
 
+// Set by serve and agent once they log: their errors are log lines too.
+const char* serving = nullptr;
+
 }  // namespace
+
+std::string message_prefix() {
+  if (serving == nullptr) return "tessel: ";
+  return iso8601_utc_now() + " " + serving + ": ";
+}
 
 int serve(const ServeOptions& options) {
   const ExperimentConfig config = load_served_experiment(options.config, options.overrides);
@@ -77,6 +86,7 @@ int serve(const ServeOptions& options) {
   create_database_folder(daemon_options.database);
 
   asio::io_context io;
+  serving = "tessel serve";
   SchedulerDaemon daemon(io, config, registry, std::move(secret), daemon_options);
   const tcp::endpoint endpoint = daemon.listen(options.listen.empty() ? config.serve.listen : options.listen);
   // Machine-readable, so scripts and tests learn the port that 0 picked.
@@ -114,6 +124,7 @@ int agent(const AgentCommandOptions& options) {
   NodeInventory inventory = NodeInventory::detect(options.fake_gpus, options.gpu_type);
 
   asio::io_context io;
+  serving = "tessel agent";
   NodeAgent node(io, agent_options, std::move(secret), std::move(inventory));
   node.start();
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -146,21 +157,16 @@ int jobs(const ClientOptions& client, const std::string& format) {
     std::cout << list.dump(2) << "\n";
     return 0;
   }
-  // Start and end as wall-clock UTC times; the daemon keeps them relative to its run's time 0.
+  // Start and end as ISO 8601 UTC times; the daemon keeps them relative to its run's time 0.
   const double epoch = reply.has("epoch") ? reply.number("epoch") : 0;
   auto wall_clock = [&](const json& job, const char* key) -> std::string {
     if (!job.contains(key)) return "-";
-    const auto seconds = static_cast<std::time_t>(epoch + job.at(key).get<double>());
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char text[32];
-    std::strftime(text, sizeof text, "%m-%d %H:%M:%S", &utc);
-    return text;
+    return iso8601_utc(epoch + job.at(key).get<double>(), /*millis=*/false);
   };
   std::cout << std::left << std::setw(7) << "ID" << std::setw(16) << "NAME" << std::setw(10) << "TENANT"
             << std::setw(11) << "STATUS" << std::setw(6) << "GPUS" << std::setw(18) << "PROGRESS"
-            << std::setw(12) << "PREEMPTIONS" << std::setw(9) << "ATTEMPTS" << std::setw(16) << "STARTED (UTC)"
-            << std::setw(16) << "ENDED (UTC)" << "NODES\n";
+            << std::setw(12) << "PREEMPTIONS" << std::setw(9) << "ATTEMPTS" << std::setw(22) << "STARTED (UTC)"
+            << std::setw(22) << "ENDED (UTC)" << "NODES\n";
   for (const json& job : list) {
     std::string progress = fixed(job.at("iteration").get<double>(), 0);
     if (job.contains("iterations")) progress += " of " + std::to_string(job.at("iterations").get<std::int64_t>());
@@ -172,9 +178,35 @@ int jobs(const ClientOptions& client, const std::string& format) {
               << (name.empty() ? "-" : name) << std::setw(10) << job.at("tenant").get<std::string>() << std::setw(11)
               << job.at("status").get<std::string>() << std::setw(6) << job.at("gpus").get<int>() << std::setw(18)
               << progress << std::setw(12) << job.at("preemptions").get<int>() << std::setw(9)
-              << job.at("attempts").get<int>() << std::setw(16) << wall_clock(job, "started") << std::setw(16)
+              << job.at("attempts").get<int>() << std::setw(22) << wall_clock(job, "started") << std::setw(22)
               << wall_clock(job, "finished") << (nodes.empty() ? "-" : nodes) << "\n";
+    // Long: on a line of its own under the job's.
+    if (job.contains("last_error")) std::cout << "       last error: " << job.at("last_error").get<std::string>() << "\n";
   }
+  return 0;
+}
+
+int logs(const ClientOptions& client, const LogsOptions& options) {
+  if (options.bytes < 1 || options.bytes > kMaxLogBytes)
+    throw UserError("logs: --bytes must be 1 to " + std::to_string(kMaxLogBytes) + " (2 MiB), not " +
+                    std::to_string(options.bytes));
+  SchedulerClient connection = open_client(client, "logs");
+  json request = {{"job", options.job}, {"rank", options.rank}, {"max_bytes", options.bytes}};
+  if (options.launch != 0) request["launch"] = options.launch;
+  const Message reply = connection.request(message("logs", std::move(request)));
+  std::string text = reply.text("text");
+  const std::int64_t size = reply.integer("size", 0), from = reply.integer("from", 0);
+  const std::string where = reply.text("node") + ":" + reply.text("path");
+  std::cerr << "tessel: job " << reply.integer("job", 0) << ", launch " << reply.integer("launch", 0) << ", rank "
+            << reply.integer("rank", 0) << ": " << where << " (" << size << " bytes; every launch of the rank on that "
+            << "node appends to it)\n";
+  if (from > 0) {
+    // Cut at a line's start, not in the middle of one.
+    if (const auto newline = text.find('\n'); newline != std::string::npos) text.erase(0, newline + 1);
+    std::cerr << "tessel: showing its last " << text.size() << " bytes; --bytes N shows more (at most "
+              << kMaxLogBytes << ")\n";
+  }
+  std::cout << text << std::flush;
   return 0;
 }
 

@@ -48,12 +48,24 @@ struct SubmitOptions {
   std::vector<std::string> command;    // after --
 };
 
+struct LogsOptions {
+  std::uint32_t job = 0;
+  int rank = 0;
+  std::uint64_t launch = 0;            // 0: the job's latest
+  std::int64_t bytes = 1024 * 1024;  // at most this much of the log's end
+};
+
+// What the error messages of `tessel` start with: "tessel: ", and while
+// serve or agent runs, their log lines' stamp and name instead.
+std::string message_prefix();
+
 int serve(const ServeOptions& options);
 int agent(const AgentCommandOptions& options);
 int submit(const ClientOptions& client, const SubmitOptions& options);
 int jobs(const ClientOptions& client, const std::string& format);
 int cancel(const ClientOptions& client, std::uint32_t job);
 int status(const ClientOptions& client);
+int logs(const ClientOptions& client, const LogsOptions& options);
 int progress(std::int64_t iteration, std::int64_t total);
 
 }  // namespace tessel::cli

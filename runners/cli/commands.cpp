@@ -9,6 +9,9 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <sstream>
+#include <tuple>
 #include <regex>
 #include <span>
 
@@ -24,6 +27,8 @@
 #include "results/report.hpp"
 #include "results/store.hpp"
 #include "experiment_runner.hpp"
+#include "slurm_sweep.hpp"
+#include "results/merge.hpp"
 #include "models/models.hpp"
 #include "simulation.hpp"
 
@@ -62,9 +67,87 @@ void draw_progress(const ExperimentProgress& p) {
 
 }  // namespace
 
+namespace {
+
+// The sweep as a Slurm job array; with --wait, its progress and then its report.
+int run_on_slurm(const RunOptions& options, ExperimentPlan plan, const std::atomic<bool>& stop) {
+  SlurmSweepOptions slurm{{}, options.max_parallel};
+  // "--partition=cpu --time=1:00:00", or "-p cpu": one option per #SBATCH
+  // line, a word not starting with '-' being the value of the one before.
+  for (const std::string& text : options.slurm_options) {
+    std::istringstream words(text);
+    bool first = true;
+    for (std::string word; words >> word; first = false) {
+      if (!first && word.front() != '-')
+        slurm.sbatch_options.back() += " " + word;
+      else
+        slurm.sbatch_options.push_back(word);
+    }
+  }
+  const SlurmSweep sweep = submit_slurm_sweep(std::move(plan), slurm);
+  for (const std::string& note : sweep.notes) std::cerr << "tessel: " << note << "\n";
+  if (sweep.runs.empty()) {
+    std::cerr << "tessel: all " << sweep.points << " points have a complete run in " << sweep.database
+              << " already; nothing to submit\n";
+    return 0;
+  }
+  if (!options.quiet) {
+    std::cerr << "tessel: submitted " << sweep.runs.size() << " of " << sweep.points << " points of " << options.config
+              << " to Slurm as job array " << sweep.array_job << ", then merge job " << sweep.merge_job
+              << "; scripts and logs in " << sweep.shards.string() << "\n";
+  }
+  if (!options.wait) {
+    if (!options.quiet)
+      std::cout << "results: " << sweep.database << " (once job " << sweep.merge_job << " has merged them)\n";
+    return 0;
+  }
+  const bool terminal = isatty(STDERR_FILENO) && !options.quiet;
+  try {
+    wait_for_slurm_sweep(sweep, &stop, terminal ? draw_progress : std::function<void(const ExperimentProgress&)>{});
+  } catch (const Interrupted&) {
+    std::cerr << "tessel: stopped waiting; the jobs go on in Slurm (scancel " << sweep.array_job << " "
+              << sweep.merge_job << " stops them)\n";
+    return 130;
+  }
+  if (!std::filesystem::exists(sweep.database))
+    throw UserError(sweep.database + ": the merge job wrote nothing; see " +
+                    (sweep.shards / "logs" / "merge.out").string());
+  // A point is done when OUT has a complete run of it of this configuration.
+  ResultsStore store(sweep.database, /*create=*/false);
+  std::map<std::tuple<std::string, std::string, std::string>, std::int64_t> complete;
+  for (const RunRow& row : store.runs())
+    if (row.status == "complete") complete[{row.label, row.axes, row.fingerprint}] = row.id;
+  std::vector<std::int64_t> ids;
+  std::string unfinished;
+  for (const PlannedRun& run : sweep.runs) {
+    const auto found = complete.find({run.info.label, run.info.axes, run.info.fingerprint});
+    if (found != complete.end())
+      ids.push_back(found->second);
+    else
+      unfinished += (unfinished.empty() ? "" : ", ") + std::to_string(run.point) + " " + axes_text(run.info.axes);
+  }
+  if (!options.quiet && !ids.empty()) {
+    print_report(std::cout, load_reports(store, ids), ReportFormat::table);
+    std::cout << "results: " << sweep.database << "\n";
+  }
+  if (unfinished.empty()) return 0;
+  std::cerr << "tessel: " << sweep.runs.size() - ids.size() << " of " << sweep.runs.size()
+            << " points have no complete run in " << sweep.database << " (points " << unfinished
+            << "); their logs are in " << (sweep.shards / "logs").string()
+            << "; run again with --resume to run only those\n";
+  return 1;
+}
+
+}  // namespace
+
 int run(const RunOptions& options, const std::atomic<bool>& stop) {
-  ExperimentPlan plan =
-      plan_experiment({options.config, options.overrides, options.database, options.parallel, options.resume});
+  ExperimentPlan plan = plan_experiment(
+      {options.config, options.overrides, options.database, options.parallel, options.resume, options.point});
+  if (options.list_points) {
+    for (const PlannedRun& run : plan.runs) std::cout << run.point << "\t" << axes_text(run.info.axes) << "\n";
+    return 0;
+  }
+  if (options.slurm) return run_on_slurm(options, std::move(plan), stop);
   if (!options.quiet) {
     const ExperimentConfig& first = plan.runs.front().config;
     std::cerr << "tessel: simulating " << options.config;
@@ -89,6 +172,16 @@ int run(const RunOptions& options, const std::atomic<bool>& stop) {
   if (ids.size() > 1)  // parallel runs take their ids in the order they start
     std::cout << " (runs " << *std::min_element(ids.begin(), ids.end()) << "-"
               << *std::max_element(ids.begin(), ids.end()) << ")";
+  std::cout << "\n";
+  return 0;
+}
+
+int merge(const std::string& output, const std::vector<std::string>& shards) {
+  const MergeOutcome outcome = merge_databases(output, shards);
+  for (const std::string& note : outcome.notes) std::cerr << "tessel: " << note << "\n";
+  std::cout << "merged " << outcome.copied << " run" << (outcome.copied == 1 ? "" : "s") << " from " << shards.size()
+            << " database" << (shards.size() == 1 ? "" : "s") << " into " << output;
+  if (outcome.present > 0) std::cout << " (" << outcome.present << " there already)";
   std::cout << "\n";
   return 0;
 }

@@ -17,6 +17,13 @@ struct RunOptions {
   unsigned parallel = 0;  // 0: one simulation per core
   bool resume = false;
   bool quiet = false;
+  std::optional<std::size_t> point;  // --point K: this sweep point alone
+  bool list_points = false;
+  // --slurm: the sweep as a job array (runners/sim/slurm_sweep.hpp).
+  bool slurm = false;
+  std::vector<std::string> slurm_options;
+  unsigned max_parallel = 0;
+  bool wait = false;
 };
 
 struct ReportOptions {
@@ -46,6 +53,8 @@ struct PluginsOptions {
 };
 
 int run(const RunOptions& options, const std::atomic<bool>& stop);
+// Copies the runs of `shards` into `output` (results/merge.hpp).
+int merge(const std::string& output, const std::vector<std::string>& shards);
 int validate(const std::string& config, const std::vector<std::string>& overrides);
 int plugins(const PluginsOptions& options);
 int report(const ReportOptions& options);

@@ -37,6 +37,27 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-j,--jobs", run.parallel, "simulations at once for a [sweep] (default: one per core)");
   run_cmd->add_flag("--resume", run.resume, "skip sweep points that already have a complete run in the database");
   run_cmd->add_flag("-q,--quiet", run.quiet, "print nothing on success");
+  auto* run_point = run_cmd->add_option("--point", run.point, "run point K of the [sweep] alone (see --list-points)");
+  run_cmd->add_flag("--list-points", run.list_points, "print the [sweep]'s points, numbered as --point takes them")
+      ->excludes(run_point);
+  auto* run_slurm = run_cmd->add_flag("--slurm", run.slurm, "submit the sweep to Slurm as a job array, one point per task")
+      ->excludes(run_point)
+      ->excludes("--list-points")
+      ->excludes("--jobs");
+  run_cmd->add_option("--slurm-opt", run.slurm_options, "sbatch options for the array and merge jobs, e.g. \"--partition=cpu --time=1:00:00\"")
+      ->allow_extra_args(false)
+      ->needs(run_slurm);
+  run_cmd->add_option("--max-parallel", run.max_parallel, "with --slurm: tasks running at once")
+      ->check(CLI::PositiveNumber)
+      ->needs(run_slurm);
+  run_cmd->add_flag("--wait", run.wait, "with --slurm: wait for the sweep, showing its progress, then report")
+      ->needs(run_slurm);
+
+  std::string merge_output;
+  std::vector<std::string> merge_shards;
+  auto* merge_cmd = app.add_subcommand("merge", "Copy the runs of results databases (a Slurm sweep's shards) into one");
+  merge_cmd->add_option("output", merge_output, "results database to merge into (created if missing)")->required();
+  merge_cmd->add_option("shards", merge_shards, "results databases to copy the runs of")->required();
 
   std::string validate_config;
   std::vector<std::string> validate_overrides;
@@ -206,6 +227,15 @@ int main(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "Show the daemon's nodes and round times");
   scheduler_options(status_cmd, client);
 
+  tessel::cli::LogsOptions logs;
+  auto* logs_cmd = app.add_subcommand("logs", "Show the end of a job rank's log, fetched from the node that ran it");
+  logs_cmd->add_option("id", logs.job, "job id")->required();
+  logs_cmd->add_option("--rank", logs.rank, "which rank")->capture_default_str()->check(CLI::NonNegativeNumber);
+  logs_cmd->add_option("--launch", logs.launch, "which launch of the job (default: its latest)");
+  logs_cmd->add_option("--bytes", logs.bytes, "at most this much of the log's end (at most 2 MiB)")
+      ->capture_default_str();
+  scheduler_options(logs_cmd, client);
+
   std::int64_t progress_iteration = 0, progress_total = 0;
   auto* progress_cmd = app.add_subcommand("progress", "From a job: report progress to its agent (TESSEL_PROGRESS)");
   progress_cmd->add_option("iteration", progress_iteration, "iterations done")->required();
@@ -222,6 +252,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_interrupt);
   try {
     if (*run_cmd) return tessel::cli::run(run, stop_requested);
+    if (*merge_cmd) return tessel::cli::merge(merge_output, merge_shards);
     if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides);
     if (*plugins_cmd) return tessel::cli::plugins(plugins);
     if (*price_cmd) return tessel::cli::price(price_file, price_format);
@@ -242,22 +273,23 @@ int main(int argc, char** argv) {
     if (*jobs_cmd) return tessel::cli::jobs(client, jobs_format);
     if (*cancel_cmd) return tessel::cli::cancel(client, cancel_id);
     if (*status_cmd) return tessel::cli::status(client);
+    if (*logs_cmd) return tessel::cli::logs(client, logs);
     if (*progress_cmd) return tessel::cli::progress(progress_iteration, progress_total);
   } catch (const tessel::ConfigError& e) {
     // Located problems read like a compiler's; the rest like every other error.
     for (const auto& d : e.diagnostics()) std::cerr << (d.where.empty() ? "tessel: " : "") << d.str() << "\n";
     return 2;
   } catch (const tessel::UserError& e) {
-    std::cerr << "tessel: " << e.what() << "\n";
+    std::cerr << tessel::cli::message_prefix() << e.what() << "\n";
     return 2;
   } catch (const tessel::Interrupted&) {
     std::cerr << "tessel: interrupted; the run is marked 'interrupted'\n";
     return 130;
   } catch (const tessel::PluginContractError& e) {
-    std::cerr << "tessel: " << e.what() << "\n";  // the plugin's bug, not tessel's
+    std::cerr << tessel::cli::message_prefix() << e.what() << "\n";  // the plugin's bug, not tessel's
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "tessel: internal error: " << e.what() << "\n";
+    std::cerr << tessel::cli::message_prefix() << "internal error: " << e.what() << "\n";
     return 1;
   }
   return 0;

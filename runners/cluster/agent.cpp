@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -25,6 +26,12 @@ Clock::duration seconds(double s) {
 }
 
 void say(const std::string& line) { log_line("tessel agent", line); }
+
+// A log holds whatever the job printed; a message carries JSON strings,
+// which must be UTF-8: invalid bytes become U+FFFD.
+std::string as_utf8(const std::string& bytes) {
+  return json::parse(json(bytes).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+}
 
 }  // namespace
 
@@ -188,6 +195,7 @@ void NodeAgent::on_message(const Message& m) {
   if (m.type() == "ack") return;
   if (m.type() == "launch") return on_launch(m);
   if (m.type() == "stop") return on_stop(m);
+  if (m.type() == "read_log") return on_read_log(m);
   if (m.type() == "exit_recorded") {
     unrecorded_exits_.erase({static_cast<std::uint64_t>(m.integer("launch", 0)), static_cast<int>(m.integer("rank", 0))});
     finish_if_idle();
@@ -212,7 +220,8 @@ void NodeAgent::send_register() {
                             {"cpus", inventory_.cpus},
                             {"mem_gb", inventory_.mem_gb},
                             {"running", running},
-                            {"exits", exits}}));
+                            {"exits", exits},
+                            {"log_dir", options_.log_dir.string()}}));
 }
 
 void NodeAgent::on_registered(const Message& m) {
@@ -247,7 +256,8 @@ void NodeAgent::on_launch(const Message& m) {
     processes_.emplace(key, std::move(process));
   } catch (const std::exception& e) {
     say("cannot launch job " + std::to_string(order.job) + ": " + e.what());
-    report_exit(key, message("exited", {{"launch", order.launch}, {"rank", order.rank}, {"code", 127}, {"signal", 0}}));
+    report_exit(key, message("exited", {{"launch", order.launch}, {"rank", order.rank}, {"code", 127}, {"signal", 0},
+                                        {"error", e.what()}}));
   }
 }
 
@@ -256,6 +266,29 @@ void NodeAgent::on_stop(const Message& m) {
   const double grace = m.number("grace_seconds");
   for (auto& [key, process] : processes_)
     if (key.first == launch) process->stop(std::max(0.0, grace));
+}
+
+void NodeAgent::on_read_log(const Message& m) {
+  const auto job = static_cast<std::uint32_t>(m.integer("job", 0, 0xfffffffe));
+  const int rank = static_cast<int>(m.integer("rank", 0, 1 << 20));
+  const auto max_bytes = m.integer("max_bytes", 0, kMaxLogBytes);
+  const std::filesystem::path path = rank_log_path(options_.log_dir, job, rank);
+  json reply = {{"request", m.integer("request", 0)}, {"path", path.string()}};
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    reply["error"] = "node " + options_.name + " has no log at " + path.string();
+  } else {
+    const std::int64_t size = in.tellg();
+    const std::int64_t from = std::max<std::int64_t>(0, size - max_bytes);
+    std::string text(static_cast<std::size_t>(size - from), '\0');
+    in.seekg(from);
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    reply["size"] = size;
+    reply["from"] = from;
+    reply["text"] = as_utf8(text);
+  }
+  send(message("log", std::move(reply)));
 }
 
 void NodeAgent::report_exit(const Key& key, json exit) {

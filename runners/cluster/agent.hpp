@@ -80,6 +80,8 @@ class NodeAgent {
   void on_registered(const Message& message);
   void on_launch(const Message& message);
   void on_stop(const Message& message);
+  // Answers the daemon's read_log with the end of a rank's log here.
+  void on_read_log(const Message& message);
   void send_register();
   void tick();
   void watch_children();

@@ -9,6 +9,7 @@
 #include "models/models.hpp"
 #include "plugins/composition.hpp"
 #include "daemon_state.hpp"
+#include "job_process.hpp"
 #include "log_line.hpp"
 #include "results/summary.hpp"
 
@@ -75,8 +76,14 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
   for (JobRecordFull& saved : recovered.jobs) {
     saved.state.waiting_since = t;
     core_->restore(saved.state);
-    jobs_.push_back(JobEntry{std::move(saved.request), saved.cancelled, 0, saved.state.attempts});
+    jobs_.push_back(JobEntry{std::move(saved.request), saved.cancelled, 0, saved.state.attempts, {}, {}});
   }
+  for (const LaunchRecord& record : recovered.launches)
+    if (record.job < jobs_.size()) {
+      JobEntry& entry = jobs_[record.job];
+      entry.history.push_back(record);
+      if (record.outcome == "failed") entry.last_error = failure_of(record);
+    }
   recovered_jobs_ = recovered.jobs.size();
   double longest_grace = 0;
   for (const LaunchRecord& record : recovered.open_launches) {
@@ -120,7 +127,11 @@ double SchedulerDaemon::grace_of(JobId job) const {
 void SchedulerDaemon::log(const std::string& line) const { log_line("tessel serve", line); }
 
 SchedulerDaemon::NodeEntry* SchedulerDaemon::node_named(const std::string& name) {
-  for (auto& node : nodes_)
+  return const_cast<NodeEntry*>(std::as_const(*this).node_named(name));
+}
+
+const SchedulerDaemon::NodeEntry* SchedulerDaemon::node_named(const std::string& name) const {
+  for (const auto& node : nodes_)
     if (node->name == name) return node.get();
   return nullptr;
 }
@@ -232,6 +243,7 @@ void SchedulerDaemon::on_closed(const std::shared_ptr<Peer>& peer, const std::st
     // Silence from here on; the node is down once it lasts a node timeout.
     peer->node->agent = nullptr;
     log("agent " + peer->node->name + " disconnected: " + why);
+    fail_log_requests(*peer->node, "disconnected");
   } else if (peer->role == Peer::Role::client && why != "peer closed the connection") {
     log("dropped client " + peer->connection->peer() + ": " + why);
   }
@@ -261,6 +273,7 @@ void SchedulerDaemon::on_message(const std::shared_ptr<Peer>& peer, const Messag
       if (m.type() == "heartbeat") return on_heartbeat(*peer->node, m);
       if (m.type() == "started") return on_started(*peer->node, m);
       if (m.type() == "exited") return on_exited(*peer->node, m);
+      if (m.type() == "log") return on_log(*peer->node, m);
       throw ProtocolError("unknown agent message '" + m.type() + "'");
     case Peer::Role::client: {
       json reply;
@@ -269,6 +282,7 @@ void SchedulerDaemon::on_message(const std::shared_ptr<Peer>& peer, const Messag
         else if (m.type() == "jobs") reply = on_jobs(m);
         else if (m.type() == "cancel") reply = on_cancel(m);
         else if (m.type() == "status") reply = on_status();
+        else if (m.type() == "logs") return on_logs(peer, m);  // answered once the agent has
         else throw ProtocolError("unknown request '" + m.type() + "'");
       } catch (const RequestError& e) {
         // The client asked for something impossible; it hears why and may go on.
@@ -292,7 +306,7 @@ json SchedulerDaemon::on_submit(const Message& m) {
   auto transaction = journal_.transaction();
   journal_.save_submission(job_record(job), request);
   transaction.commit();
-  jobs_.push_back(JobEntry{std::move(request), false, 0, 0});
+  jobs_.push_back(JobEntry{std::move(request), false, 0, 0, {}, {}});
   if (!journal_.writable()) {
     // The disk refused this very submission. Its id is taken (ids are
     // positions), so it stays, cancelled before it ran, and is saved so
@@ -315,11 +329,15 @@ json SchedulerDaemon::on_jobs(const Message& m) {
     const JobEntry& entry = jobs_[id];
     std::string status = entry.cancelled ? "cancelled" : std::string(to_string(job.status));
     json nodes = json::array();
+    auto add_node = [&nodes](const std::string& node) {
+      if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+    };
     if (const auto it = launches_.find(entry.current); it != launches_.end()) {
       const Launch& launch = *it->second;
       if (job.running() && !launch.dispatched) status = "starting";
-      for (const Rank& rank : launch.ranks)
-        if (std::find(nodes.begin(), nodes.end(), rank.record.node) == nodes.end()) nodes.push_back(rank.record.node);
+      for (const Rank& rank : launch.ranks) add_node(rank.record.node);
+    } else if ((job.done() || entry.cancelled) && !entry.history.empty()) {
+      for (const RankRecord& rank : entry.history.back().ranks) add_node(rank.node);  // where it ran last
     }
     json row = {{"id", id},
                 {"name", job.spec.name},
@@ -334,6 +352,9 @@ json SchedulerDaemon::on_jobs(const Message& m) {
     if (entry.request.iterations) row["iterations"] = *entry.request.iterations;
     if (job.first_start) row["started"] = *job.first_start;
     if (job.finish) row["finished"] = *job.finish;
+    if (job.first_start) row["started_at"] = iso8601_utc(journal_.epoch() + *job.first_start);
+    if (job.finish) row["finished_at"] = iso8601_utc(journal_.epoch() + *job.finish);
+    if (!entry.last_error.empty()) row["last_error"] = entry.last_error;
     list.push_back(std::move(row));
   }
   // Job times are seconds since the run's time 0, which is `epoch` (Unix seconds).
@@ -389,6 +410,84 @@ json SchedulerDaemon::on_status() {
                                           {"unwritten", journal_.unwritten()}}},
                             {"rounds", {{"count", t.rounds}, {"last_ms", t.last_ms}, {"p50_ms", t.p50_ms},
                                         {"p99_ms", t.p99_ms}, {"max_ms", t.max_ms}, {"recent_ms", t.recent_ms}}}});
+}
+
+void SchedulerDaemon::on_logs(const std::shared_ptr<Peer>& client, const Message& m) {
+  const auto id = static_cast<JobId>(m.integer("job", 0, 0xfffffffe));
+  if (id >= core_->job_count()) throw RequestError("no job " + std::to_string(id));
+  const JobEntry& entry = jobs_[id];
+  if (entry.history.empty())
+    throw RequestError("job " + std::to_string(id) + " has never been launched (it is " +
+                       (entry.cancelled ? "cancelled" : std::string(to_string(core_->job(id).status))) + ")");
+  const LaunchRecord* launch = &entry.history.back();
+  if (m.has("launch") && m.integer("launch", 0) != 0) {
+    const auto wanted = static_cast<LaunchId>(m.integer("launch", 0));
+    const auto it = std::find_if(entry.history.begin(), entry.history.end(),
+                                 [&](const LaunchRecord& l) { return l.id == wanted; });
+    if (it == entry.history.end()) {
+      std::string ids;
+      for (const LaunchRecord& l : entry.history) ids += (ids.empty() ? "" : ", ") + std::to_string(l.id);
+      throw RequestError("job " + std::to_string(id) + " has no launch " + std::to_string(wanted) + "; its launches are " + ids);
+    }
+    launch = &*it;
+  }
+  const auto rank = static_cast<int>(m.integer("rank", 0, 1 << 20));
+  if (rank >= std::ssize(launch->ranks))
+    throw RequestError("launch " + std::to_string(launch->id) + " of job " + std::to_string(id) + " has ranks 0 to " +
+                       std::to_string(launch->ranks.size() - 1) + "; there is no rank " + std::to_string(rank));
+  const std::int64_t max_bytes = m.integer("max_bytes", 0, kMaxLogBytes);
+  const std::string& node_name = launch->ranks[rank].node;
+  const NodeEntry* node = node_named(node_name);
+  if (node == nullptr || node->agent == nullptr)
+    throw RequestError("node " + node_name + " is not connected; its log is at " + log_location(node_name, id, rank) +
+                       " on that node");
+  const std::uint64_t request = next_log_request_++;
+  log_requests_[request] = {client, node_name,
+                            {{"job", id}, {"launch", launch->id}, {"rank", rank}, {"node", node_name}}};
+  node->agent->connection->send(message("read_log", {{"request", request}, {"job", id}, {"rank", rank},
+                                                     {"max_bytes", max_bytes}}));
+}
+
+void SchedulerDaemon::on_log(NodeEntry& node, const Message& m) {
+  const auto it = log_requests_.find(static_cast<std::uint64_t>(m.integer("request", 0)));
+  if (it == log_requests_.end() || it->second.node != node.name) return;
+  LogRequest request = std::move(it->second);
+  log_requests_.erase(it);
+  const auto client = request.client.lock();
+  if (client == nullptr) return;  // it left meanwhile
+  if (m.has("error")) {
+    client->connection->send(message("error", {{"message", m.text("error")}}));
+    return;
+  }
+  json& reply = request.reply;
+  reply["path"] = m.text("path");
+  reply["size"] = m.integer("size", 0);
+  reply["from"] = m.integer("from", 0);
+  reply["text"] = m.text("text");
+  client->connection->send(message("log", std::move(reply)));
+}
+
+void SchedulerDaemon::fail_log_requests(const NodeEntry& node, const std::string& why) {
+  for (auto it = log_requests_.begin(); it != log_requests_.end();) {
+    if (it->second.node != node.name) {
+      ++it;
+      continue;
+    }
+    const json& asked = it->second.reply;
+    if (const auto client = it->second.client.lock())
+      client->connection->send(message(
+          "error", {{"message", "node " + node.name + " " + why + " before sending the log; it is at " +
+                                    log_location(node.name, asked.at("job").get<JobId>(), asked.at("rank").get<int>()) +
+                                    " on that node"}}));
+    it = log_requests_.erase(it);
+  }
+}
+
+std::string SchedulerDaemon::log_location(const std::string& node_name, JobId job, int rank) const {
+  const NodeEntry* node = node_named(node_name);
+  if (node != nullptr && !node->log_dir.empty()) return rank_log_path(node->log_dir, job, rank).string();
+  // Its agent has not registered with this daemon since it restarted.
+  return rank_log_path("", job, rank).string() + " under its agent's --log-dir";
 }
 
 // ------------------------------------------------------------------ time

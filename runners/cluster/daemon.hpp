@@ -108,6 +108,19 @@ class SchedulerDaemon {
   json on_jobs(const Message& message);
   json on_cancel(const Message& message);
   json on_status();
+  // Asks the agent that ran the rank for its log; the client's reply waits
+  // for the agent's (on_log). Throws RequestError.
+  void on_logs(const std::shared_ptr<Peer>& client, const Message& message);
+  void on_log(NodeEntry& node, const Message& message);
+  // Answers the clients still waiting for a log from `node`, which left.
+  void fail_log_requests(const NodeEntry& node, const std::string& why);
+  // The rank's log's path on that node ("/logs/job-3/rank-0.log"), or where
+  // it is when the node's agent has not said its --log-dir to this daemon.
+  std::string log_location(const std::string& node, JobId job, int rank) const;
+  // "launch 4: rank 1 on node a2 exited with code 3; its log: a2:/logs/job-0/rank-1.log"
+  std::string failure_text(JobId job, LaunchId launch, const RankRecord& rank, const std::string& error) const;
+  // A failed launch's failure as the journal has it: its first rank that exited non-zero.
+  std::string failure_of(const LaunchRecord& launch) const;
   // Submissions and cancels need the disk: refused while the journal cannot write.
   void require_writable() const;
 
@@ -132,7 +145,11 @@ class SchedulerDaemon {
   // end_if_done or resolve_recovered for every launch, then open_gate.
   void settle();
   NodeEntry* node_named(const std::string& name);
+  const NodeEntry* node_named(const std::string& name) const;
   double grace_of(JobId job) const;
+  // Whether the launch's progress is the job's: while it runs, and while it
+  // stops (a preempted job may report during its grace period).
+  bool progress_counts(const Launch& launch) const;
 
   // Time.
   void schedule_round();
@@ -191,6 +208,14 @@ class SchedulerDaemon {
   std::vector<std::tuple<std::string, LaunchId, int>> held_exit_acks_;
   double retried_at_ = 0;
   bool stopped_ = false;
+  // `tessel logs` requests sent to agents, by request id.
+  struct LogRequest {
+    std::weak_ptr<Peer> client;
+    std::string node;
+    json reply;  // what the daemon already knows: job, launch, rank, node
+  };
+  std::map<std::uint64_t, LogRequest> log_requests_;
+  std::uint64_t next_log_request_ = 1;
 };
 
 }  // namespace tessel::cluster

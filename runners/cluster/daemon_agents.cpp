@@ -85,6 +85,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
   node->cpus = cpus;
   node->mem_gb = mem_gb;
   node->last_heard = Clock::now();
+  if (m.has("log_dir")) node->log_dir = m.text("log_dir").substr(0, 4096);
 
   // What exited while we were apart, then what still runs.
   for (const json& exit : exits) record_exit(*node, Message::of(exit, "exited"));
@@ -134,10 +135,19 @@ void SchedulerDaemon::on_heartbeat(NodeEntry& node, const Message& m) {
     const Message p = Message::of(entry, "progress");
     const auto it = launches_.find(static_cast<LaunchId>(p.integer("launch", 0)));
     if (it == launches_.end() || p.integer("rank", 0) != 0) continue;
+    if (!progress_counts(*it->second)) continue;
     const Launch& launch = *it->second;
-    if (!launch.core_running || !launch.stop_reason.empty()) continue;
     core_->report_progress(launch.job, static_cast<double>(p.integer("iteration", 0)), t);
   }
+}
+
+bool SchedulerDaemon::progress_counts(const Launch& launch) const {
+  // A stopping launch's job has no newer launch running (the gate holds it
+  // until this one has exited), so what it reports during its grace period
+  // (a checkpoint on SIGTERM) is where the job's next launch resumes.
+  // A recovered launch counts once adopted; a done job's, never.
+  if (core_->job(launch.job).done() || jobs_[launch.job].cancelled) return false;
+  return launch.core_running || (!launch.stop_reason.empty() && !launch.recovering);
 }
 
 void SchedulerDaemon::on_started(NodeEntry& node, const Message& m) {
@@ -181,14 +191,15 @@ void SchedulerDaemon::record_exit(NodeEntry& node, const Message& m) {
     if (rank.record.rank != rank_index || rank.record.node != node.name || rank.gone) continue;
     // Its last progress line; a recovered launch's too, though the core has
     // not adopted it (it may have finished while we were down).
-    if (rank_index == 0 && m.has("iteration") && (launch.core_running || launch.recovered) &&
-        launch.stop_reason.empty() && !core_->job(launch.job).done())
+    if (rank_index == 0 && m.has("iteration") &&
+        (progress_counts(launch) || (launch.recovered && launch.stop_reason.empty() && !core_->job(launch.job).done())))
       core_->report_progress(launch.job, static_cast<double>(m.integer("iteration", 0)), exited_at);
     // Stopped by its agent without our asking (its lease ran out, or the
     // agent is shutting down): whatever its exit code, it did not finish.
     rank.stopped_by_agent = m.has("stopped") && m.flag("stopped") && launch.stop_reason.empty();
     if (rank.stopped_by_agent && !launch.recovering) abandon(launch, "lost");
     rank.exited_at = exited_at;
+    if (m.has("error")) rank.error = m.text("error").substr(0, 4096);
     rank_gone(launch, rank, code, signal);
     if (launch.recovering)
       resolve_recovered(launch);
@@ -206,6 +217,7 @@ void SchedulerDaemon::save_node(const NodeEntry& node) {
 void SchedulerDaemon::node_down(NodeEntry& node, const std::string& why) {
   node.up = false;
   log("node " + node.name + " is down: " + why);
+  fail_log_requests(node, "went down");
   if (node.agent) {
     auto agent = node.agent;
     node.agent = nullptr;

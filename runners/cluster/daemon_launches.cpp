@@ -3,8 +3,11 @@
 // end_if_done tells the core what a launch's end means for its job;
 // resolve_recovered settles launches found in the journal after a restart.
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "daemon_state.hpp"
+#include "job_process.hpp"
 
 namespace tessel::cluster {
 
@@ -47,6 +50,7 @@ SchedulerDaemon::Launch& SchedulerDaemon::create_launch(JobId job_id, const Allo
   record.resume = resume;
   for (const Rank& r : launch->ranks) record.ranks.push_back(r.record);
   journal_.launched(record);  // before any agent hears of it
+  entry.history.push_back(record);
   entry.current = launch->id;
   ++entry.launches;
   Launch& result = *launch;
@@ -172,7 +176,11 @@ void SchedulerDaemon::rank_gone(Launch& launch, Rank& rank, std::optional<int> c
         if (node->occupant[i] == launch.id) node->occupant[i] = 0;
   }
   const bool failed = !code || *code != 0;
-  if (failed && launch.stop_reason.empty() && !launch.recovering) abandon(launch, code ? "failed" : "lost");
+  if (failed && launch.stop_reason.empty() && !launch.recovering) {
+    // The first failure is the cause: the ranks stopped after it end too.
+    if (code) launch.failure = failure_text(launch.job, launch.id, rank.record, rank.error);
+    abandon(launch, code ? "failed" : "lost");
+  }
 }
 
 void SchedulerDaemon::end_if_done(LaunchId launch_id) {
@@ -201,11 +209,26 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
     if (outcome == "finished") {
       core_->complete(id, t, JobStatus::finished);
     } else if (outcome == "failed") {
+      entry.last_error = launch.failure;
+      if (entry.last_error.empty()) {
+        LaunchRecord ended{launch.id, id, launch.decided, launch.resume, outcome, {}};
+        for (const Rank& rank : launch.ranks) ended.ranks.push_back(rank.record);
+        entry.last_error = failure_of(ended);
+      }
       if (job.attempts > serve_.max_retries) {
-        log("job " + std::to_string(id) + " failed " + std::to_string(job.attempts) + " times; giving up");
+        log("job " + std::to_string(id) + " failed " + std::to_string(job.attempts) + " times; giving up. Last error: " +
+            entry.last_error);
         core_->complete(id, t, JobStatus::failed);
       } else {
         core_->interrupt(id, t, /*failed_attempt=*/true);
+        // Backing off: 1 s, 2 s, 4 s ... ([serve] retry_seconds, doubled
+        // per failed attempt, at most retry_max_seconds).
+        const double wait = std::min(serve_.retry_max_seconds,
+                                     serve_.retry_seconds * std::exp2(std::min(job.attempts - 1, 60)));
+        core_->hold_until(id, now() + wait);
+        log("job " + std::to_string(id) + " failed (attempt " + std::to_string(job.attempts) + " of " +
+            std::to_string(serve_.max_retries + 1) + "): " + entry.last_error + "; retrying in " +
+            (std::ostringstream() << wait).str() + " s");
       }
     } else {
       core_->interrupt(id, t);  // lost with its node
@@ -216,6 +239,19 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
   journal_.save_launch_end(launch.id, t, outcome);
   save_job(id);
   launches_.erase(found);
+}
+
+std::string SchedulerDaemon::failure_text(JobId job, LaunchId launch, const RankRecord& rank,
+                                          const std::string& error) const {
+  return "launch " + std::to_string(launch) + ": rank " + std::to_string(rank.rank) + " on node " + rank.node + " " +
+         (error.empty() ? describe_exit(rank.exit_code.value_or(-1), rank.signal) : "could not start: " + error) +
+         "; its log: " + rank.node + ":" + log_location(rank.node, job, rank.rank);
+}
+
+std::string SchedulerDaemon::failure_of(const LaunchRecord& launch) const {
+  for (const RankRecord& rank : launch.ranks)
+    if (rank.exit_code && *rank.exit_code != 0) return failure_text(launch.job, launch.id, rank, "");
+  return "launch " + std::to_string(launch.id) + " failed";
 }
 
 void SchedulerDaemon::settle() {

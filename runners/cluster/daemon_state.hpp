@@ -37,6 +37,7 @@ struct SchedulerDaemon::NodeEntry {
   // that GPU (0: none). The gate's second rule.
   std::vector<LaunchId> occupant;
   int next_port = 0;
+  std::string log_dir;  // the agent's --log-dir, where its ranks' logs are (empty: not said)
 };
 
 struct SchedulerDaemon::Rank {
@@ -48,6 +49,7 @@ struct SchedulerDaemon::Rank {
   std::optional<double> lost_at;  // on a silent node: counted as gone from then (run time)
   std::optional<double> exited_at;  // when its agent saw it exit (run time), if it did
   bool stopped_by_agent = false;    // by its lease or its agent's shutdown, unasked
+  std::string error;                // why its agent could not start it, if so
 };
 
 struct SchedulerDaemon::Launch {
@@ -65,6 +67,8 @@ struct SchedulerDaemon::Launch {
   bool recovering = false;    // recovered and not yet confirmed or given up
   std::string master_addr;
   int master_port = 0;
+  // Its first failure: which rank, how it ended and where its log is.
+  std::string failure;
 };
 
 struct SchedulerDaemon::JobEntry {
@@ -72,6 +76,10 @@ struct SchedulerDaemon::JobEntry {
   bool cancelled = false;
   LaunchId current = 0;  // the job's live launch, if any
   int launches = 0;
+  // Every launch, with its ranks' nodes: for `tessel logs`, and the nodes
+  // `tessel jobs` shows once the job has ended.
+  std::vector<LaunchRecord> history;
+  std::string last_error;  // the last failed launch's failure
 };
 
 }  // namespace tessel::cluster

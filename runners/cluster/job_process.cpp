@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <ctime>
 #include <fstream>
 #include <system_error>
@@ -75,6 +76,24 @@ LaunchOrder LaunchOrder::from(const Message& m) {
   return o;
 }
 
+std::filesystem::path rank_log_path(const std::filesystem::path& log_dir, std::uint32_t job, int rank) {
+  return log_dir / ("job-" + std::to_string(job)) / ("rank-" + std::to_string(rank) + ".log");
+}
+
+std::string describe_exit(int code, int signal) {
+  if (signal > 0) {
+    const char* name = sigabbrev_np(signal);
+    return "killed by signal " + std::to_string(signal) + (name ? " (SIG" + std::string(name) + ")" : "");
+  }
+  std::string text = "exited with code " + std::to_string(code);
+  // The codes a shell or an exec failure give their usual meaning.
+  if (code == 127) text += " (the command was not found or could not start)";
+  else if (code == 126) text += " (the command could not be executed)";
+  else if (const char* name = code > 128 ? sigabbrev_np(code - 128) : nullptr)
+    text += " (128 + " + std::to_string(code - 128) + ": a shell's child killed by SIG" + name + ")";
+  return text;
+}
+
 std::optional<Progress> parse_progress_line(std::string_view line) {
   Progress p;
   long long iteration = 0, total = 0;
@@ -96,9 +115,9 @@ std::optional<Progress> parse_progress_line(std::string_view line) {
 JobProcess::JobProcess(asio::io_context& io, const LaunchOrder& order, const std::filesystem::path& log_dir,
                        const std::string& node)
     : order_(order), kill_timer_(io) {
-  const std::filesystem::path dir = log_dir / ("job-" + std::to_string(order.job));
+  log_path_ = rank_log_path(log_dir, order.job, order.rank);
+  const std::filesystem::path dir = log_path_.parent_path();
   std::filesystem::create_directories(dir);
-  log_path_ = dir / ("rank-" + std::to_string(order.rank) + ".log");
   // Only rank 0 speaks for the job's progress; the others write nowhere.
   progress_path_ = order.rank == 0 ? dir / ("launch-" + std::to_string(order.launch) + ".progress")
                                    : std::filesystem::path("/dev/null");
@@ -139,6 +158,18 @@ JobProcess::JobProcess(asio::io_context& io, const LaunchOrder& order, const std
   log("tessel: " + timestamp() + " launch " + std::to_string(order.launch) + " rank " + std::to_string(order.rank) +
       " of " + std::to_string(order.world_size) + " on " + node + ", GPUs [" + join(order.gpus) + "]" +
       (order.resume ? ", resumed" : ""));
+
+  // Said before forking, so that the daemon hears why (the child could only
+  // exit 127 and say it here).
+  std::error_code missing;
+  if (!std::filesystem::is_directory(order.workdir, missing)) {
+    ::close(log_fd);
+    const bool exists = std::filesystem::exists(order.workdir, missing);
+    const std::string why = "working directory '" + order.workdir + "' " +
+                            (exists ? "is not a directory" : "does not exist") + " on node " + node;
+    log("tessel: " + timestamp() + " cannot launch: " + why);
+    throw std::runtime_error(why);
+  }
 
   const pid_t agent = ::getpid();
   const pid_t pid = ::fork();
@@ -210,8 +241,7 @@ std::optional<Progress> JobProcess::read_progress() {
 
 void JobProcess::exited(int status) {
   kill_timer_.cancel();
-  std::string how = WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
-                                      : "killed by signal " + std::to_string(WTERMSIG(status));
+  const std::string how = WIFEXITED(status) ? describe_exit(WEXITSTATUS(status), 0) : describe_exit(-1, WTERMSIG(status));
   log("tessel: " + timestamp() + " pid " + std::to_string(pid_) + " " + how);
   // Whatever the group left behind goes with its leader.
   ::kill(-pid_, SIGKILL);

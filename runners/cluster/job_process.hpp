@@ -52,12 +52,23 @@ struct Progress {
   std::int64_t total = 0;  // 0: not said
 };
 
+// Where a rank's output goes on its node: <log_dir>/job-<id>/rank-<rank>.log,
+// one file for every launch of that rank there.
+std::filesystem::path rank_log_path(const std::filesystem::path& log_dir, std::uint32_t job, int rank);
+
+// "exited with code 127 (the command was not found or could not start)",
+// "killed by signal 9 (SIGKILL)": a process's end and, where it has a usual
+// one, its meaning. `code` is -1 when `signal` killed it.
+std::string describe_exit(int code, int signal);
+
 // "iteration 120 of 1000" or "iteration 120"; nothing for anything else.
 std::optional<Progress> parse_progress_line(std::string_view line);
 
 class JobProcess {
  public:
-  // Forks and execs. An exec failure shows as exit code 127, explained in the log.
+  // Forks and execs. Throws std::runtime_error, with the reason also in the
+  // log, when the working directory does not exist here; an exec failure
+  // shows as exit code 127, explained in the log.
   JobProcess(asio::io_context& io, const LaunchOrder& order, const std::filesystem::path& log_dir,
              const std::string& node);
   JobProcess(const JobProcess&) = delete;

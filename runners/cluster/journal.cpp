@@ -350,8 +350,8 @@ RecoveredRun Journal::recover() {
   recovered.next_launch = static_cast<LaunchId>(next.integer(0));
 
   auto launches = db_.prepare(
-      "SELECT launch_id, job_id, decided, resume, coalesce(outcome, '') FROM cluster_launches "
-      "WHERE run_id = ? AND ended IS NULL ORDER BY launch_id");
+      "SELECT launch_id, job_id, decided, resume, coalesce(outcome, ''), ended IS NULL FROM cluster_launches "
+      "WHERE run_id = ? ORDER BY launch_id");
   launches.bind(1, run_);
   auto ranks = db_.prepare(
       "SELECT rank, node, gpus, exit_code, coalesce(signal, 0) FROM cluster_ranks WHERE run_id = ? AND launch_id = ? "
@@ -374,7 +374,8 @@ RecoveredRun Journal::recover() {
       launch.ranks.push_back(std::move(r));
     }
     ranks.reset();
-    recovered.open_launches.push_back(std::move(launch));
+    if (launches.integer(5) != 0) recovered.open_launches.push_back(launch);
+    recovered.launches.push_back(std::move(launch));
   }
   return recovered;
 }

@@ -55,6 +55,7 @@ struct JobRecordFull {
 struct RecoveredRun {
   std::vector<JobRecordFull> jobs;      // in id order
   std::vector<LaunchRecord> open_launches;  // not ended
+  std::vector<LaunchRecord> launches;       // every launch, ended or not, by id
   LaunchId next_launch = 1;
   double capacity_gpu_seconds = 0;  // the run's totals so far
   std::int64_t rounds = 0;

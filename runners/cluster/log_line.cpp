@@ -1,6 +1,8 @@
 #include "log_line.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -8,16 +10,24 @@
 namespace tessel::cluster {
 
 std::string iso8601_utc_now() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  return iso8601_utc(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+std::string iso8601_utc(double unix_seconds, bool millis) {
+  const auto total_ms = static_cast<std::int64_t>(std::floor(unix_seconds * 1000));
+  const auto seconds = static_cast<std::time_t>(total_ms / 1000 - (total_ms % 1000 < 0 ? 1 : 0));
+  const auto ms = static_cast<int>(total_ms - static_cast<std::int64_t>(seconds) * 1000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char text[40];
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(millis));
-  return text;
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                utc.tm_hour, utc.tm_min, utc.tm_sec);
+  std::string result = text;
+  if (millis) {
+    std::snprintf(text, sizeof text, ".%03d", ms);
+    result += text;
+  }
+  return result + "Z";
 }
 
 void log_line(std::string_view program, std::string_view text) {

@@ -10,6 +10,8 @@ namespace tessel::cluster {
 
 // "2026-11-27T14:59:13.123Z"
 std::string iso8601_utc_now();
+// The same for a time in Unix seconds; to the second without `millis`.
+std::string iso8601_utc(double unix_seconds, bool millis = true);
 
 // Writes "<time> <program>: <text>" to standard error, flushed.
 void log_line(std::string_view program, std::string_view text);

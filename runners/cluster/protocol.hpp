@@ -8,7 +8,7 @@
 //
 // Agent <-> daemon:
 //   agent -> daemon   register {name, address, gpus: [{index, gpu_type}], cpus, mem_gb,
-//                              running: [{launch, rank, pid}], exits: [exit...]}
+//                              running: [{launch, rank, pid}], exits: [exit...], [log_dir]}
 //   daemon -> agent   registered {heartbeat_seconds, node_timeout_seconds}
 //                     or refused {reason} when another live agent has the name
 //   agent -> daemon   heartbeat {progress: [{launch, iteration, total}]}
@@ -23,12 +23,19 @@
 //                            sent SIGTERM; seconds_ago: how long before this message
 //                            the process exited, so that an exit reported late keeps
 //                            its time; iteration: the last progress line)
+//                            [error]: why the process could not start (a missing workdir)
 //   daemon -> agent   exit_recorded {launch, rank}   (the agent forgets the exit)
+//   daemon -> agent   read_log {request, job, rank, max_bytes}
+//   agent -> daemon   log {request, path, size, from, text}   (the log's last max_bytes from
+//                            byte `from` of `size`) or log {request, path, error}
 //
 // Client <-> daemon (one request, one reply):
 //   submit {job: {...}}         -> submitted {job}
 //   jobs {}                     -> jobs {jobs: [...], total, epoch, database_error (while it cannot write)}
 //   cancel {job}                -> cancelled {job}
+//   logs {job, rank, [launch], max_bytes} -> log {job, launch, rank, node, path, size, from, text}
+//                                  (the agent that ran the rank answers; `launch` 0 or
+//                                  absent: the job's latest)
 //   status {}                   -> status {run, nodes: [...], jobs: {running, waiting, done},
 //                                          recovering, database: {writable, error, unwritten},
 //                                          rounds: {count, p50_ms, p99_ms, max_ms, recent_ms}}
@@ -52,6 +59,10 @@
 namespace tessel::cluster {
 
 using nlohmann::json;
+
+// The most of a log one `log` message carries: escaped as JSON (at most six
+// bytes a byte) it fits a frame (kMaxFrameBytes).
+inline constexpr std::int64_t kMaxLogBytes = 2 * 1024 * 1024;
 
 class ProtocolError : public std::runtime_error {
  public:

@@ -36,11 +36,20 @@ ExperimentConfig load_experiment(const std::filesystem::path& path, const std::v
 
 ExperimentPlan plan_experiment(const ExperimentOptions& options) {
   const TomlDocument base = TomlDocument::load(options.config, options.overrides);
+  std::vector<SweepPoint> points = expand_sweep(base);
+  if (options.point) {
+    if (*options.point >= points.size())
+      throw UserError("--point " + std::to_string(*options.point) + ": " + options.config + " has " +
+                      std::to_string(points.size()) + " sweep point" + (points.size() == 1 ? "" : "s") +
+                      ", numbered 0 to " + std::to_string(points.size() - 1));
+  }
   std::vector<PlannedRun> runs;
   std::vector<Diagnostic> problems;
-  for (const SweepPoint& point : expand_sweep(base)) {
+  for (std::size_t index = 0; index < points.size(); ++index) {
+    if (options.point && index != *options.point) continue;
+    const SweepPoint& point = points[index];
     try {
-      PlannedRun run{load_experiment(options.config, options.overrides, point.overrides), {}};
+      PlannedRun run{load_experiment(options.config, options.overrides, point.overrides), {}, index};
       run.info.axes = point.axes;
       run.info.fingerprint = configuration_fingerprint(*run.config.document, point);
       run.info.label = run.config.output.label.empty()
@@ -61,6 +70,33 @@ ExperimentPlan plan_experiment(const ExperimentOptions& options) {
   return ExperimentPlan{options, std::move(runs), std::move(database)};
 }
 
+std::size_t drop_complete_points(std::vector<PlannedRun>& runs, ResultsStore& store,
+                                 std::vector<std::string>& notes) {
+  // A point is done when a complete run of it ran the same configuration;
+  // one that ran another is run again, and the user told why.
+  std::map<std::pair<std::string, std::string>, std::vector<const RunRow*>> complete;
+  const std::vector<RunRow> stored = store.runs();
+  for (const RunRow& row : stored)
+    if (row.status == "complete") complete[{row.label, row.axes}].push_back(&row);
+  const std::size_t before = runs.size();
+  std::erase_if(runs, [&](const PlannedRun& run) {
+    const auto found = complete.find({run.info.label, run.info.axes});
+    if (found == complete.end()) return false;
+    for (const RunRow* row : found->second)
+      if (row->fingerprint == run.info.fingerprint) return true;
+    const RunRow& other = *found->second.back();
+    std::string keys;
+    for (const std::string& key : differing_keys(other.config, without_sweep(*run.config.document)))
+      keys += (keys.empty() ? "" : ", ") + key;
+    notes.push_back("point " + axes_text(run.info.axes) + ": run " + std::to_string(other.id) +
+                    " ran another configuration (" +
+                    (keys.empty() ? std::string("it predates fingerprints") : "it differs in " + keys) +
+                    "); running it again");
+    return false;
+  });
+  return before - runs.size();
+}
+
 ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* stop,
                                  const std::function<void(const ExperimentProgress&)>& on_progress) {
   const ExperimentOptions& options = plan.options;
@@ -75,30 +111,7 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   PluginRegistry registry(runs.front().config.scheduler.plugin_path);
   registry.plugins();
 
-  if (options.resume) {
-    // A point is done when a complete run of it ran the same configuration;
-    // one that ran another is run again, and the user told why.
-    std::map<std::pair<std::string, std::string>, std::vector<const RunRow*>> complete;
-    const std::vector<RunRow> stored = store.runs();
-    for (const RunRow& row : stored)
-      if (row.status == "complete") complete[{row.label, row.axes}].push_back(&row);
-    std::erase_if(runs, [&](const PlannedRun& run) {
-      const auto found = complete.find({run.info.label, run.info.axes});
-      if (found == complete.end()) return false;
-      for (const RunRow* row : found->second)
-        if (row->fingerprint == run.info.fingerprint) return true;
-      const RunRow& other = *found->second.back();
-      std::string keys;
-      for (const std::string& key : differing_keys(other.config, without_sweep(*run.config.document)))
-        keys += (keys.empty() ? "" : ", ") + key;
-      outcome.notes.push_back("point " + axes_text(run.info.axes) + ": run " + std::to_string(other.id) +
-                              " ran another configuration (" +
-                              (keys.empty() ? std::string("it predates fingerprints") : "it differs in " + keys) +
-                              "); running it again");
-      return false;
-    });
-    outcome.skipped = outcome.points - runs.size();
-  }
+  if (options.resume) outcome.skipped = drop_complete_points(runs, store, outcome.notes);
   outcome.runs.assign(runs.size(), 0);
   if (runs.empty()) return outcome;
 

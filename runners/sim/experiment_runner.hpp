@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct ExperimentOptions {
   std::string database;                // empty: [output] database
   unsigned parallel = 0;               // simulations at once; 0: one per core
   bool resume = false;
+  std::optional<std::size_t> point;    // run this sweep point alone (numbered from 0, in sweep order)
 };
 
 struct ExperimentProgress {
@@ -56,7 +58,8 @@ struct ExperimentOutcome {
 
 struct PlannedRun {
   ExperimentConfig config;
-  RunInfo info;  // label and axes
+  RunInfo info;           // label and axes
+  std::size_t point = 0;  // its place in the sweep, as --point numbers it
 };
 
 // The runs an experiment file asks for, each with its config read and checked.
@@ -66,8 +69,15 @@ struct ExperimentPlan {
   std::string database;
 };
 
-// Reads every point's config. Throws ConfigError listing each problem once.
+// Reads every point's config. Throws ConfigError listing each problem once;
+// UserError for a `point` the sweep does not have.
 ExperimentPlan plan_experiment(const ExperimentOptions& options);
+
+// --resume: drops the runs whose point has a complete run in `store` of the
+// same configuration; a point that ran another configuration stays, with a
+// note saying why it runs again. Returns how many were dropped.
+std::size_t drop_complete_points(std::vector<PlannedRun>& runs, ResultsStore& store,
+                                 std::vector<std::string>& notes);
 
 // Runs the plan. Throws UserError (a trace, a plugin, the database), Interrupted.
 ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* stop,

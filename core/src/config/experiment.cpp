@@ -143,6 +143,11 @@ ServeConfig read_serve(TableReader reader, std::shared_ptr<const TomlDocument> d
   // so that any frame the protocol allows can arrive when the daemon holds nothing else.
   config.max_buffered_mib = static_cast<int>(reader.integer("max_buffered_mib", 256, 16, 1 << 20).value_or(256));
   config.max_retries = static_cast<int>(reader.integer("max_retries", 3, 0, 1000).value_or(3));
+  config.retry_seconds = reader.number("retry_seconds", 1, 0, 86400).value_or(1);
+  config.retry_max_seconds = reader.number("retry_max_seconds", 60, 0, 86400).value_or(60);
+  if (config.retry_max_seconds < config.retry_seconds)
+    reader.error("retry_max_seconds", "'retry_max_seconds' in [serve] must be at least 'retry_seconds' (" +
+                                          std::to_string(config.retry_seconds) + " s)");
   const auto ports = reader.numbers("master_ports", std::vector<double>{29500, 29999}, 1, 65535);
   if (ports && (ports->size() != 2 || (*ports)[0] > (*ports)[1]))
     reader.error("master_ports", "'master_ports' in [serve] must be [first, last] with first <= last");

@@ -136,6 +136,11 @@ struct ServeConfig {
   // a connection whose bytes would pass it is closed.
   int max_buffered_mib = 256;
   int max_retries = 3;        // failed attempts before a job is given up
+  // A failed attempt's job waits this long before its next launch, doubled
+  // after each further failure up to retry_max_seconds: a job that crashes
+  // at once is not relaunched back to back.
+  double retry_seconds = 1;
+  double retry_max_seconds = 60;
   int master_port_first = 29500;  // MASTER_PORT comes from this range
   int master_port_last = 29999;
   // Prices remaining work for size-aware policies (work is in iterations).

@@ -204,22 +204,27 @@ ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
   }
 }
 
-void ResultsStore::migrate() {
+std::int64_t schema_version(sql::Database& db, const std::string& path) {
   auto pragma = [&](const char* sql) {
-    auto statement = db_.prepare(sql);
+    auto statement = db.prepare(sql);
     return statement.step() ? statement.integer(0) : 0;
   };
   std::int64_t version = 0;
   try {
     version = pragma("PRAGMA user_version");
   } catch (const sql::Error& e) {
-    if (e.code() == SQLITE_NOTADB) throw UserError(path_ + ": not an SQLite database");
+    if (e.code() == SQLITE_NOTADB) throw UserError(path + ": not an SQLite database");
     throw;
   }
   const std::int64_t application = pragma("PRAGMA application_id");
   const std::int64_t tables = pragma("SELECT count(*) FROM sqlite_master");
   if (application != kApplicationId && (tables > 0 || version > 0))
-    throw UserError(path_ + ": not a tessel results database");
+    throw UserError(path + ": not a tessel results database");
+  return version;
+}
+
+void ResultsStore::migrate() {
+  const std::int64_t version = schema_version(db_, path_);
   if (version > kSchemaVersion)
     throw UserError(path_ + ": written by a newer tessel (schema " + std::to_string(version) +
                     ", this tessel knows up to " + std::to_string(kSchemaVersion) + ")");

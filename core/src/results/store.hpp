@@ -132,6 +132,10 @@ struct RunRow {
   std::int64_t events = 0;
 };
 
+// The schema version of an open database file (`path` names it in errors):
+// 0 for an empty file. Throws UserError if it is not a tessel database.
+std::int64_t schema_version(sql::Database& db, const std::string& path);
+
 // Creates the folder that the database file `path` goes in, if it is
 // missing: a run or `tessel serve` writes there. Throws UserError naming the
 // folder when it cannot be made (its parent is a file, or read-only).

@@ -160,6 +160,11 @@ void Scheduler::interrupt(JobId id, double now, bool failed_attempt) {
   if (failed_attempt) books_[id].new_attempt = true;
 }
 
+void Scheduler::hold_until(JobId id, double until) {
+  if (!all_[id]->waiting()) throw std::logic_error(job_name(id) + " is held but is not waiting");
+  books_[id].held_until = until;
+}
+
 NodeLoss Scheduler::lose_node(NodeId node, double now) {
   std::vector<JobId> affected;
   for (const Gpu& gpu : cluster_.gpus_of(node))
@@ -602,6 +607,11 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
       } else {
         resize(v, job, grant.resources, JobLayout{}, /*may_preempt=*/true, grant.reason, outcome);
       }
+      continue;
+    }
+    if (books_[job.spec.id].held_until > v.now()) {
+      record(v.now(), job.spec.id, PluginKind::placement, "wait",
+             Reason("held until {} after a failed attempt", books_[job.spec.id].held_until), true);
       continue;
     }
     if (blocker != nullptr) {

@@ -107,6 +107,10 @@ class Scheduler {
   // crashed): it waits again, as a preempted job. After a crash
   // (`failed_attempt`) its next launch starts a new attempt.
   void interrupt(JobId id, double now, bool failed_attempt = false);
+  // A waiting job is not placed before `until` (a grant to it waits, and
+  // blocks no later job): the real-cluster daemon's backoff between a failed
+  // attempt and the next, so that retries do not follow each other at once.
+  void hold_until(JobId id, double until);
 
   // A node fails or leaves, and the node goes down. Each job on it keeps
   // running on its other GPUs if it is elastic, stays within its range and
@@ -160,6 +164,7 @@ class Scheduler {
     std::uint64_t reclaimable_in = 0;  // round in which its GPUs count in reclaimable_gpus_
     int reclaimable_gpus = 0;
     bool new_attempt = true;         // the next launch starts an attempt
+    double held_until = 0;           // hold_until: not placed before then
   };
 
   SchedulerView view(double now);
