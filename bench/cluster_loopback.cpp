@@ -19,11 +19,17 @@
 //      frame, send 1 MiB of it and stall. Prints the daemon's VmRSS idle and
 //      with them all open, as a ratio; the unfinished frames are bounded by
 //      [serve] max_buffered_mib and dropped after frame_timeout_seconds.
+//   5. `tls`: what TLS costs (issue 14), plaintext ([serve] insecure = true)
+//      and TLS with the secret's key side by side in one run: the daemon's
+//      VmRSS idle and with 1,000 idle authenticated clients, the submit rate
+//      over one connection (2,000 submissions), and the rate of connections
+//      that each log in and submit once, as `tessel submit` does (300).
 //
 // Run from the repository root after building: build/bench/cluster_loopback
 // (parts 1, 2 and 4), build/bench/cluster_loopback submit (part 4 alone), or
 // build/bench/cluster_loopback slow [TESSEL] (part 3, against another
-// build's tessel if given, e.g. one without the bounds).
+// build's tessel if given, e.g. one without the bounds), or
+// build/bench/cluster_loopback tls (part 5).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -45,6 +51,7 @@
 #include <vector>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 
 #include "client.hpp"
@@ -95,8 +102,10 @@ void stop(pid_t pid) {
 // A daemon and its agents in a scratch directory.
 class Loopback {
  public:
-  Loopback(const fs::path& dir, const std::string& allocation, int agents, const std::string& exe = TESSEL_BUILD_EXE)
+  Loopback(const fs::path& dir, const std::string& allocation, int agents, const std::string& exe = TESSEL_BUILD_EXE,
+           bool insecure = false)
       : dir_(dir) {
+    tls_.insecure = insecure;
     fs::create_directories(dir);
     secret_ = dir / "secret";
     std::ofstream(secret_) << "benchmark-secret-0123456789abcdef\n";
@@ -104,6 +113,7 @@ class Loopback {
     std::ofstream(dir / "serve.toml") << "[scheduler]\nround_seconds = 1\nallocation = " << allocation
                                       << "\nplacement = { plugin = \"consolidated\" }\n"
                                       << "[serve]\nheartbeat_seconds = 1\nnode_timeout_seconds = 30\ngrace_seconds = 1\n"
+                                      << (insecure ? "insecure = true\n" : "")
                                       << "[output]\ndatabase = \"" << (dir / "bench.db").string() << "\"\n";
     serve_ = spawn({exe, "serve", (dir / "serve.toml").string(), "--listen", "127.0.0.1:0",
                     "--secret-file", secret_.string()},
@@ -117,12 +127,14 @@ class Loopback {
         std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     if (address_.empty()) throw std::runtime_error("serve did not start: " + slurp(dir / "serve.err"));
-    for (int a = 0; a < agents; ++a)
-      agents_.push_back(spawn({TESSEL_BUILD_EXE, "agent", "--scheduler", address_, "--secret-file", secret_.string(),
-                               "--name", "n" + std::to_string(a), "--fake-gpus", "4", "--log-dir",
-                               (dir / "logs").string()},
-                              dir, "agent" + std::to_string(a)));
-    client_.emplace(address_, Secret::from_file(secret_));
+    for (int a = 0; a < agents; ++a) {
+      std::vector<std::string> args{TESSEL_BUILD_EXE, "agent", "--scheduler", address_, "--secret-file",
+                                    secret_.string(), "--name", "n" + std::to_string(a), "--fake-gpus", "4",
+                                    "--log-dir", (dir / "logs").string()};
+      if (insecure) args.push_back("--insecure");
+      agents_.push_back(spawn(args, dir, "agent" + std::to_string(a)));
+    }
+    client_.emplace(address_, Secret::from_file(secret_), tls_);
     while (connected() < agents) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ~Loopback() {
@@ -142,6 +154,7 @@ class Loopback {
   pid_t serve_pid() const { return serve_; }
   const std::string& address() const { return address_; }
   const fs::path& secret_file() const { return secret_; }
+  const TlsSettings& tls() const { return tls_; }
   void submit(const std::vector<std::string>& command, const fs::path& workdir) {
     client_->request(message("submit", {{"job", job(command, workdir).to_json()}}));
   }
@@ -160,6 +173,7 @@ class Loopback {
 
  private:
   fs::path dir_, secret_;
+  TlsSettings tls_;
   pid_t serve_ = -1;
   std::string address_;
   std::vector<pid_t> agents_;
@@ -279,12 +293,12 @@ void submission(const fs::path& dir) {
     const auto start = std::chrono::steady_clock::now();
     for (int c = 0; c < kClients; ++c)
       clients.emplace_back([&] {
-        SchedulerClient client(cluster.address(), Secret::from_file(cluster.secret_file()), 60);
+        SchedulerClient client(cluster.address(), Secret::from_file(cluster.secret_file()), cluster.tls(), 60);
         const json request = message("submit", {{"job", Loopback::job({"/bin/true"}, "/").to_json()}});
         for (int i = 0; i < kEach; ++i) client.request(request);
         ++done;
       });
-    SchedulerClient watcher(cluster.address(), Secret::from_file(cluster.secret_file()), 60);
+    SchedulerClient watcher(cluster.address(), Secret::from_file(cluster.secret_file()), cluster.tls(), 60);
     std::vector<double> status_ms;
     while (done < kClients) {
       const auto asked = std::chrono::steady_clock::now();
@@ -341,26 +355,30 @@ void slow_connections(const fs::path& dir, const std::string& exe) {
   asio::io_context io;
   const auto [host, port] = split_host_port(cluster.address(), "address");
   const std::string partial = frame_header(kAnnounced) + std::string(kSent, 'x');
-  std::vector<tcp::socket> slow;
+  const auto tls = make_tls(cluster.tls(), secret, TlsContext::Side::client);
+  std::vector<std::unique_ptr<tcp::socket>> sockets;
+  std::vector<std::unique_ptr<asio::ssl::stream<tcp::socket&>>> slow;
   int refused = 0;
   const auto slow_from = std::chrono::steady_clock::now();
   for (int i = 0; i < kSlow; ++i) {
-    tcp::socket& socket = slow.emplace_back(io);
+    tcp::socket& socket = *sockets.emplace_back(std::make_unique<tcp::socket>(io));
     socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
+    auto& stream = *slow.emplace_back(std::make_unique<asio::ssl::stream<tcp::socket&>>(socket, tls->native()));
+    stream.handshake(asio::ssl::stream_base::client);
     FrameDecoder decoder(kMaxFrameBytes);
     auto receive = [&]() -> Message {
       char buffer[4096];
       for (;;) {
         if (auto frame = decoder.next()) return Message::parse(*frame);
-        const std::size_t n = socket.read_some(asio::buffer(buffer));
+        const std::size_t n = stream.read_some(asio::buffer(buffer));
         decoder.feed(std::string_view(buffer, n));
       }
     };
     ClientHandshake handshake(secret, Role::client);
-    asio::write(socket, asio::buffer(encode_frame(handshake.hello(receive()).dump())));
+    asio::write(stream, asio::buffer(encode_frame(handshake.hello(receive()).dump())));
     handshake.check(receive());
     boost::system::error_code error;
-    asio::write(socket, asio::buffer(partial), error);
+    asio::write(stream, asio::buffer(partial), error);
     refused += error ? 1 : 0;
   }
   const double opened_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - slow_from).count();
@@ -379,6 +397,49 @@ void slow_connections(const fs::path& dir, const std::string& exe) {
               over_budget, refused, opened_s, still_served ? "yes" : "no");
 }
 
+// Part 4: one daemon per transport, the same work on each.
+void tls_cost(const fs::path& dir) {
+  constexpr int kIdle = 1000, kSubmits = 2000, kConnections = 300;
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur < 2 * kIdle + 100) throw std::runtime_error("the fd limit is too low");
+  std::printf("TLS cost: %d idle clients, %d submissions over one connection, %d connections of one submission each\n",
+              kIdle, kSubmits, kConnections);
+  for (const bool insecure : {true, false}) {
+    const std::string name = insecure ? "plaintext" : "tls-psk";
+    Loopback cluster(dir / name, "{ plugin = \"fifo\" }", 0, TESSEL_BUILD_EXE, insecure);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const double idle_mb = resident_mb(cluster.serve_pid());
+    const Secret secret = Secret::from_file(cluster.secret_file());
+    std::vector<std::unique_ptr<SchedulerClient>> idle;
+    for (int i = 0; i < kIdle; ++i)
+      idle.push_back(std::make_unique<SchedulerClient>(cluster.address(), secret, cluster.tls()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const double with_idle_mb = resident_mb(cluster.serve_pid());
+    idle.clear();
+
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kSubmits; ++i) cluster.submit({"/bin/true"}, "/");
+    const double one_connection_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    JobRequest job;
+    job.command = {"/bin/true"};
+    job.workdir = "/";
+    job.tenant = "bench";
+    const json request = message("submit", {{"job", job.to_json()}});
+    start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kConnections; ++i) SchedulerClient(cluster.address(), secret, cluster.tls()).request(request);
+    const double connections_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    std::printf("  %-9s daemon VmRSS idle %.1f MB, with %d idle clients %.1f MB (%.1f KB each); "
+                "%.0f submissions/s over one connection; %.0f connect+login+submit/s\n",
+                name.c_str(), idle_mb, kIdle, with_idle_mb, 1024 * (with_idle_mb - idle_mb) / kIdle,
+                kSubmits / one_connection_s, kConnections / connections_s);
+  }
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   char pattern[] = "/tmp/tessel-bench-XXXXXX";
@@ -389,6 +450,8 @@ int main(int argc, char** argv) {
       slow_connections(dir / "slow", argc > 2 ? argv[2] : TESSEL_BUILD_EXE);
     } else if (argc > 1 && std::string(argv[1]) == "submit") {
       submission(dir / "submit");
+    } else if (argc > 1 && std::string(argv[1]) == "tls") {
+      tls_cost(dir / "tls");
     } else {
       latency(dir / "latency");
       round_time(dir / "rounds");

@@ -251,20 +251,10 @@ TEST_CASE("submissions that arrive together share one transaction, and are answe
   std::string frames;
   for (int i = 0; i < 5; ++i) frames += encode_frame(message("submit", {{"job", job.to_json()}}).dump());
   frames += encode_frame(message("status").dump());
-  asio::io_context io;
-  const Secret secret = cluster.secret();
-  tcp::socket socket = raw_connection(io, cluster.address(), &secret);
-  asio::write(socket, asio::buffer(frames));
-  FrameDecoder decoder(kMaxFrameBytes);
+  RawConnection connection(cluster.address(), cluster.secret(), /*login=*/true);
+  REQUIRE(connection.write(frames));
   std::vector<Message> replies;
-  while (replies.size() < 6) {
-    if (auto frame = decoder.next()) {
-      replies.push_back(Message::parse(*frame));
-      continue;
-    }
-    char buffer[4096];
-    decoder.feed(std::string_view(buffer, socket.read_some(asio::buffer(buffer))));
-  }
+  while (replies.size() < 6) replies.push_back(connection.receive());
   for (int i = 0; i < 5; ++i) {
     CHECK(replies[i].type() == "submitted");
     CHECK(replies[i].integer("job") == i);
@@ -284,7 +274,7 @@ TEST_CASE("parallel single submissions are each journalled once and survive a ki
   for (int c = 0; c < kClients; ++c)
     threads.emplace_back([&, c] {
       // One connection for all of a client's requests.
-      SchedulerClient client(cluster.address(), cluster.secret(), 60);
+      SchedulerClient client(cluster.address(), cluster.secret(), {}, 60);
       JobRequest request;
       request.command = {"/bin/true"};
       request.workdir = "/";

@@ -33,6 +33,24 @@ Secret secret_from(const std::string& file, const char* command) {
   return Secret::from_file(file);
 }
 
+TlsSettings tls_settings(const TlsFlags& flags) {
+  TlsSettings tls;
+  tls.insecure = flags.insecure;
+  tls.cert = flags.cert;
+  tls.key = flags.key;
+  tls.ca = flags.ca;
+  tls.check();
+  return tls;
+}
+
+// One connection for one request, as every client command makes.
+SchedulerClient open_client(const ClientOptions& client, const char* command) {
+  const TlsSettings tls = tls_settings(client.tls);
+  Secret secret = secret_from(client.secret_file, command);
+  if (tls.insecure) log_line("tessel " + std::string(command), "warning: --insecure: this request crosses the network in clear");
+  return SchedulerClient(client.scheduler, std::move(secret), tls);
+}
+
 std::string fixed(double value, int decimals) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(decimals) << value;
@@ -89,6 +107,7 @@ int serve(const ServeOptions& options) {
 
 int agent(const AgentCommandOptions& options) {
   if (options.scheduler.empty()) throw UserError("agent needs --scheduler HOST:PORT");
+  const TlsSettings tls = tls_settings(options.tls);
   Secret secret = secret_from(options.secret_file, "agent");
   AgentOptions agent_options;
   agent_options.scheduler = options.scheduler;
@@ -101,6 +120,7 @@ int agent(const AgentCommandOptions& options) {
   }
   agent_options.log_dir = std::filesystem::absolute(options.log_dir);
   agent_options.address = options.address;
+  agent_options.tls = tls;
   NodeInventory inventory = NodeInventory::detect(options.fake_gpus, options.gpu_type);
 
   asio::io_context io;
@@ -148,14 +168,14 @@ int submit(const ClientOptions& client, const SubmitOptions& options) {
   std::optional<std::filesystem::path> file;
   if (!options.job_file.empty()) file = options.job_file;
   const JobRequest request = read_job_request(file, overrides, std::filesystem::current_path());
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "submit"));
+  SchedulerClient connection = open_client(client, "submit");
   const Message reply = connection.request(message("submit", {{"job", request.to_json()}}));
   std::cout << "submitted job " << reply.integer("job", 0) << std::endl;
   return 0;
 }
 
 int jobs(const ClientOptions& client, const std::string& format) {
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "jobs"));
+  SchedulerClient connection = open_client(client, "jobs");
   const Message reply = connection.request(message("jobs"));
   const json& list = reply.array("jobs");
   if (reply.has("database_error"))
@@ -197,7 +217,7 @@ int logs(const ClientOptions& client, const LogsOptions& options) {
   if (options.bytes < 1 || options.bytes > kMaxLogBytes)
     throw UserError("logs: --bytes must be 1 to " + std::to_string(kMaxLogBytes) + " (2 MiB), not " +
                     std::to_string(options.bytes));
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "logs"));
+  SchedulerClient connection = open_client(client, "logs");
   json request = {{"job", options.job}, {"rank", options.rank}, {"max_bytes", options.bytes}};
   if (options.launch != 0) request["launch"] = options.launch;
   const Message reply = connection.request(message("logs", std::move(request)));
@@ -218,14 +238,14 @@ int logs(const ClientOptions& client, const LogsOptions& options) {
 }
 
 int cancel(const ClientOptions& client, std::uint32_t job) {
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "cancel"));
+  SchedulerClient connection = open_client(client, "cancel");
   connection.request(message("cancel", {{"job", job}}));
   std::cout << "cancelled job " << job << std::endl;
   return 0;
 }
 
 int status(const ClientOptions& client) {
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "status"));
+  SchedulerClient connection = open_client(client, "status");
   const Message reply = connection.request(message("status"));
   const json& body = reply.body();
   const json& jobs = body.at("jobs");

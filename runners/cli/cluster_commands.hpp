@@ -18,6 +18,13 @@ struct ServeOptions {
   std::vector<std::string> overrides;
 };
 
+// --tls-cert/--tls-key/--tls-ca/--insecure, one set for the agent and
+// every client command.
+struct TlsFlags {
+  std::string cert, key, ca;
+  bool insecure = false;
+};
+
 struct AgentCommandOptions {
   std::string scheduler;
   std::string secret_file;
@@ -26,11 +33,13 @@ struct AgentCommandOptions {
   std::string gpu_type = "fake";
   std::string log_dir = "tessel-logs";
   std::string address;
+  TlsFlags tls;
 };
 
 struct ClientOptions {
   std::string scheduler;
   std::string secret_file;
+  TlsFlags tls;
 };
 
 struct SubmitOptions {

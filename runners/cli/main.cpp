@@ -131,12 +131,22 @@ int main(int argc, char** argv) {
 
   // Real nodes. The scheduler address and the secret may come from the
   // environment, so that job scripts and shells need not repeat them.
-  auto scheduler_options = [](CLI::App* command, tessel::cli::ClientOptions& client) {
+  // How agents and clients reach the daemon: TLS with the secret's key, or
+  // X.509 with these three, or plaintext with --insecure (tls.hpp).
+  auto tls_options = [](CLI::App* command, tessel::cli::TlsFlags& tls) {
+    command->add_option("--tls-cert", tls.cert, "X.509: this side's certificate (PEM)")->envname("TESSEL_TLS_CERT");
+    command->add_option("--tls-key", tls.key, "X.509: its private key (PEM)")->envname("TESSEL_TLS_KEY");
+    command->add_option("--tls-ca", tls.ca, "X.509: the CA that signed the daemon's certificate (PEM)")
+        ->envname("TESSEL_TLS_CA");
+    command->add_flag("--insecure", tls.insecure, "plaintext, for a daemon with [serve] insecure = true");
+  };
+  auto scheduler_options = [&tls_options](CLI::App* command, tessel::cli::ClientOptions& client) {
     command->add_option("--scheduler", client.scheduler, "the daemon, HOST:PORT")
         ->envname("TESSEL_SCHEDULER")
         ->default_val("127.0.0.1:7461");
     command->add_option("--secret-file", client.secret_file, "the shared secret (mode 600)")
         ->envname("TESSEL_SECRET_FILE");
+    tls_options(command, client.tls);
   };
 
   tessel::cli::ServeOptions serve;
@@ -163,6 +173,7 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--log-dir", agent.log_dir, "where job logs go")->capture_default_str();
   agent_cmd->add_option("--address", agent.address,
                         "MASTER_ADDR for jobs led from here (default: this end of the scheduler connection)");
+  tls_options(agent_cmd, agent.tls);
 
   tessel::cli::ClientOptions client;
   tessel::cli::SubmitOptions submit;

@@ -81,10 +81,12 @@ NodeInventory NodeInventory::detect(int fake_gpus, const std::string& fake_type)
 }
 
 NodeAgent::NodeAgent(asio::io_context& io, AgentOptions options, Secret secret, NodeInventory inventory)
-    : io_(io), options_(std::move(options)), secret_(std::move(secret)), inventory_(std::move(inventory)),
+    : io_(io), options_(std::move(options)), secret_(std::move(secret)),
+      tls_(make_tls(options_.tls, secret_, TlsContext::Side::client)), inventory_(std::move(inventory)),
       tick_timer_(io), reconnect_timer_(io), children_(io, SIGCHLD) {}
 
 void NodeAgent::start() {
+  if (!tls_) say("warning: --insecure: every frame, job commands and environments included, crosses the network in clear");
   std::filesystem::create_directories(options_.log_dir);
   watch_children();
   connect();
@@ -111,20 +113,31 @@ void NodeAgent::connect() {
   }
   // Asynchronous, so that the lease keeps ticking while a dead host times out.
   auto socket = std::make_shared<tcp::socket>(io_);
-  asio::async_connect(*socket, endpoints, [this, socket](boost::system::error_code error, const tcp::endpoint&) {
+  asio::async_connect(*socket, endpoints, [this, socket, host = host](boost::system::error_code error,
+                                                                     const tcp::endpoint&) {
     if (shutting_down_) return;
     if (error) {
       if (failed_connects_ == 0) say("cannot reach the scheduler at " + options_.scheduler + ": " + error.message());
       reconnect_later();
       return;
     }
-    connection_ = std::make_shared<Connection>(std::move(*socket), kMaxHandshakeFrameBytes);
+    connection_ = std::make_shared<Connection>(std::move(*socket), kMaxHandshakeFrameBytes, tls_, host);
     handshake_.emplace(secret_, Role::agent);
     std::weak_ptr<Connection> weak = connection_;
     connection_->start([this](const Message& m) { on_message(m); },
                        [this, weak](const std::string& why) {
                          if (weak.lock() != connection_) return;  // an older connection
-                         if (phase_ == Phase::registered) say("lost the scheduler: " + why);
+                         if (connection_->tls_refused()) {
+                           // Like a wrong secret in the login: the same again would fail the same way.
+                           say("scheduler at " + options_.scheduler + ": " + why + "; giving up");
+                           exit_code_ = 2;
+                           shut_down();
+                           return;
+                         }
+                         if (!tls_ && !connection_->heard() && exit_code_ == 0 && !shutting_down_ &&
+                             failed_connects_ == 0)
+                           say("the scheduler closed the connection before its challenge; if it requires TLS, "
+                               "run without --insecure");
                          else if (exit_code_ == 0 && !shutting_down_) say("scheduler connection closed: " + why);
                          phase_ = Phase::connecting;
                          if (exit_code_ == 0) reconnect_later();

@@ -29,6 +29,7 @@
 #include "auth.hpp"
 #include "connection.hpp"
 #include "job_process.hpp"
+#include "tls.hpp"
 
 namespace tessel::cluster {
 
@@ -52,16 +53,19 @@ struct AgentOptions {
   std::string name;       // the node's name; unique in the cluster
   std::filesystem::path log_dir;
   std::string address;    // MASTER_ADDR for ranks here; empty: this end of the scheduler connection
+  TlsSettings tls;        // the default: TLS with the secret's key
 };
 
 class NodeAgent {
  public:
+  // Throws UserError for bad TLS settings or files.
   NodeAgent(asio::io_context& io, AgentOptions options, Secret secret, NodeInventory inventory);
 
   void start();
   // Stops every job process and ends the agent once they have exited.
   void shut_down();
-  // 0, or 2 when the daemon refused our secret (a user error).
+  // 0, or 2 when the daemon refused our secret or our TLS handshake (a
+  // user error: retrying cannot help).
   int exit_code() const { return exit_code_; }
 
  private:
@@ -93,6 +97,7 @@ class NodeAgent {
   asio::io_context& io_;
   AgentOptions options_;
   Secret secret_;
+  std::shared_ptr<TlsContext> tls_;  // null when insecure
   NodeInventory inventory_;
   std::shared_ptr<Connection> connection_;
   std::optional<ClientHandshake> handshake_;

@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/kdf.h>
 #include <openssl/rand.h>
 
 #include "engine/errors.hpp"
@@ -68,6 +70,22 @@ std::string Secret::mac(std::string_view text) const {
            reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest, &length) == nullptr)
     throw std::runtime_error("HMAC-SHA256 failed");
   return hex(digest, length);
+}
+
+std::string Secret::derive_key(std::string_view label, std::size_t bytes) const {
+  std::string key(bytes, '\0');
+  std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> context(EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, nullptr),
+                                                                     &EVP_PKEY_CTX_free);
+  std::size_t length = bytes;
+  if (!context || EVP_PKEY_derive_init(context.get()) <= 0 ||
+      EVP_PKEY_CTX_set_hkdf_md(context.get(), EVP_sha256()) <= 0 ||
+      EVP_PKEY_CTX_set1_hkdf_key(context.get(), reinterpret_cast<const unsigned char*>(bytes_.data()),
+                                 static_cast<int>(bytes_.size())) <= 0 ||
+      EVP_PKEY_CTX_add1_hkdf_info(context.get(), reinterpret_cast<const unsigned char*>(label.data()),
+                                  static_cast<int>(label.size())) <= 0 ||
+      EVP_PKEY_derive(context.get(), reinterpret_cast<unsigned char*>(key.data()), &length) <= 0 || length != bytes)
+    throw std::runtime_error("HKDF-SHA256 failed");
+  return key;
 }
 
 std::string random_nonce() {

@@ -9,6 +9,10 @@
 // The daemon refuses (and logs) a wrong proof; the peer refuses a daemon
 // whose proof is wrong, so an impostor daemon cannot collect submissions.
 // MACs are compared in constant time.
+//
+// The exchange runs inside TLS unless the cluster is insecure (tls.hpp): TLS
+// keeps the frames private; this login says the peer's role and protocol
+// version, and proves the secret the same way in every TLS mode.
 #pragma once
 
 #include <filesystem>
@@ -29,6 +33,9 @@ class Secret {
   explicit Secret(std::string bytes) : bytes_(std::move(bytes)) {}
 
   std::string mac(std::string_view text) const;  // HMAC-SHA256, as hex
+  // A key for one purpose: HKDF-SHA256 of the secret with `label` as its
+  // info, `bytes` raw bytes (the TLS pre-shared key, tls.hpp).
+  std::string derive_key(std::string_view label, std::size_t bytes) const;
 
  private:
   std::string bytes_;

@@ -3,18 +3,33 @@
 #include <chrono>
 #include <sstream>
 
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 
 #include "engine/errors.hpp"
 
 namespace tessel::cluster {
 
-Connection::Connection(tcp::socket socket, std::size_t max_payload)
-    : socket_(std::move(socket)), decoder_(max_payload), deadline_(socket_.get_executor()) {
+Connection::Connection(tcp::socket socket, std::size_t max_payload, std::shared_ptr<TlsContext> tls,
+                       const std::string& host)
+    : socket_(std::move(socket)), tls_context_(std::move(tls)), decoder_(max_payload),
+      deadline_(socket_.get_executor()) {
   boost::system::error_code error;
   const tcp::endpoint remote = socket_.remote_endpoint(error);
   peer_ = error ? "unknown peer" : remote.address().to_string() + ":" + std::to_string(remote.port());
   socket_.set_option(tcp::no_delay(true), error);  // small request/reply messages
+  if (tls_context_) {
+    tls_ = std::make_unique<asio::ssl::stream<tcp::socket&>>(socket_, tls_context_->native());
+    tls_context_->prepare(tls_->native_handle(), host);
+  } else {
+    ready_ = true;
+  }
+}
+
+template <typename Operation>
+void Connection::with_stream(Operation&& operation) {
+  if (tls_) operation(*tls_);
+  else operation(socket_);
 }
 
 tcp::endpoint Connection::local_endpoint() const {
@@ -25,15 +40,41 @@ tcp::endpoint Connection::local_endpoint() const {
 void Connection::start(MessageHandler on_message, CloseHandler on_close) {
   on_message_ = std::move(on_message);
   on_close_ = std::move(on_close);
-  read();
+  if (tls_) handshake();
+  else read();
+}
+
+void Connection::handshake() {
+  const auto side = tls_context_->side() == TlsContext::Side::server ? asio::ssl::stream_base::server
+                                                                      : asio::ssl::stream_base::client;
+  tls_->async_handshake(side, [self = shared_from_this()](boost::system::error_code error) {
+    if (!self->open_) return;
+    SSL* ssl = self->tls_->native_handle();
+    const std::string why = error ? self->tls_context_->explain(error, ssl) : self->tls_context_->check_session(ssl);
+    if (!why.empty()) {
+      self->tls_refused_ = !error || error.category() == asio::error::get_ssl_category();
+      self->close(why);
+      return;
+    }
+    self->ready_ = true;
+    self->read();
+    if (!self->outbox_.empty() && !self->writing_) self->write();
+  });
 }
 
 void Connection::read() {
-  socket_.async_read_some(asio::buffer(buffer_), [self = shared_from_this()](boost::system::error_code error,
-                                                                             std::size_t size) {
+  auto on_read = [self = shared_from_this()](boost::system::error_code error, std::size_t size) {
     if (!self->open_) return;
     if (error) {
-      self->close(error == asio::error::eof ? "peer closed the connection" : error.message());
+      const bool eof = error == asio::error::eof || error == asio::ssl::error::stream_truncated;
+      // In TLS 1.3 a client's handshake ends before the server has checked
+      // its certificate: a refusal arrives as an alert on the first read.
+      if (!eof && self->tls_ && !self->heard_ && error.category() == asio::error::get_ssl_category()) {
+        self->tls_refused_ = true;
+        self->close(self->tls_context_->explain(error, self->tls_->native_handle()));
+        return;
+      }
+      self->close(eof ? "peer closed the connection" : error.message());
       return;
     }
     // Checked before the bytes are appended, so the shared limit is never passed.
@@ -59,7 +100,8 @@ void Connection::read() {
       self->arm(self->frame_timeout_, why.str());
     }
     self->read();
-  });
+  };
+  with_stream([&](auto& stream) { stream.async_read_some(asio::buffer(buffer_), std::move(on_read)); });
 }
 
 void Connection::expect_frame_within(double seconds, const std::string& why) { arm(seconds, why); }
@@ -91,6 +133,7 @@ std::size_t Connection::deliver() {
       std::optional<std::string> payload = decoder_.next();
       if (!payload) return frames;
       ++frames;
+      heard_ = true;
       const Message message = Message::parse(*payload);
       on_message_(message);
     }
@@ -109,25 +152,25 @@ std::size_t Connection::deliver() {
 void Connection::send(const json& message) {
   if (!open_) return;
   outbox_.push_back(encode_frame(message.dump()));
-  if (!writing_) write();
+  if (!writing_ && ready_) write();
 }
 
 void Connection::write() {
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(outbox_.front()),
-                    [self = shared_from_this()](boost::system::error_code error, std::size_t) {
-                      self->writing_ = false;
-                      if (!self->open_) return;
-                      if (error) {
-                        self->close(error.message());
-                        return;
-                      }
-                      self->outbox_.pop_front();
-                      if (!self->outbox_.empty())
-                        self->write();
-                      else if (!self->closing_reason_.empty())
-                        self->close(self->closing_reason_);
-                    });
+  auto on_written = [self = shared_from_this()](boost::system::error_code error, std::size_t) {
+    self->writing_ = false;
+    if (!self->open_) return;
+    if (error) {
+      self->close(error.message());
+      return;
+    }
+    self->outbox_.pop_front();
+    if (!self->outbox_.empty())
+      self->write();
+    else if (!self->closing_reason_.empty())
+      self->close(self->closing_reason_);
+  };
+  with_stream([&](auto& stream) { asio::async_write(stream, asio::buffer(outbox_.front()), std::move(on_written)); });
 }
 
 void Connection::close_after_sending(const std::string& why) {

@@ -12,6 +12,14 @@
 // hello, from connect; any frame, from its first byte); and a BufferBudget
 // shared by all of a daemon's connections caps the bytes of unfinished
 // frames they hold together.
+//
+// With a TlsContext (tls.hpp) the bytes go through TLS 1.3: the handshake
+// runs first, and frames queued meanwhile wait for it. The bounds above
+// count the decrypted bytes, and the deadline armed by expect_frame_within
+// covers the TLS handshake too, so a peer that opens TCP and sends nothing,
+// or half a ClientHello, is dropped like one that owes its hello. What the
+// TLS layer itself holds is bounded by OpenSSL: a record (16 KiB) and,
+// during the handshake, a certificate chain (32 KiB, tls.cpp).
 #pragma once
 
 #include <utility>  // before Asio (asio issue #944)
@@ -23,10 +31,12 @@
 #include <string>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "frame.hpp"
 #include "protocol.hpp"
+#include "tls.hpp"
 
 namespace tessel::cluster {
 
@@ -44,7 +54,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using MessageHandler = std::function<void(const Message&)>;
   using CloseHandler = std::function<void(const std::string& why)>;
 
-  Connection(tcp::socket socket, std::size_t max_payload);
+  // `tls` null: plaintext (an insecure cluster). `host`: the daemon's name
+  // or address as the client dialled it, which its certificate must name.
+  Connection(tcp::socket socket, std::size_t max_payload, std::shared_ptr<TlsContext> tls,
+             const std::string& host = "");
 
   // Starts reading. Handlers are dropped when the connection closes.
   void start(MessageHandler on_message, CloseHandler on_close);
@@ -65,10 +78,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void expect_frame_within(double seconds, const std::string& why);
 
   bool is_open() const { return open_; }
+  // Whether a frame has arrived yet: a peer that hangs up before its first
+  // one may speak another transport (TLS against plaintext).
+  bool heard() const { return heard_; }
+  // Whether the TLS handshake failed on its merits (a wrong key or
+  // certificate, a peer without TLS), not because the connection broke.
+  bool tls_refused() const { return tls_refused_; }
   const std::string& peer() const { return peer_; }
   tcp::endpoint local_endpoint() const;
 
  private:
+  void handshake();
   void read();
   // Hands on the whole frames; how many.
   std::size_t deliver();
@@ -78,7 +98,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void charge();
 
 
+  // Reads and writes go through tls_ when there is one, else the socket.
+  template <typename Operation>
+  void with_stream(Operation&& operation);
+
   tcp::socket socket_;
+  std::shared_ptr<TlsContext> tls_context_;
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls_;
+  bool ready_ = false;  // the TLS handshake is done (always, in plaintext)
+  bool heard_ = false;
+  bool tls_refused_ = false;
   FrameDecoder decoder_;
   asio::steady_timer deadline_;
   bool deadline_armed_ = false;

@@ -32,6 +32,18 @@ constexpr double kCheckpointSeconds = 10;
 // a few rows per exit) costs little against a full disk.
 constexpr double kRetrySeconds = 1;
 
+// [serve]'s TLS settings, named as the config file names them.
+TlsSettings tls_settings(const ServeConfig& serve) {
+  TlsSettings tls;
+  tls.insecure = serve.insecure;
+  tls.cert = serve.tls_cert;
+  tls.key = serve.tls_key;
+  tls.ca = serve.tls_ca;
+  tls.names = {"[serve] tls_cert", "[serve] tls_key", "[serve] tls_ca"};
+  tls.insecure_name = "[serve] insecure";
+  return tls;
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -41,6 +53,7 @@ double unix_now() {
 SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& config, PluginRegistry& registry,
                                  Secret secret, DaemonOptions options)
     : io_(io), config_(config), serve_(config.serve), secret_(std::move(secret)),
+      tls_(make_tls(tls_settings(config.serve), secret_, TlsContext::Side::server)),
       journal_(options.database, RunInfo{options.label.empty() ? config.output.label : options.label, "{}",
                                          config.document->text(), 0, "cluster",
                                          configuration_fingerprint(*config.document)},
@@ -159,6 +172,9 @@ tcp::endpoint SchedulerDaemon::listen(const std::string& host_port) {
 }
 
 void SchedulerDaemon::start() {
+  if (!tls_)
+    log("warning: [serve] insecure = true: every frame, job commands and environments included, crosses the "
+        "network in clear; agents and clients must pass --insecure");
   journal_.run_started();
   capacity_since_ = now();
   if (journal_.resumed())
@@ -202,7 +218,7 @@ void SchedulerDaemon::accept() {
     }
     if (accept_failing_) log("accepting connections again");
     accept_failing_ = false;
-    auto connection = std::make_shared<Connection>(std::move(socket), kMaxHandshakeFrameBytes);
+    auto connection = std::make_shared<Connection>(std::move(socket), kMaxHandshakeFrameBytes, tls_);
     auto peer = std::make_shared<Peer>(connection, secret_);
     peers_.insert(peer);
     std::weak_ptr<Peer> weak = peer;
@@ -217,7 +233,7 @@ void SchedulerDaemon::accept() {
         });
     connection->send(peer->handshake.challenge());
     // The hello is a frame owed from connect: the same deadline as any
-    // frame's, started earlier, and shorter.
+    // frame's, started earlier, and shorter. It covers the TLS handshake.
     connection->expect_frame_within(kHandshakeSeconds, "no handshake within 5 s");
     accept();
   });

@@ -41,6 +41,7 @@
 #include "plugins/registry.hpp"
 #include "scheduler/decision_log.hpp"
 #include "scheduler/scheduler.hpp"
+#include "tls.hpp"
 
 namespace tessel::cluster {
 
@@ -174,6 +175,9 @@ class SchedulerDaemon {
   const ExperimentConfig& config_;
   const ServeConfig& serve_;
   Secret secret_;
+  // Before the journal: bad TLS files are refused before a run is opened.
+  // Null when [serve] insecure = true.
+  std::shared_ptr<TlsContext> tls_;
   Journal journal_;
   DecisionLog decisions_;
   std::unique_ptr<Scheduler> core_;

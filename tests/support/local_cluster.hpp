@@ -24,12 +24,18 @@
 #include <thread>
 #include <vector>
 
+#include <sys/socket.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 
 #include "auth.hpp"
-#include "frame.hpp"
 #include "client.hpp"
+#include "frame.hpp"
 #include "support.hpp"
+#include "tls.hpp"
 
 extern char** environ;
 
@@ -38,6 +44,7 @@ namespace tessel::test {
 using cluster::json;
 using cluster::SchedulerClient;
 using cluster::Secret;
+using cluster::TlsSettings;
 
 using Clock = std::chrono::steady_clock;
 
@@ -98,34 +105,71 @@ inline bool process_alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z' && text[paren + 2] != 'X';
 }
 
-// A raw socket to the daemon, for peers that misbehave on purpose: the
-// daemon's challenge is read and, given a secret, answered as a client's. A
-// daemon that never answers or hangs up fails the test instead of hanging it.
-inline cluster::tcp::socket raw_connection(cluster::asio::io_context& io, const std::string& address,
-                                           const Secret* secret) {
-  using namespace cluster;
-  const auto [host, port] = split_host_port(address, "address");
-  tcp::socket socket(io);
-  socket.connect(tcp::endpoint(asio::ip::make_address(host), port));
-  const timeval limit{10, 0};
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  FrameDecoder decoder(kMaxFrameBytes);
-  auto receive = [&]() -> Message {
+// A raw connection to the daemon, for peers that misbehave on purpose: TLS
+// with the secret's key (plaintext given `insecure`), the daemon's challenge
+// read and, when `login`, answered as a client's. A daemon that never
+// answers or hangs up fails the test instead of hanging it.
+class RawConnection {
+ public:
+  RawConnection(const std::string& address, const Secret& secret, bool login, bool insecure = false)
+      : socket_(io_) {
+    TlsSettings settings;
+    settings.insecure = insecure;
+    tls_ = cluster::make_tls(settings, secret, cluster::TlsContext::Side::client);
+    const auto [host, port] = cluster::split_host_port(address, "address");
+    socket_.connect(cluster::tcp::endpoint(cluster::asio::ip::make_address(host), port));
+    const timeval limit{10, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    if (tls_) {
+      tls_stream_.emplace(socket_, tls_->native());
+      tls_stream_->handshake(cluster::asio::ssl::stream_base::client);
+    }
+    const cluster::Message challenge = receive();
+    if (login) {
+      cluster::ClientHandshake handshake(secret, cluster::Role::client);
+      write(cluster::encode_frame(handshake.hello(challenge).dump()));
+      handshake.check(receive());
+    }
+  }
+
+  // The daemon's next message; a daemon silent for 10 s fails the test.
+  cluster::Message receive() {
     char buffer[4096];
     for (;;) {
-      if (auto frame = decoder.next()) return Message::parse(*frame);
-      const std::size_t n = socket.read_some(asio::buffer(buffer));
-      decoder.feed(std::string_view(buffer, n));
+      if (auto frame = decoder_.next()) return cluster::Message::parse(*frame);
+      const std::size_t n = with_stream([&](auto& s) { return s.read_some(cluster::asio::buffer(buffer)); });
+      decoder_.feed(std::string_view(buffer, n));
     }
-  };
-  const Message challenge = receive();
-  if (secret) {
-    ClientHandshake handshake(*secret, Role::client);
-    asio::write(socket, asio::buffer(encode_frame(handshake.hello(challenge).dump())));
-    handshake.check(receive());
   }
-  return socket;
-}
+
+  // True if all of `bytes` went out.
+  bool write(const std::string& bytes) {
+    boost::system::error_code error;
+    with_stream([&](auto& s) { return cluster::asio::write(s, cluster::asio::buffer(bytes), error); });
+    return !error;
+  }
+  // Blocks until the daemon hangs up; true if it did.
+  bool hung_up() {
+    boost::system::error_code error;
+    char byte;
+    with_stream([&](auto& s) { return s.read_some(cluster::asio::buffer(&byte, 1), error); });
+    return error == cluster::asio::error::eof || error == cluster::asio::error::connection_reset ||
+           error == cluster::asio::ssl::error::stream_truncated;
+  }
+
+ private:
+  template <typename Operation>
+  std::size_t with_stream(Operation&& operation) {
+    if (tls_stream_) return operation(*tls_stream_);
+    return operation(socket_);
+  }
+
+  cluster::asio::io_context io_;
+  std::shared_ptr<cluster::TlsContext> tls_;
+  cluster::tcp::socket socket_;
+  std::optional<cluster::asio::ssl::stream<cluster::tcp::socket&>> tls_stream_;
+  cluster::FrameDecoder decoder_{cluster::kMaxFrameBytes};
+};
 
 struct JobSpecForTest {
   int gpus = 1;
@@ -174,12 +218,21 @@ class LocalCluster {
     serve_ = -1;
   }
 
+  // How agents, `tessel` client commands and request() reach the daemon,
+  // when not by the default TLS (X.509 or --insecure): their flags and the
+  // same as settings.
+  void set_peer_tls(std::vector<std::string> flags, TlsSettings tls) {
+    peer_flags_ = std::move(flags);
+    peer_tls_ = std::move(tls);
+  }
+
   // `scheduler`: where the agent connects (a relay, say); empty: the daemon.
   void add_agent(const std::string& name, int gpus = 4, const std::string& scheduler = "") {
-    agents_[name] = spawn({tessel_exe().string(), "agent", "--scheduler", scheduler.empty() ? address_ : scheduler,
-                           "--secret-file", secret_.string(), "--name", name, "--fake-gpus", std::to_string(gpus),
-                           "--log-dir", (dir_.path() / ("logs-" + name)).string()},
-                          dir_.path(), dir_.path() / (name + ".out"), dir_.path() / (name + ".err"));
+    std::vector<std::string> args{tessel_exe().string(), "agent", "--scheduler", scheduler.empty() ? address_ : scheduler,
+                                  "--secret-file", secret_.string(), "--name", name, "--fake-gpus", std::to_string(gpus),
+                                  "--log-dir", (dir_.path() / ("logs-" + name)).string()};
+    args.insert(args.end(), peer_flags_.begin(), peer_flags_.end());
+    agents_[name] = spawn(args, dir_.path(), dir_.path() / (name + ".out"), dir_.path() / (name + ".err"));
   }
   pid_t agent_pid(const std::string& name) const { return agents_.at(name); }
   void kill_agent(const std::string& name) {
@@ -197,7 +250,7 @@ class LocalCluster {
   }
 
   Secret secret() const { return Secret::from_file(secret_); }
-  json request(const json& message) { return SchedulerClient(address_, secret()).request(message).body(); }
+  json request(const json& message) { return SchedulerClient(address_, secret(), peer_tls_).request(message).body(); }
   json status() { return request(cluster::message("status")); }
   json jobs() { return request(cluster::message("jobs")).at("jobs"); }
 
@@ -223,6 +276,7 @@ class LocalCluster {
 
   CommandResult tessel(std::vector<std::string> args) {
     args.insert(args.begin() + 1, {"--scheduler", address_, "--secret-file", secret_.string()});
+    args.insert(args.begin() + 5, peer_flags_.begin(), peer_flags_.end());
     return run_tessel(args, dir_.path());
   }
 
@@ -278,6 +332,8 @@ class LocalCluster {
   std::string address_;
   std::map<std::string, pid_t> agents_;
   int submitted_ = 0;
+  std::vector<std::string> peer_flags_;
+  TlsSettings peer_tls_;
 };
 
 }  // namespace tessel::test

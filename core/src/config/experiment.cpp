@@ -116,6 +116,22 @@ ServeConfig read_serve(TableReader reader, std::shared_ptr<const TomlDocument> d
   config.listen = reader.string("listen", config.listen).value_or(config.listen);
   if (reader.present("secret_file"))
     config.secret_file = reader.input_path("secret_file", std::nullopt).value_or("");
+  config.insecure = reader.boolean("insecure", false).value_or(false);
+  const std::pair<const char*, std::string*> tls_files[] = {
+      {"tls_cert", &config.tls_cert}, {"tls_key", &config.tls_key}, {"tls_ca", &config.tls_ca}};
+  int tls_given = 0;
+  for (const auto& [key, path] : tls_files)
+    if (reader.present(key)) {
+      *path = reader.input_path(key, std::nullopt).value_or("");
+      ++tls_given;
+    }
+  // Refused rather than resolved: half of an X.509 set-up, or TLS and plaintext at once.
+  if (tls_given > 0 && config.insecure)
+    reader.error("insecure", "'insecure = true' in [serve] contradicts tls_cert, tls_key and tls_ca");
+  else if (tls_given > 0)
+    for (const auto& [key, path] : tls_files)
+      if (!reader.present(key))
+        reader.error(key, "'" + std::string(key) + "' in [serve] is missing: tls_cert, tls_key and tls_ca go together");
   config.heartbeat_seconds = reader.number("heartbeat_seconds", 1, 0.01).value_or(1);
   config.node_timeout_seconds = reader.number("node_timeout_seconds", 10, 0.1).value_or(10);
   if (config.node_timeout_seconds < 2 * config.heartbeat_seconds)

@@ -118,6 +118,11 @@ struct OutputConfig {
 struct ServeConfig {
   std::string listen = "127.0.0.1:7461";  // HOST:PORT; port 0 picks a free one
   std::string secret_file;                 // relative to the config file; empty: none given
+  // TLS (runners/cluster/tls.hpp): by default a key derived from the secret;
+  // X.509 when tls_cert, tls_key and tls_ca (paths relative to the config
+  // file) are all given; plaintext only with insecure = true.
+  bool insecure = false;
+  std::string tls_cert, tls_key, tls_ca;
   double heartbeat_seconds = 1;            // how often agents report
   // An agent silent this long is down: the scheduler stops placing jobs on
   // its node, and the agent stops its jobs itself (see runners/cluster).
