@@ -134,8 +134,10 @@ void NodeAgent::connect() {
                            shut_down();
                            return;
                          }
-                         if (!tls_ && !connection_->heard() && exit_code_ == 0 && !shutting_down_ &&
-                             failed_connects_ == 0)
+                         if (phase_ == Phase::registered)
+                           say("lost the scheduler: " + why);
+                         else if (!tls_ && !connection_->heard() && exit_code_ == 0 && !shutting_down_ &&
+                                  failed_connects_ == 0)
                            say("the scheduler closed the connection before its challenge; if it requires TLS, "
                                "run without --insecure");
                          else if (exit_code_ == 0 && !shutting_down_) say("scheduler connection closed: " + why);
