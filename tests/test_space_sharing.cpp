@@ -5,10 +5,13 @@
 // table that lacks a pair, a packed policy on a model with no pairs.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/errors.hpp"
+#include "fifo_scheduler.hpp"
+#include "models/gavel_table.hpp"
 #include "support.hpp"
 #include "tessel/cluster.hpp"
 
@@ -189,4 +192,40 @@ TEST_CASE("a packed policy on a model without co-location throughputs is refused
   CHECK(run.code == 2);
   CHECK(run.err.find("'max_min_fairness_packed' pairs jobs on shared GPUs, but throughput model 'linear' has no "
                      "co-location throughputs") != std::string::npos);
+}
+
+TEST_CASE("a daemon recovering two jobs on one GPU adopts them as sharing it; one leaving regroups the other") {
+  TempDir dir;
+  const fs::path table = dir.write("throughputs.json", kPairTable);
+  NodeSpec v100 = node(1);
+  v100.gpu_type = "v100";
+  Scheduler scheduler(fifo_plugins(), ClusterState({v100}),
+                      std::make_shared<GavelTableModel>(table.string(), false), SchedulerSettings{});
+  for (JobId id : {0u, 1u}) {
+    JobState saved;
+    saved.spec.id = id;
+    saved.spec.model = id == 0 ? "Alpha" : "Beta";
+    saved.spec.total_work = 1000;
+    saved.status = JobStatus::running;
+    saved.attempts = 1;
+    scheduler.restore(saved);
+  }
+  scheduler.adopt(0, on({0}), 10);
+  scheduler.adopt(1, on({0}), 10);
+  CHECK(scheduler.cluster().gpu(0).sharers == 1);
+  REQUIRE(scheduler.partners(0).size() == 1);
+  CHECK(scheduler.partners(0)[0] == 1);
+  CHECK(scheduler.partners(1)[0] == 0);
+
+  scheduler.report_progress(0, 100, 70);
+  scheduler.report_progress(1, 100, 70);
+  CHECK(scheduler.job(0).shared_seconds == 60);
+  scheduler.interrupt(0, 70);
+  CHECK(scheduler.partners(1).empty());
+  CHECK(scheduler.take_regrouped() == std::vector<JobId>{1});
+  CHECK(scheduler.cluster().gpu(0).jobs == std::vector<JobId>{1});
+  CHECK(scheduler.cluster().shared_gpus() == 0);
+  // Alone now: its time no longer counts as shared.
+  scheduler.report_progress(1, 200, 100);
+  CHECK(scheduler.job(1).shared_seconds == 60);
 }

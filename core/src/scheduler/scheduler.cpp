@@ -27,6 +27,7 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   auto copy = std::make_unique<Scheduler>(std::move(plugins), cluster_, model_, settings_, nullptr);
   copy->books_ = books_;
   copy->running_ = running_;
+  copy->sharing_ = sharing_;
   copy->round_ = round_;
   copy->admitted_this_round_ = admitted_this_round_;
   copy->rules_ = rules_;
@@ -148,7 +149,17 @@ JobState& Scheduler::restore(const JobState& saved) {
 void Scheduler::adopt(JobId id, Allocation allocation, double now) {
   JobState& job = *all_[id];
   if (!job.waiting()) throw std::logic_error(job_name(id) + " is adopted but is not waiting");
-  begin_run(job, std::move(allocation), now);
+  // Whole GPUs that jobs adopted before hold: it space-shared them.
+  const bool shared = !allocation.empty() && allocation.gpu_milli == 1000 && !cluster_.can_assign(allocation) &&
+                      cluster_.can_share(allocation, model_->max_colocated());
+  const std::vector<JobId> hosts = shared ? cluster_.gpu(allocation.gpus.front()).jobs : std::vector<JobId>{};
+  begin_run(job, std::move(allocation), now, shared);
+  for (const JobId member : hosts) {
+    if (books_[member].partners.empty()) ++sharing_;
+    books_[member].partners.push_back(id);
+    books_[id].partners.push_back(member);
+  }
+  if (shared) ++sharing_;
 }
 
 void Scheduler::end_attempt(JobId id) {
