@@ -259,26 +259,21 @@ class TargetProgram {
   // short of the optimum and the simplex leaves rounding noise
   // (0.25000000000000006); shares are rounded to 1e-6 so that equal shares
   // rank as ties in the rounds.
-  Shares shares() const {
-    Shares x(column_.size(), std::vector<double>(column_.empty() ? 0 : column_[0].size(), 0.0));
-    for (std::size_t j = 0; j < column_.size(); ++j)
-      for (std::size_t t = 0; t < column_[j].size(); ++t)
-        if (column_[j][t] >= 0)
-          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e6) / 1e6, 0.0, 1.0);
-    return x;
-  }
+  Shares shares() const { return values(column_); }
 
   // The pairs' X of the same solve, rounded alike.
-  Shares pair_shares() const {
-    Shares x(pair_column_.size(), std::vector<double>(pair_column_.empty() ? 0 : pair_column_[0].size(), 0.0));
-    for (std::size_t p = 0; p < pair_column_.size(); ++p)
-      for (std::size_t t = 0; t < pair_column_[p].size(); ++t)
-        if (pair_column_[p][t] >= 0)
-          x[p][t] = std::clamp(std::round(program_.value(pair_column_[p][t]) * 1e6) / 1e6, 0.0, 1.0);
+  Shares pair_shares() const { return values(pair_column_); }
+
+ private:
+  Shares values(const std::vector<std::vector<int>>& columns) const {
+    Shares x(columns.size(), std::vector<double>(columns.empty() ? 0 : columns[0].size(), 0.0));
+    for (std::size_t j = 0; j < columns.size(); ++j)
+      for (std::size_t t = 0; t < columns[j].size(); ++t)
+        if (columns[j][t] >= 0)
+          x[j][t] = std::clamp(std::round(program_.value(columns[j][t]) * 1e6) / 1e6, 0.0, 1.0);
     return x;
   }
 
- private:
   tessel::lp::LinearProgram program_;
   std::vector<std::vector<int>> column_;  // [job][type], -1 where the job cannot run
   std::vector<std::vector<int>> pair_column_;  // [pair][type], -1 where the pair cannot run
