@@ -314,7 +314,8 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
     raw.exec("DROP TABLE resizes; DROP TABLE cluster_runs; DROP TABLE cluster_jobs; DROP TABLE cluster_launches; "
              "DROP TABLE cluster_ranks; DROP TABLE cluster_nodes; ALTER TABLE jobs DROP COLUMN gpu_milli; "
              "ALTER TABLE jobs DROP COLUMN held_gpus; ALTER TABLE jobs DROP COLUMN priority; "
-             "ALTER TABLE runs DROP COLUMN fingerprint; "
+             "ALTER TABLE runs DROP COLUMN fingerprint; ALTER TABLE samples DROP COLUMN shared_gpus; "
+             "ALTER TABLE jobs DROP COLUMN shared_seconds; "
              "UPDATE metrics SET name = substr(name, 1, length(name) - 2) WHERE name LIKE '%\\_s' ESCAPE '\\'; "
              "PRAGMA user_version = 1");
   }
@@ -324,6 +325,8 @@ TEST_CASE("an older database is migrated in place, keeping its runs") {
   // The old run's jobs get the defaults: whole GPUs, nothing held at the end.
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND gpu_milli = 1000 AND held_gpus = 0") == 250);
   CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND priority = 1") == 250);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE run_id = 1 AND shared_seconds = 0") == 250);
+  CHECK(count(db, "SELECT count(*) FROM samples WHERE run_id = 1 AND shared_gpus <> 0") == 0);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2);
   // The old run has no fingerprint (schema 5); the new one has.
   CHECK(count(db, "SELECT count(*) FROM runs WHERE id = 1 AND fingerprint = ''") == 1);

@@ -6,7 +6,10 @@
 //   policies/max_min_fairness.py    MaxMinFairnessPolicyWithPerf
 //   policies/finish_time_fairness.py FinishTimeFairnessPolicyWithPerf
 //   policies/min_total_duration.py  MinTotalDurationPolicyWithPerf
-//   policies/policy.py              the shared constraints
+//   policies/policy.py              the shared constraints (PolicyWithPacking:
+//                                   the pairs' variables and constraints)
+//   policies/max_min_fairness.py, finish_time_fairness.py,
+//   min_total_duration.py           the `...WithPacking` variants
 //   policies/proportional.py, policies/isolated.py   the reference shares
 //   scheduler.py                    _update_priorities, _reset_time_run_so_far,
 //                                   _schedule_jobs_on_workers_helper: rounds
@@ -32,6 +35,18 @@
 //   have taken at the isolated throughputs of the solves it was made under.
 // - min_total_duration (makespan): minimise T such that every job can
 //   finish within T, thr_j(X) >= rem_j / T.
+// - max_min_fairness_packed, finish_time_fairness_packed,
+//   min_total_duration_packed: Gavel's space sharing. Beside X[j][t], every
+//   two jobs a, b of equal GPU counts (both of whole GPUs) get X[ab][t], the
+//   fraction of time they run together on the same gpus GPUs of type t, as
+//   the job pairs Gavel's scheduler adds (_populate_job_combination_metadata)
+//   and PolicyWithPacking's constraints:
+//     sum_t (X[j][t] + sum_{pairs with j} X[jk][t]) <= 1
+//     sum_j gpus_j X[j][t] + sum_pairs gpus X[ab][t] <= N_t (a pair once)
+//   and thr_j(X) gains sum_t X[jk][t] tput_j(jk, t), the job's own rate in
+//   the pair by the model's rate_colocated (gavel-table: the measured
+//   [own, partner] pair). The policies' objectives are unchanged; prop_j
+//   and the isolated shares still come from jobs alone, as in Gavel.
 // For a fixed z, rho or T each is one LP: the constraints above plus one
 // row per job, thr_j(X) >= its target. So each policy searches over its
 // level, re-solving the same LP with new row bounds from the last basis:
@@ -57,9 +72,22 @@
 // job's count at half a round and adds what the job was owed since the
 // previous solve, X x rounds elapsed - rounds received, to its deficit.
 // Gavel counts seconds; every round is equally long, so rounds are time.
+// With a _packed policy a pair with a share on t is an entry of t's
+// ranking too, with its own rounds and deficit (Gavel's per-pair
+// _job_time_so_far and _deficits); a pair is picked when neither job is
+// picked yet and t has its GPUs left, and granted as two grants: the first
+// job, then the second sharing its GPUs (Grant::share_with), so the core
+// places the pair on the same GPUs and the simulator runs each at its
+// co-located rate.
 //
 // Simplifications:
-// - No space sharing (Gavel's `_packing` variants): one job per GPU.
+// - Space sharing: pairs only (Gavel's too). Pairs that no type can run
+//   (a co-located rate of 0 on every type both use; Gavel measured 0 for
+//   every multi-GPU pair) are left out of the LP, where they could get no
+//   time. A pair runs only on a type where the last solve gave it a share
+//   (Gavel may hand spare workers to pairs with none). The LP has a column
+//   per pair and type: O(n^2) columns, so a solve over hundreds of
+//   single-GPU jobs is slow (see experiments/gavel-makespan/README.md).
 // - Gavel's simulator solves again at most once per 1920 s
 //   (`minimum_time_between_allocation_resets`); here every change of the
 //   job set or of the GPUs up solves again, unless
@@ -78,6 +106,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -96,15 +126,21 @@ constexpr tessel::ArgSpec kArgs[] = {
      "what the time shares optimise: the least normalised throughput (max_min_fairness), the worst "
      "finish-time ratio to an isolated share (finish_time_fairness), or the time until every job is done "
      "(min_total_duration)",
-     "max_min_fairness|finish_time_fairness|min_total_duration"},
+     "max_min_fairness|finish_time_fairness|min_total_duration|max_min_fairness_packed|"
+     "finish_time_fairness_packed|min_total_duration_packed"},
     {"min_seconds_between_allocations", tessel::ArgType::number, "0",
      "solve again only this long after the last solve (the first change after a solve at time 0 at once), as "
      "Gavel's simulator does (1920); 0: at every change of the jobs or the GPUs up"},
 };
 
+constexpr std::string_view kPacked = "_packed";
+
+bool packed(const std::string& name) { return name.ends_with(kPacked); }
+
 Policy policy_named(const std::string& name) {
-  if (name == "finish_time_fairness") return Policy::finish_time_fairness;
-  if (name == "min_total_duration") return Policy::min_total_duration;
+  const std::string base = packed(name) ? name.substr(0, name.size() - kPacked.size()) : name;
+  if (base == "finish_time_fairness") return Policy::finish_time_fairness;
+  if (base == "min_total_duration") return Policy::min_total_duration;
   return Policy::max_min_fairness;
 }
 
@@ -135,6 +171,13 @@ struct JobRecord {
   }
 };
 
+// Space sharing: what gavel keeps for a pair of jobs sharing GPUs, as
+// JobRecord for one job.
+struct PairRecord {
+  std::vector<double> share, rounds, deficit;
+  bool planned = false;
+};
+
 // A job the LP plans for.
 struct Planned {
   const tessel::JobState* job;
@@ -144,6 +187,15 @@ struct Planned {
 
 using Shares = std::vector<std::vector<double>>;  // [job][type]
 
+// Two jobs the LP may run on the same GPUs (the `_packed` policies):
+// indices into the planned jobs, and each one's rate there by type (0 where
+// the pair cannot run).
+struct Pair {
+  std::size_t first, second;
+  int gpus;
+  std::vector<double> first_rate, second_rate;
+};
+
 // The LP behind every policy: X with its constraints, and one row per job
 // asking for a least throughput, measured in a unit the policy chooses
 // (`unit[j][t]` per unit of X[j][t]). Policies search over a target and ask,
@@ -151,15 +203,20 @@ using Shares = std::vector<std::vector<double>>;  // [job][type]
 // lower bounds change, so each step resumes from the previous basis.
 class TargetProgram {
  public:
+  // `pairs` add a column per pair and type, in both jobs' time and target
+  // rows (each at its rate in the pair times `pair_scale[j]`), counted once
+  // against the type's GPUs, as Gavel's PolicyWithPacking does.
   TargetProgram(const std::string& name, const std::vector<Planned>& jobs, const std::vector<int>& capacity,
-                const Shares& unit)
+                const Shares& unit, const std::vector<Pair>& pairs = {}, const std::vector<double>& pair_scale = {})
       : program_(name, tessel::lp::Direction::maximize),
         column_(jobs.size(), std::vector<int>(capacity.size(), -1)),
+        pair_column_(pairs.size(), std::vector<int>(capacity.size(), -1)),
         target_row_(jobs.size(), -1) {
+    std::vector<int> time_row_of(jobs.size());
     std::vector<int> type_row(capacity.size());
     for (std::size_t t = 0; t < capacity.size(); ++t) type_row[t] = program_.add_row(tessel::lp::Bounds::at_most(capacity[t]));
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const int time_row = program_.add_row(tessel::lp::Bounds::at_most(1));
+      const int time_row = time_row_of[j] = program_.add_row(tessel::lp::Bounds::at_most(1));
       target_row_[j] = program_.add_row(tessel::lp::Bounds::none());
       int fastest = -1;
       for (std::size_t t = 0; t < capacity.size(); ++t) {
@@ -175,6 +232,19 @@ class TargetProgram {
       // moves the jobs that do not fit there, instead of every job.
       if (fastest >= 0 && unit[j][fastest] > 0) program_.start_with_basic(column_[j][fastest], target_row_[j]);
     }
+    for (std::size_t p = 0; p < pairs.size(); ++p) {
+      const Pair& pair = pairs[p];
+      for (std::size_t t = 0; t < capacity.size(); ++t) {
+        if (pair.first_rate[t] <= 0 || pair.second_rate[t] <= 0) continue;
+        const int x = program_.add_column(tessel::lp::Bounds::between(0, 1));
+        pair_column_[p][t] = x;
+        program_.add_term(type_row[t], x, pair.gpus);
+        program_.add_term(time_row_of[pair.first], x, 1);
+        program_.add_term(time_row_of[pair.second], x, 1);
+        program_.add_term(target_row_[pair.first], x, pair.first_rate[t] * pair_scale[pair.first]);
+        program_.add_term(target_row_[pair.second], x, pair.second_rate[t] * pair_scale[pair.second]);
+      }
+    }
   }
 
   // Can every job j reach a throughput of target[j] units at once?
@@ -189,18 +259,24 @@ class TargetProgram {
   // short of the optimum and the simplex leaves rounding noise
   // (0.25000000000000006); shares are rounded to 1e-6 so that equal shares
   // rank as ties in the rounds.
-  Shares shares() const {
-    Shares x(column_.size(), std::vector<double>(column_.empty() ? 0 : column_[0].size(), 0.0));
-    for (std::size_t j = 0; j < column_.size(); ++j)
-      for (std::size_t t = 0; t < column_[j].size(); ++t)
-        if (column_[j][t] >= 0)
-          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e6) / 1e6, 0.0, 1.0);
+  Shares shares() const { return values(column_); }
+
+  // The pairs' X of the same solve, rounded alike.
+  Shares pair_shares() const { return values(pair_column_); }
+
+ private:
+  Shares values(const std::vector<std::vector<int>>& columns) const {
+    Shares x(columns.size(), std::vector<double>(columns.empty() ? 0 : columns[0].size(), 0.0));
+    for (std::size_t j = 0; j < columns.size(); ++j)
+      for (std::size_t t = 0; t < columns[j].size(); ++t)
+        if (columns[j][t] >= 0)
+          x[j][t] = std::clamp(std::round(program_.value(columns[j][t]) * 1e6) / 1e6, 0.0, 1.0);
     return x;
   }
 
- private:
   tessel::lp::LinearProgram program_;
   std::vector<std::vector<int>> column_;  // [job][type], -1 where the job cannot run
+  std::vector<std::vector<int>> pair_column_;  // [pair][type], -1 where the pair cannot run
   std::vector<int> target_row_;
 };
 
@@ -209,20 +285,25 @@ class TargetProgram {
 // for 100 steps, when `reachable` is 0 and stays there), and
 // returns X at the last reachable level, which is left in `reachable`.
 // Empty if even `reachable` turns out unreachable.
+// `best_pairs`, if given, receives the pairs' X at that level.
 template <class TargetsAt>
 Shares bisect(TargetProgram& program, double& reachable, double unreachable, double tolerance,
-              TargetsAt targets_at) {
+              TargetsAt targets_at, Shares* best_pairs = nullptr) {
   Shares best;
+  auto keep = [&] {
+    best = program.shares();
+    if (best_pairs != nullptr) *best_pairs = program.pair_shares();
+  };
   for (int step = 0; step < 100 && std::abs(unreachable - reachable) > tolerance * std::abs(reachable); ++step) {
     const double middle = (reachable + unreachable) / 2;
     if (program.reaches(targets_at(middle))) {
       reachable = middle;
-      best = program.shares();
+      keep();
     } else {
       unreachable = middle;
     }
   }
-  if (best.empty() && program.reaches(targets_at(reachable))) best = program.shares();
+  if (best.empty() && program.reaches(targets_at(reachable))) keep();
   return best;
 }
 
@@ -247,12 +328,17 @@ class Gavel final : public tessel::AllocationPolicy {
   explicit Gavel(const tessel::PluginContext& context)
       : policy_(policy_named(context.args().string("policy"))),
         policy_name_(context.args().string("policy")),
+        packed_(packed(policy_name_)),
         record_(context.job_slot<JobRecord>()),
         throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {}
 
   bool time_sensitive() const override { return true; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    if (packed_ && view.throughput().max_colocated() < 2)
+      throw tessel::ArgumentError("policy", "'" + policy_name_ + "' pairs jobs on shared GPUs, but throughput model '" +
+                                                std::string(view.throughput().name()) +
+                                                "' has no co-location throughputs (gavel-table has them)");
     const tessel::ClusterState& cluster = view.cluster();
     const std::size_t types = cluster.gpu_types().size();
     std::vector<int> capacity;
@@ -298,9 +384,56 @@ class Gavel final : public tessel::AllocationPolicy {
     const tessel::ClusterState& cluster = view.cluster();
     for (const tessel::JobState* job : view.active()) {
       if (!job->running()) continue;
+      const tessel::Gpu& gpu = cluster.gpu(job->allocation.gpus.front());
+      const std::size_t type = static_cast<std::size_t>(cluster.node(gpu.node).type);
+      if (gpu.sharers > 0) {  // a pair: its own count, credited once, at its first job
+        const tessel::JobId other = gpu.jobs[0] == job->spec.id ? gpu.jobs[1] : gpu.jobs[0];
+        if (other < job->spec.id) continue;
+        PairRecord& pair = pair_records_[{job->spec.id, other}];
+        fit(pair, types);
+        pair.rounds[type] += elapsed;
+        continue;
+      }
       JobRecord& record = record_(job->slots);
       record.fit(types);
-      record.rounds[cluster.node(cluster.gpu(job->allocation.gpus.front()).node).type] += elapsed;
+      record.rounds[type] += elapsed;
+    }
+  }
+
+  static void fit(PairRecord& pair, std::size_t types) {
+    if (pair.share.size() >= types) return;
+    pair.share.resize(types, 0.0);
+    pair.rounds.resize(types, 0.5);
+    pair.deficit.resize(types, 0.0);
+  }
+
+  // The `_packed` policies' pairs, as Gavel's scheduler forms them
+  // (_populate_job_combination_metadata): every two jobs of equal GPU
+  // counts, priced on each type by the throughput model's co-located rates
+  // on the job's packed shape. Pairs that run nowhere (a rate of 0 on every
+  // type both can use) are left out of the LP, where they could take no time.
+  void find_pairs(const tessel::SchedulerView& view, const std::vector<Planned>& jobs) {
+    const std::size_t types = view.cluster().gpu_types().size();
+    const tessel::ThroughputModel& model = view.throughput();
+    for (std::size_t a = 0; a < jobs.size(); ++a) {
+      const tessel::JobSpec& first = jobs[a].job->spec;
+      if (first.gpu_milli != 1000) continue;
+      for (std::size_t b = a + 1; b < jobs.size(); ++b) {
+        const tessel::JobSpec& second = jobs[b].job->spec;
+        if (second.gpu_milli != 1000 || jobs[b].gpus != jobs[a].gpus) continue;
+        Pair pair{a, b, jobs[a].gpus, std::vector<double>(types, 0.0), std::vector<double>(types, 0.0)};
+        bool runs = false;
+        for (std::size_t t = 0; t < types; ++t) {
+          if (jobs[a].rate[t] <= 0 || jobs[b].rate[t] <= 0) continue;
+          const tessel::Shape shape = view.cluster().packed_shape(first, pair.gpus, view.cluster().gpu_types()[t]);
+          const tessel::JobSpec* with_second[] = {&second};
+          const tessel::JobSpec* with_first[] = {&first};
+          pair.first_rate[t] = model.rate_colocated(first, with_second, shape);
+          pair.second_rate[t] = model.rate_colocated(second, with_first, shape);
+          runs = runs || (pair.first_rate[t] > 0 && pair.second_rate[t] > 0);
+        }
+        if (runs) pairs_.push_back(std::move(pair));
+      }
     }
   }
 
@@ -326,6 +459,21 @@ class Gavel final : public tessel::AllocationPolicy {
       }
       record.planned = false;
     }
+    for (auto it = pair_records_.begin(); it != pair_records_.end();) {
+      if (view.job(it->first.first).done() || view.job(it->first.second).done()) {
+        it = pair_records_.erase(it);
+        continue;
+      }
+      PairRecord& pair = it->second;
+      fit(pair, types);
+      for (std::size_t t = 0; t < types; ++t) {
+        if (pair.planned) pair.deficit[t] += pair.share[t] * rounds_since - (pair.rounds[t] - 0.5);
+        pair.rounds[t] = 0.5;
+        pair.share[t] = 0;
+      }
+      pair.planned = false;
+      ++it;
+    }
 
     std::vector<Planned> jobs;
     jobs.reserve(plannable.size());
@@ -337,6 +485,8 @@ class Gavel final : public tessel::AllocationPolicy {
               job->spec, view.cluster().packed_shape(job->spec, planned.gpus, view.cluster().gpu_types()[t]));
       jobs.push_back(std::move(planned));
     }
+    pairs_.clear();
+    if (packed_) find_pairs(view, jobs);
 
     // Gavel walks its types fastest first (v100, p100, k80). Walking a slow
     // type first would hand its spare GPUs to jobs whose share is on a
@@ -359,6 +509,7 @@ class Gavel final : public tessel::AllocationPolicy {
                      [&](std::size_t a, std::size_t b) { return speed[a] > speed[b]; });
 
     Shares x;
+    pair_x_.clear();
     if (!jobs.empty()) {
       switch (policy_) {
         case Policy::max_min_fairness: x = max_min_fairness(jobs, capacity); break;
@@ -367,6 +518,16 @@ class Gavel final : public tessel::AllocationPolicy {
       }
     }
 
+    planned_pairs_.clear();
+    for (std::size_t p = 0; p < pair_x_.size(); ++p) {
+      if (std::all_of(pair_x_[p].begin(), pair_x_[p].end(), [](double share) { return share <= 0; })) continue;
+      const std::pair key{jobs[pairs_[p].first].job->spec.id, jobs[pairs_[p].second].job->spec.id};
+      PairRecord& pair = pair_records_[key];
+      fit(pair, types);
+      pair.share = pair_x_[p];
+      pair.planned = true;
+      planned_pairs_.push_back(key);
+    }
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       JobRecord& record = record_(jobs[j].job->slots);
       record.share = x[j];
@@ -398,8 +559,8 @@ class Gavel final : public tessel::AllocationPolicy {
     double total = 0;
     for (int gpus : capacity) total += gpus;
     Shares unit(jobs.size(), std::vector<double>(capacity.size(), 0.0));
-    // No job passes the level of all of its time on its fastest type.
-    double ceiling = std::numeric_limits<double>::infinity();
+    // No job passes the level of all of its time on its fastest type (or pair).
+    std::vector<double> scale(jobs.size()), fastest_of(jobs.size());
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       double equal_share = 0;  // prop_j
       for (std::size_t t = 0; t < capacity.size(); ++t) equal_share += jobs[j].rate[t] * capacity[t] / total;
@@ -409,16 +570,23 @@ class Gavel final : public tessel::AllocationPolicy {
         unit[j][t] = jobs[j].rate[t] * jobs[j].gpus / (weight * equal_share);
         fastest = std::max(fastest, unit[j][t]);
       }
-      ceiling = std::min(ceiling, fastest);
+      scale[j] = jobs[j].gpus / (weight * equal_share);
+      fastest_of[j] = fastest;
     }
-    TargetProgram program("gavel max_min_fairness", jobs, capacity, unit);
+    for (const Pair& pair : pairs_)
+      for (std::size_t t = 0; t < capacity.size(); ++t) {
+        fastest_of[pair.first] = std::max(fastest_of[pair.first], pair.first_rate[t] * scale[pair.first]);
+        fastest_of[pair.second] = std::max(fastest_of[pair.second], pair.second_rate[t] * scale[pair.second]);
+      }
+    const double ceiling = *std::min_element(fastest_of.begin(), fastest_of.end());
+    TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
     auto level = [&](double z) { return std::vector<double>(jobs.size(), z); };
     // Tighter starting brackets (the isolated shares' level) cost more
     // pivots on 1,000 jobs, not fewer: the first step lands nearer the
     // optimum, where the first solve is hardest.
     double z = 0;  // giving nothing reaches it
-    const Shares x = bisect(program, z, ceiling, 1e-9, level);
-    if (x.empty()) throw tessel::lp::SolverError("gavel max_min_fairness: no allocation found, even giving nothing");
+    const Shares x = bisect(program, z, ceiling, 1e-9, level, &pair_x_);
+    if (x.empty()) throw tessel::lp::SolverError("gavel " + policy_name_ + ": no allocation found, even giving nothing");
     summary_ = "; every job gets at least " + decimal(z) +
                " times its equal-share throughput, weighted by GPUs and priority)";
     return x;
@@ -459,10 +627,16 @@ class Gavel final : public tessel::AllocationPolicy {
     };
     Shares x;
     if (reachable > unreachable) {
-      TargetProgram program("gavel finish_time_fairness", jobs, capacity, unit);
-      x = bisect(program, reachable, unreachable, 1e-9, targets);
+      std::vector<double> scale(n, 0.0);
+      for (std::size_t j = 0; j < n; ++j)
+        if (remaining[j] > 0) scale[j] = 1 / remaining[j];
+      TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
+      x = bisect(program, reachable, unreachable, 1e-9, targets, &pair_x_);
     }
-    if (x.empty()) x = isolated;  // as Gavel falls back when its solver finds nothing
+    if (x.empty()) {  // as Gavel falls back when its solver finds nothing
+      x = isolated;
+      pair_x_.clear();
+    }
     summary_ = "; no job finishes later than " + decimal(reachable) + " times its time on an isolated share)";
     return x;
   }
@@ -477,7 +651,10 @@ class Gavel final : public tessel::AllocationPolicy {
       for (std::size_t t = 0; t < capacity.size(); ++t)
         if (asks[j]) unit[j][t] = jobs[j].rate[t] / remaining;
     }
-    TargetProgram program("gavel min_total_duration", jobs, capacity, unit);
+    std::vector<double> scale(n, 0.0);
+    for (std::size_t j = 0; j < n; ++j)
+      if (asks[j]) scale[j] = 1 / jobs[j].job->remaining_work();
+    TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
     auto within = [&](double seconds) {
       std::vector<double> target(n, 0.0);
       for (std::size_t j = 0; j < n; ++j)
@@ -492,6 +669,7 @@ class Gavel final : public tessel::AllocationPolicy {
         const double seconds = (shortest + longest) / 2;
         if (within(seconds)) {
           best = program.shares();
+          pair_x_ = program.pair_shares();
           longest = seconds;
         } else {
           shortest = seconds;
@@ -514,12 +692,33 @@ class Gavel final : public tessel::AllocationPolicy {
       double priority, deficit, share;
       std::size_t job;  // index into plannable, which is in arrival order
     };
+    // The planned pairs whose jobs are both still plannable.
+    struct RoundPair {
+      std::size_t first, second;  // into plannable
+      const PairRecord* record;
+    };
+    std::vector<RoundPair> round_pairs;
+    if (!planned_pairs_.empty()) {
+      std::unordered_map<tessel::JobId, std::size_t> index;
+      for (std::size_t i = 0; i < plannable.size(); ++i) index.emplace(plannable[i]->spec.id, i);
+      for (const auto& key : planned_pairs_) {
+        const auto first = index.find(key.first), second = index.find(key.second);
+        if (first != index.end() && second != index.end())
+          round_pairs.push_back({first->second, second->second, &pair_records_.at(key)});
+      }
+    }
     std::vector<std::vector<Entry>> ranking(types);
     for (std::size_t t = 0; t < types; ++t) {
       for (std::size_t i = 0; i < plannable.size(); ++i) {
         if (plannable[i]->spec.gpus > capacity[t]) continue;
         const JobRecord& record = record_(plannable[i]->slots);
         ranking[t].push_back({record.share[t] / record.rounds[t], record.deficit[t], record.share[t], i});
+      }
+      // Pairs with a share on t: entries past plannable.size(), beside single jobs.
+      for (std::size_t k = 0; k < round_pairs.size(); ++k) {
+        const PairRecord& pair = *round_pairs[k].record;
+        if (pair.share[t] > 0 && plannable[round_pairs[k].first]->spec.gpus <= capacity[t])
+          ranking[t].push_back({pair.share[t] / pair.rounds[t], pair.deficit[t], pair.share[t], plannable.size() + k});
       }
       std::sort(ranking[t].begin(), ranking[t].end(), [](const Entry& a, const Entry& b) {
         if (a.priority != b.priority) return a.priority > b.priority;
@@ -536,6 +735,10 @@ class Gavel final : public tessel::AllocationPolicy {
     for (std::size_t t : type_order_) {
       for (const Entry& entry : ranking[t]) {
         if (left[t] == 0) break;
+        if (entry.job >= plannable.size()) {
+          pick_pair(view, plannable, round_pairs[entry.job - plannable.size()], t, picked, left, result);
+          continue;
+        }
         const tessel::JobState& job = *plannable[entry.job];
         if (picked[entry.job] || job.spec.gpus > left[t]) continue;
         picked[entry.job] = 1;
@@ -565,8 +768,37 @@ class Gavel final : public tessel::AllocationPolicy {
     return result;
   }
 
+  // Grants a pair type t, the second job sharing the first's GPUs, if
+  // neither is picked yet and t has the GPUs left.
+  template <class RoundPair>
+  void pick_pair(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
+                 const RoundPair& pair, std::size_t t, std::vector<char>& picked, std::vector<int>& left,
+                 tessel::AllocationPlan& result) {
+    const tessel::JobState& first = *plannable[pair.first];
+    const tessel::JobState& second = *plannable[pair.second];
+    if (picked[pair.first] || picked[pair.second] || first.spec.gpus > left[t]) return;
+    picked[pair.first] = picked[pair.second] = 1;
+    left[t] -= first.spec.gpus;
+    const std::string why = " on " + view.cluster().gpu_types()[t] + " (" + policy_name_ + ": the pair's time share " +
+                            decimal(pair.record->share[t]) + " there" + summary_ +
+                            "; furthest below its share there this round";
+    for (const tessel::JobState* job : {&first, &second}) {
+      const tessel::JobState& other = job == &first ? second : first;
+      tessel::Grant grant{job->spec.id,
+                          {job->spec.gpus, job->spec.gpu_milli, job->spec.cpus, job->spec.mem_gb, static_cast<int>(t)},
+                          tessel::Reason::text("runs sharing its GPUs with job " + std::to_string(other.spec.id) + why)};
+      if (job == &second) grant.share_with = first.spec.id;
+      result.ranked.push_back(std::move(grant));
+    }
+  }
+
   Policy policy_;
   std::string policy_name_;
+  bool packed_;  // a `_packed` policy: pairs of jobs may share GPUs
+  std::vector<Pair> pairs_;  // the last solve's candidate pairs (indices into its jobs)
+  Shares pair_x_;            // their X
+  std::map<std::pair<tessel::JobId, tessel::JobId>, PairRecord> pair_records_;  // by (first, second), first < second
+  std::vector<std::pair<tessel::JobId, tessel::JobId>> planned_pairs_;  // pairs with a share in the last solve
   tessel::Slot<JobRecord> record_;
   std::string summary_;  // the last solve's objective, in words
   bool solved_ = false;

@@ -587,7 +587,7 @@ void SchedulerDaemon::round() {
   const auto active = static_cast<int>(core_->active().size());
   const auto running = static_cast<int>(core_->running_count());
   journal_.sampled({t, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(), running, active - running,
-                    static_cast<int>(core_->pending().size())});
+                    static_cast<int>(core_->pending().size()), cluster.shared_gpus()});
   // Running jobs' counters grow every round, and the run's totals and
   // figures (which read every job) with them; writing them every few seconds
   // is enough for `report`, and keeps rounds short. State changes are

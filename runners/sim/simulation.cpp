@@ -185,7 +185,16 @@ void Simulation::sync(JobId id, double now) {
 
 double Simulation::rate_of(const JobState& job) const {
   const ThroughputModel& model = scheduler_->model();
-  const double rate = model.rate_at(job.spec, scheduler_->cluster().shape_of(job.allocation), job.executed_work);
+  const Shape shape = scheduler_->cluster().shape_of(job.allocation);
+  const std::span<const JobId> partners = scheduler_->partners(job.spec.id);
+  double rate = 0;
+  if (partners.empty()) {
+    rate = model.rate_at(job.spec, shape, job.executed_work);
+  } else {  // space sharing: the rate the model gives the group
+    std::vector<const JobSpec*> others;
+    for (const JobId partner : partners) others.push_back(&scheduler_->job(partner).spec);
+    rate = model.rate_colocated(job.spec, others, shape);
+  }
   if (!config_.simulation.whole_iterations) return rate;
   const double round = scheduler_->settings().round_seconds;
   const double iteration = model.iteration_work(job.spec, job.allocation.gpu_count());
@@ -269,6 +278,14 @@ void Simulation::rerate(JobId id, double now) {
   schedule_completion(id, now);
 }
 
+void Simulation::rerate_regrouped(double now) {
+  for (const JobId id : scheduler_->take_regrouped()) {
+    if (!scheduler_->job(id).running()) continue;
+    if (progress_[id].synced_at != now) sync(id, now);  // at the rate it had until now
+    rerate(id, now);
+  }
+}
+
 void Simulation::record_resize(double now, const ResizeOutcome& resize) {
   sink_.resized({now, resize.job, resize.from.gpu_count(), resize.to.gpu_count(), resize.cost_seconds,
                  resize.to.layout});
@@ -301,6 +318,7 @@ void Simulation::lose_node(NodeId node, double now, bool crash) {
     }
   const NodeLoss loss = scheduler_->lose_node(node, now);
   for (JobId id : loss.stopped) progress_[id].stop();
+  rerate_regrouped(now);
   for (const ResizeOutcome& resize : loss.shrunk) {
     record_resize(now, resize);
     start(resize.job, now, resize.cost_seconds);
@@ -325,6 +343,7 @@ void Simulation::handle(const Event& event) {
       // model's change point rounds to the completion time) sorts after the
       // completion and must not re-rate a job that holds no GPUs.
       progress_[id].stop();
+      rerate_regrouped(now);
       break;
     }
     case EventKind::rate_change: {
@@ -361,6 +380,7 @@ void Simulation::handle(const Event& event) {
         scheduler_->complete(id, now, JobStatus::failed);
       else
         scheduler_->interrupt(id, now, /*failed_attempt=*/true);
+      rerate_regrouped(now);
       break;
     }
     case EventKind::node_failure: {
@@ -445,6 +465,7 @@ void Simulation::round(double now) {
   for (JobId id : outcome.started)
     start(id, now, progress_[id].has_run ? scheduler_->settings().restart_seconds
                                          : config_.simulation.start_overhead_seconds);
+  rerate_regrouped(now);
   if (scheduler_->model().rate_depends_on_progress())
     for (JobState* job : scheduler_->active())
       if (job->running() && progress_[job->spec.id].run_started < now) rerate(job->spec.id, now);
@@ -456,7 +477,8 @@ void Simulation::round(double now) {
   const auto pending = scheduler_->pending().size();
   if (lab_)  // forks keep no samples: their caller reads their jobs
     sink_.sampled({now, cluster.total_gpus(), cluster.total_gpus() - cluster.free_gpus(),
-                   static_cast<int>(running), static_cast<int>(active - running), static_cast<int>(pending)});
+                   static_cast<int>(running), static_cast<int>(active - running), static_cast<int>(pending),
+                   cluster.shared_gpus()});
 
   if (active == 0 && pending == 0) return;
   // Waiting jobs, nothing running, nothing left to arrive: only the cluster

@@ -131,6 +131,8 @@ class Simulation {
   // Re-reads the job's rate (its progress may have moved it to another
   // epoch); if it changed, its completion is rescheduled at the new rate.
   void rerate(JobId id, double now);
+  // Space sharing: re-reads the rates of jobs whose partners changed.
+  void rerate_regrouped(double now);
   void lose_progress_since_checkpoint(JobId id, double now);
   // A node fails (crash: progress since the last checkpoint is lost) or
   // leaves (graceful: nothing is lost); its jobs shrink or wait again.

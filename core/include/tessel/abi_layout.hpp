@@ -76,7 +76,7 @@
   FIELD(Allocation, cpus, 32) \
   FIELD(Allocation, mem_gb, 40) \
   FIELD(Allocation, layout, 48) \
-  TYPE(JobState, 392, 8) \
+  TYPE(JobState, 400, 8) \
   FIELD(JobState, spec, 0) \
   FIELD(JobState, status, 216) \
   FIELD(JobState, allocation, 224) \
@@ -89,7 +89,8 @@
   FIELD(JobState, last_run_seconds, 352) \
   FIELD(JobState, preemptions, 360) \
   FIELD(JobState, attempts, 364) \
-  FIELD(JobState, slots, 368) \
+  FIELD(JobState, shared_seconds, 368) \
+  FIELD(JobState, slots, 376) \
   TYPE(SlotStorage, 24, 8) \
   TYPE(SlotKey, 16, 8) \
   FIELD(SlotKey, registry, 0) \
@@ -112,10 +113,11 @@
   FIELD(Node, free_cpus, 128) \
   FIELD(Node, free_mem_gb, 136) \
   FIELD(Node, slots, 144) \
-  TYPE(Gpu, 32, 8) \
+  TYPE(Gpu, 40, 8) \
   FIELD(Gpu, node, 0) \
   FIELD(Gpu, used_milli, 4) \
   FIELD(Gpu, jobs, 8) \
+  FIELD(Gpu, sharers, 32) \
   TYPE(Shape, 120, 8) \
   FIELD(Shape, gpus, 0) \
   FIELD(Shape, gpu_type, 8) \
@@ -141,10 +143,11 @@
   FIELD(AdmissionDecision, job, 0) \
   FIELD(AdmissionDecision, verdict, 4) \
   FIELD(AdmissionDecision, reason, 8) \
-  TYPE(Grant, 120, 8) \
+  TYPE(Grant, 128, 8) \
   FIELD(Grant, job, 0) \
   FIELD(Grant, resources, 8) \
   FIELD(Grant, reason, 40) \
+  FIELD(Grant, share_with, 120) \
   TYPE(AllocationPlan, 40, 8) \
   FIELD(AllocationPlan, ranked, 0) \
   FIELD(AllocationPlan, stop_at_first_unplaced, 24) \
@@ -197,8 +200,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 6,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 6; check that they describe the new "
+static_assert(kAbiVersion == 7,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 7; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

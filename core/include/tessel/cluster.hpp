@@ -41,7 +41,10 @@ struct Node {
 struct Gpu {
   NodeId node = 0;
   int used_milli = 0;       // sum of the tenants' shares, at most 1000
-  std::vector<JobId> jobs;  // tenants; more than one only for fractional shares
+  std::vector<JobId> jobs;  // tenants; more than one for fractional shares or space sharing
+  // Whole-GPU jobs beyond the first that space-share this GPU (a policy
+  // granted them its GPUs, Grant::share_with); they take none of used_milli.
+  int sharers = 0;
 
   bool free() const { return used_milli == 0; }
   int free_milli() const { return 1000 - used_milli; }
@@ -82,6 +85,7 @@ class ClusterState {
   int total_gpus() const { return total_gpus_; }  // on nodes that are up
   int free_gpus() const { return free_gpus_; }    // whole free GPUs on nodes that are up
   int largest_free_block() const;                 // most whole free GPUs on one node
+  int shared_gpus() const { return shared_gpus_; }  // GPUs space-shared by several whole-GPU jobs
   int max_gpus_per_node() const { return static_cast<int>(nodes_with_free_.size()) - 1; }
   int rack_count() const { return rack_count_; }
   // Distinct GPU types, in order of first appearance.
@@ -106,14 +110,24 @@ class ClusterState {
   // Would `allocation` fit in what is free now? Reports the first obstacle.
   bool can_assign(const Allocation& allocation, std::string* why = nullptr) const;
 
+  // Could whole-GPU `allocation` space-share GPUs that whole-GPU jobs hold
+  // now, each GPU then holding at most `most_jobs`? Reports the first obstacle.
+  bool can_share(const Allocation& allocation, int most_jobs, std::string* why = nullptr) const;
+
   // --- mutation: the core only ---
   void assign(JobId job, const Allocation& allocation);
+  // Adds `job` to the tenants of GPUs that whole-GPU jobs hold (space
+  // sharing): the GPUs stay as busy as they are, the nodes give up the
+  // job's CPUs and memory. release() undoes either.
+  void share(JobId job, const Allocation& allocation, int most_jobs);
   void release(JobId job, const Allocation& allocation);
   void set_up(NodeId id, bool up);
   NodeId add_node(const NodeSpec& spec);
 
  private:
   void count_free(const Node& node, int delta);
+  // Whether each node the allocation touches has its share of CPUs and memory free.
+  bool node_shares_fit(const Allocation& allocation, std::string* why) const;
 
   std::vector<Node> nodes_;
   std::vector<Gpu> gpus_;
@@ -123,6 +137,7 @@ class ClusterState {
   int total_gpus_ = 0;
   int free_gpus_ = 0;
   int rack_count_ = 0;
+  int shared_gpus_ = 0;
 };
 
 // The GPUs on nodes that are up, by type (indexed as gpu_types()), into

@@ -98,6 +98,7 @@ struct JobState {
   double last_run_seconds = 0;  // length of the most recent run period
   int preemptions = 0;
   int attempts = 0;             // 1 at the first launch, +1 for each launch after a crash
+  double shared_seconds = 0;    // time run on GPUs it shared with other jobs (space sharing)
 
   SlotStorage slots;  // plugin-owned, see slots.hpp
 

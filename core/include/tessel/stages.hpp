@@ -43,10 +43,19 @@ class TESSEL_VISIBLE AdmissionPolicy : public Plugin {
 // rigid job that means exactly its request. `gpu_milli` must be the job's own.
 // A `gpu_type` other than kAnyGpuType restricts placement to that type; a
 // running job on another type moves.
+//
+// Space sharing: a grant whose `share_with` names another job runs on that
+// job's GPUs, beside it, each at the rate the throughput model gives the
+// group (ThroughputModel::rate_colocated). The job named must be ranked
+// earlier in the same plan, be granted as many GPUs, not share_with a third
+// job itself, and both must ask for whole GPUs; a group holds at most the
+// model's max_colocated() jobs. A running job whose group this plan changes
+// (joins, leaves or swaps partners) is stopped and placed again.
 struct Grant {
   JobId job;
   Resources resources;
   Reason reason;
+  JobId share_with = kNoJob;
 };
 
 struct AllocationPlan {

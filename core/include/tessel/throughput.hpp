@@ -103,6 +103,20 @@ class ThroughputModel {
     return 0;
   }
 
+  // Space sharing: the most jobs one GPU may hold at once by this model's
+  // data (Gavel measured pairs: 2); 1 when it has none.
+  virtual int max_colocated() const { return 1; }
+
+  // Work units per second of `job` while it shares each of its GPUs (of
+  // `shape`) with every job of `others`; 0 when the data says that the group
+  // cannot run together (Gavel records 0 for pairs that did not fit in
+  // memory). Throws UserError, naming the data, when it lacks the group.
+  virtual double rate_colocated(const JobSpec& job, std::span<const JobSpec* const> others,
+                                const Shape& shape) const {
+    (void)job, (void)others, (void)shape;
+    return 0;
+  }
+
   // Seconds to finish `work` units on `shape`.
   double seconds_for(const JobSpec& job, double work, const Shape& shape) const {
     return work / rate(job, shape);

@@ -38,11 +38,15 @@
 //   the count is priced by the scaling rule above.
 // - Fractional GPUs. Gavel has none; a share of each GPU scales the rate by
 //   that share, as in the linear model.
-// - Space sharing. The [own, partner] pairs are exposed through
-//   GavelTableModel::colocated_rates but tessel does not co-locate jobs yet.
-//   Gavel only pairs jobs of equal scale factor and has measured pairs only
-//   for single-GPU jobs; its unconsolidated tables repeat the consolidated
-//   pairs, so only the consolidated ones are kept.
+// - Space sharing. A job sharing its GPUs with one other job (never more:
+//   max_colocated() is 2) runs at its own entry of the measured [own,
+//   partner] pair, as Gavel's simulator prices pairs (scheduler.py,
+//   _populate_job_combination_metadata). Pairs exist for equal scale
+//   factors only; on several GPUs Gavel measured 0 for every pair (they
+//   cannot share), and such a pair is priced 0. A pair missing from the
+//   table is an error naming the file. Its unconsolidated tables repeat the
+//   consolidated pairs, so only the consolidated ones are kept, and a
+//   shared shape is priced as consolidated.
 // - GPU type names match case-insensitively ("V100" is `v100`).
 // - Random job types. Gavel's generator (scheduler/utils.py, generate_job)
 //   draws the scale factor first and then a job type among the distributed
@@ -141,7 +145,7 @@ nlohmann::json read_json(const std::string& path) {
 
 }  // namespace
 
-GavelTableModel::GavelTableModel(const std::string& path, bool use_unconsolidated) try {
+GavelTableModel::GavelTableModel(const std::string& path, bool use_unconsolidated) try : path_(path) {
   const nlohmann::json root = read_json(path);
   if (!root.is_object()) throw UserError("expected an object of GPU types at the top level");
 
@@ -197,8 +201,8 @@ GavelTableModel::GavelTableModel(const std::string& path, bool use_unconsolidate
                             "\" must be a pair of numbers");
           const auto partner_type = job_type_index(partner.job_type);
           const double own = rates[0].get<double>(), other = rates[1].get<double>();
-          if (spread || !partner_type || partner.gpus != job.gpus || own <= 0 || other <= 0) continue;
-          colocated_[{*type, job_type, job.gpus, *partner_type}] = {own, other};
+          if (spread || !partner_type || partner.gpus != job.gpus) continue;
+          colocated_[{*type, job_type, job.gpus, *partner_type}] = {std::max(own, 0.0), std::max(other, 0.0)};
         }
       }
     }
@@ -280,8 +284,29 @@ std::optional<std::pair<double, double>> GavelTableModel::colocated_rates(const 
   const auto partner_type = job_type_index(partner.model);
   if (!type || !job_type || !partner_type) return std::nullopt;
   const auto found = colocated_.find({*type, *job_type, shape.gpus, *partner_type});
-  if (found == colocated_.end()) return std::nullopt;
+  if (found == colocated_.end() || found->second.first <= 0 || found->second.second <= 0) return std::nullopt;
   return found->second;
+}
+
+double GavelTableModel::rate_colocated(const JobSpec& job, std::span<const JobSpec* const> others,
+                                       const Shape& shape) const {
+  if (others.size() != 1)
+    throw std::logic_error("gavel-table prices pairs, asked for a group of " + std::to_string(others.size() + 1));
+  const JobSpec& partner = *others.front();
+  const auto type = gpu_type_index(shape.gpu_type);
+  const auto job_type = job_type_index(job.model);
+  const auto partner_type = job_type_index(partner.model);
+  if (type && job_type && partner_type) {
+    if (const auto found = colocated_.find({*type, *job_type, shape.gpus, *partner_type}); found != colocated_.end())
+      return found->second.first;
+    // Listed under the partner's entry only: [partner's, job's].
+    if (const auto found = colocated_.find({*type, *partner_type, shape.gpus, *job_type}); found != colocated_.end())
+      return found->second.second;
+  }
+  const std::string gpus = std::to_string(shape.gpus) + " " + shape.gpu_type + " GPU" + (shape.gpus == 1 ? "" : "s");
+  throw UserError(path_ + ": no co-location throughput for '" + job.model + "' beside '" + partner.model + "' on " +
+                  gpus + " (under \"('" + job.model + "', " + std::to_string(shape.gpus) + ")\" the table needs an [own, partner] pair for \"('" +
+                  partner.model + "', " + std::to_string(shape.gpus) + ")\")");
 }
 
 std::unique_ptr<ThroughputModel> parse_gavel_table_model(TableReader& arguments, const ModelSettings&) {

@@ -34,12 +34,17 @@ class GavelTableModel final : public ThroughputModel {
   // A job type measured on one GPU only (A3C, CycleGAN, Recommendation)
   // suits single-GPU jobs only; Gavel calls the others distributed.
   bool profile_suits(std::string_view profile, int gpus) const override;
+  // Gavel measured pairs: two jobs of equal GPU counts on the same GPUs.
+  int max_colocated() const override { return 2; }
+  // The job's own steps/s of the measured pair (0 where Gavel measured 0:
+  // the pair does not fit); UserError naming the file when it lacks the pair.
+  double rate_colocated(const JobSpec& job, std::span<const JobSpec* const> others,
+                        const Shape& shape) const override;
 
   // Steps/s of `job` and of `partner` while both run on the same
   // `shape.gpus` GPUs of `shape.gpu_type` (Gavel's space sharing), exactly
   // as measured; nullopt when the pair was not measured or cannot share
-  // (Gavel records 0 for both). tessel does not co-locate jobs yet, so only
-  // policies that reason about packing need this.
+  // (Gavel records 0 for both).
   std::optional<std::pair<double, double>> colocated_rates(const JobSpec& job, const JobSpec& partner,
                                                            const Shape& shape) const;
 
@@ -56,6 +61,7 @@ class GavelTableModel final : public ThroughputModel {
   std::size_t curve_index(std::size_t gpu_type, bool spread, std::size_t job_type) const;
   const ScalingCurve& curve(std::size_t gpu_type, bool spread, std::size_t job_type) const;
 
+  std::string path_;
   std::vector<std::string> gpu_types_;  // lower case
   std::vector<std::string> job_types_;
   std::unordered_map<std::string, std::size_t> job_type_indices_;
@@ -63,7 +69,7 @@ class GavelTableModel final : public ThroughputModel {
   // By curve_index; a spread curve is the consolidated one with the
   // unconsolidated measurements substituted.
   std::vector<ScalingCurve> curves_;
-  // (gpu type, job type, GPUs, partner job type) -> [job's, partner's] steps/s.
+  // (gpu type, job type, GPUs, partner job type) -> [job's, partner's] steps/s, 0 where they cannot share.
   std::map<std::tuple<std::size_t, std::size_t, int, std::size_t>, std::pair<double, double>> colocated_;
 };
 

@@ -16,7 +16,8 @@
 // leaves out comes from the built-in entry for that profile if there is one,
 // else from the top level. `base` defaults to "linear"; progress-dependent
 // rates (rate_at and its change points), batch-size ranges, profiles,
-// default work and the cluster check are the base's.
+// default work, the cluster check and space sharing are the base's
+// (a shared job spread over nodes pays the same factor).
 //
 // Sources for the defaults:
 // - Which models suffer. Tiresias (Gu et al., NSDI'19, §2.2 on
@@ -97,6 +98,11 @@ class PlacementPenaltyModel final : public ThroughputModel {
     return base_->profile_suits(profile, gpus);
   }
   double default_work(const JobSpec& job) const override { return base_->default_work(job); }
+  int max_colocated() const override { return base_->max_colocated(); }
+  double rate_colocated(const JobSpec& job, std::span<const JobSpec* const> others,
+                        const Shape& shape) const override {
+    return base_->rate_colocated(job, others, shape) * factor(job, shape);
+  }
   std::string check(const ClusterState& cluster) const override {
     const std::string problem = base_->check(cluster);
     return problem.empty() ? problem : "base model '" + std::string(base_->name()) + "': " + problem;

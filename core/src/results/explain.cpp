@@ -38,6 +38,9 @@ void print_explanation(std::ostream& out, ResultsStore& store, std::int64_t run_
         << ")";
   if (job->finish) out << ", ended " << when(*job->finish) << " (JCT " << when(*job->finish - job->arrival) << ")";
   out << ", preempted " << job->preemptions << " time" << (job->preemptions == 1 ? "" : "s") << "\n";
+  if (job->shared_seconds > 0)
+    out << "  shared its GPUs with other jobs for " << when(job->shared_seconds)
+        << " (space sharing; its 'place' and 'share' decisions say with whom)\n";
 
   std::vector<DecisionRecord> decisions = store.decisions(run_id, job_id);
   if (decisions.empty()) {

@@ -31,6 +31,7 @@ struct JobRecord {
   std::string status;
   bool tracked = true;
   double priority = 1;
+  double shared_seconds = 0;  // run time on GPUs shared with other jobs (space sharing)
 };
 
 using JobRecordField = std::variant<JobId JobRecord::*, int JobRecord::*, double JobRecord::*, bool JobRecord::*,
@@ -106,6 +107,8 @@ inline constexpr JobColumn kJobColumns[] = {
     {"held_gpus", "INTEGER NOT NULL DEFAULT 0", &JobRecord::held_gpus,
      [](JobRecord& r, const JobState& s) { r.held_gpus = s.allocation.gpu_count(); }, nullptr},
     job_columns_detail::copied<&JobRecord::priority, &JobSpec::priority>("priority", "REAL NOT NULL DEFAULT 1"),
+    job_columns_detail::copied<&JobRecord::shared_seconds, &JobState::shared_seconds>("shared_seconds",
+                                                                                      "REAL NOT NULL DEFAULT 0"),
 };
 
 // `job` as it stands: its spec, its progress, and the GPUs it holds now.

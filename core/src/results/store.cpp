@@ -165,6 +165,11 @@ UPDATE metrics SET name = name || '_s'
     // ports its adopted launches hold. NULL: not dispatched, or an older daemon's.
     R"sql(
 ALTER TABLE cluster_launches ADD COLUMN master_port INTEGER;
+)sql",
+    // 7 -> 8: space sharing: GPUs holding several jobs in each sample; each
+    // job's time on shared GPUs (add_job_columns).
+    R"sql(
+ALTER TABLE samples ADD COLUMN shared_gpus INTEGER NOT NULL DEFAULT 0;
 )sql"};
 
 void add_job_columns(sql::Database& db);  // below, with the columns
@@ -305,7 +310,7 @@ std::string job_row_insert() {
 RunRows::RunRows(sql::Database& db, std::int64_t run)
     : run_(run),
       job_(db.prepare(job_row_insert())),
-      sample_(db.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)")),
+      sample_(db.prepare("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)")),
       resize_(db.prepare("INSERT INTO resizes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")),
       decision_(db.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)")),
       metric_(db.prepare("INSERT OR REPLACE INTO metrics VALUES (?, ?, ?)")),
@@ -334,7 +339,7 @@ void RunRows::job(const JobRecord& j) {
 
 void RunRows::sample(const Sample& s) {
   sample_.bind(1, run_).bind(2, s.time).bind(3, s.total_gpus).bind(4, s.busy_gpus);
-  sample_.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs);
+  sample_.bind(5, s.running_jobs).bind(6, s.waiting_jobs).bind(7, s.pending_jobs).bind(8, s.shared_gpus);
   sample_.run();
 }
 
@@ -464,14 +469,14 @@ std::vector<JobRecord> ResultsStore::jobs(std::int64_t run) {
 std::vector<Sample> ResultsStore::samples(std::int64_t run) {
   std::lock_guard lock(mutex_);
   auto query = db_.prepare(
-      "SELECT time, total_gpus, busy_gpus, running_jobs, waiting_jobs, pending_jobs FROM samples "
+      "SELECT time, total_gpus, busy_gpus, running_jobs, waiting_jobs, pending_jobs, shared_gpus FROM samples "
       "WHERE run_id = ? ORDER BY time");
   query.bind(1, run);
   std::vector<Sample> rows;
   while (query.step())
     rows.push_back({query.real(0), static_cast<int>(query.integer(1)), static_cast<int>(query.integer(2)),
                     static_cast<int>(query.integer(3)), static_cast<int>(query.integer(4)),
-                    static_cast<int>(query.integer(5))});
+                    static_cast<int>(query.integer(5)), static_cast<int>(query.integer(6))});
   return rows;
 }
 

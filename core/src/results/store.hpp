@@ -40,7 +40,7 @@
 
 namespace tessel {
 
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 // A `jobs` row is written and read through one table of its columns
 // (job_row.hpp: kJobColumns): the INSERT, the SELECT, reading a row back, the
@@ -70,6 +70,7 @@ struct Sample {
   int running_jobs;
   int waiting_jobs;
   int pending_jobs;
+  int shared_gpus = 0;  // GPUs holding more than one whole-GPU job (space sharing)
 };
 
 // A running job changed size or layout.

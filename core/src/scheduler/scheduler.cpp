@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
 namespace tessel {
 
@@ -26,6 +27,7 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   auto copy = std::make_unique<Scheduler>(std::move(plugins), cluster_, model_, settings_, nullptr);
   copy->books_ = books_;
   copy->running_ = running_;
+  copy->sharing_ = sharing_;
   copy->round_ = round_;
   copy->admitted_this_round_ = admitted_this_round_;
   copy->rules_ = rules_;
@@ -72,6 +74,7 @@ void Scheduler::accrue(JobState& job, double now) {
   const double gpus = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
   job.gpu_seconds += elapsed * gpus;
   job.attained_service += settings_.service == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
+  if (!book.partners.empty()) job.shared_seconds += elapsed;
   book.accounted_until = now;
 }
 
@@ -88,6 +91,7 @@ void Scheduler::stop(JobState& job, double now, JobStatus status) {
 
 void Scheduler::end_run(JobState& job, double now, JobStatus status) {
   accrue(job, now);
+  leave_group(job, now);
   job.allocation = Allocation{};
   job.last_run_seconds = now - books_[job.spec.id].run_started;
   job.status = status;
@@ -145,7 +149,17 @@ JobState& Scheduler::restore(const JobState& saved) {
 void Scheduler::adopt(JobId id, Allocation allocation, double now) {
   JobState& job = *all_[id];
   if (!job.waiting()) throw std::logic_error(job_name(id) + " is adopted but is not waiting");
-  begin_run(job, std::move(allocation), now);
+  // Whole GPUs that jobs adopted before hold: it space-shared them.
+  const bool shared = !allocation.empty() && allocation.gpu_milli == 1000 && !cluster_.can_assign(allocation) &&
+                      cluster_.can_share(allocation, model_->max_colocated());
+  const std::vector<JobId> hosts = shared ? cluster_.gpu(allocation.gpus.front()).jobs : std::vector<JobId>{};
+  begin_run(job, std::move(allocation), now, shared);
+  for (const JobId member : hosts) {
+    if (books_[member].partners.empty()) ++sharing_;
+    books_[member].partners.push_back(id);
+    books_[id].partners.push_back(member);
+  }
+  if (shared) ++sharing_;
 }
 
 void Scheduler::end_attempt(JobId id) {
@@ -185,7 +199,8 @@ NodeLoss Scheduler::lose_node(NodeId node, double now) {
     remaining.cpus *= kept;
     remaining.mem_gb *= kept;
     const bool in_range = remaining.gpu_count() >= job.spec.min_gpus && remaining.gpu_count() <= job.spec.max_gpus;
-    if (!remaining.empty() && job.spec.elastic() && in_range &&
+    // A job sharing its GPUs stops: its partners hold the GPUs it would keep.
+    if (!remaining.empty() && job.spec.elastic() && in_range && books_[id].partners.empty() &&
         calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->keep_after_loss(v, job, remaining); })) {
       accrue(job, now);
       cluster_.release(id, from);
@@ -430,6 +445,8 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
     const std::size_t rank = rank_of(other);
     if (rank != kUnranked && rank <= my_rank) break;  // and so are all after it
     if (!other->running() || other == &job || books_[other->spec.id].protected_in == round_) continue;
+    // Freeing one job of a group frees no GPU; groups split only by the plan.
+    if (!books_[other->spec.id].partners.empty()) continue;
     candidates.push_back(other);
     reclaimable += other->allocation.gpu_count();
   }
@@ -470,9 +487,12 @@ PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Re
   return trial;
 }
 
-void Scheduler::begin_run(JobState& job, Allocation allocation, double now) {
+void Scheduler::begin_run(JobState& job, Allocation allocation, double now, bool shared) {
   job.allocation = std::move(allocation);
-  cluster_.assign(job.spec.id, job.allocation);
+  if (shared)
+    cluster_.share(job.spec.id, job.allocation, model_->max_colocated());
+  else
+    cluster_.assign(job.spec.id, job.allocation);
   job.status = JobStatus::running;
   if (!job.first_start) job.first_start = now;
   Book& book = books_[job.spec.id];
@@ -553,6 +573,7 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
 void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                            RoundOutcome& outcome) {
   // Check the whole plan first, and stamp ranks for the preemption order.
+  std::unordered_map<JobId, int> group_members;  // space sharing: jobs naming each host
   for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
     const Grant& grant = plan.ranked[rank];
     if (grant.job >= all_.size() || !all_[grant.job]->active())
@@ -575,7 +596,31 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
         grant.resources.gpu_type >= static_cast<int>(cluster_.gpu_types().size()))
       broken(PluginKind::allocation, "granted " + job_name(grant.job) + " an unknown GPU type index " +
                                          std::to_string(grant.resources.gpu_type));
+    if (grant.share_with != kNoJob) {
+      const JobId with = grant.share_with;
+      auto refuse = [&](const std::string& why) {
+        broken(PluginKind::allocation, "asked " + job_name(grant.job) + " to share the GPUs of " + job_name(with) +
+                                           ", " + why);
+      };
+      if (with >= all_.size() || books_[with].ranked_in != round_ || with == grant.job)
+        refuse("which is not ranked before it in this plan");
+      const Grant& host = plan.ranked[books_[with].rank];
+      if (host.share_with != kNoJob) refuse("which shares the GPUs of " + job_name(host.share_with) + " itself");
+      if (gpus == 0 || host.resources.gpus != gpus)
+        refuse("with " + std::to_string(gpus) + " GPUs granted to it and " + std::to_string(host.resources.gpus) +
+               " to the other");
+      if (spec.gpu_milli != 1000 || all_[with]->spec.gpu_milli != 1000) refuse("but only whole-GPU jobs share");
+      if (books_[with].rank >= rank) refuse("which is not ranked before it in this plan");
+      const int members = ++group_members[with] + 1;
+      if (members > model_->max_colocated())
+        refuse("making a group of " + std::to_string(members) + " jobs; throughput model '" +
+               std::string(model_->name()) + "' prices at most " + std::to_string(model_->max_colocated()) +
+               " on one GPU");
+    }
   }
+  if (sharing_ > 0 || std::any_of(plan.ranked.begin(), plan.ranked.end(),
+                                  [](const Grant& g) { return g.share_with != kNoJob; }))
+    split_groups(v, plan, outcome);
 
   if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
   round_running_.clear();
@@ -597,6 +642,14 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
       continue;
     }
     record(v.now(), job.spec.id, PluginKind::allocation, "grant", grant.reason);
+    if (grant.share_with != kNoJob) {
+      join_group(v, job, grant, outcome);
+      continue;
+    }
+    if (job.running() && !books_[job.spec.id].partners.empty()) {
+      protect(job);  // split_groups left it in a group the plan keeps
+      continue;
+    }
     if (job.running() && rules_.place_every_round) {
       place_again(v, job, grant, outcome);
       continue;
@@ -645,7 +698,7 @@ void Scheduler::stop_left_out(const SchedulerView& v, const AllocationPlan& plan
       outcome.preempted.push_back(job->spec.id);
       record(v.now(), job->spec.id, PluginKind::placement, "preempt",
              Reason::text("stopped: this round's plan gives it no GPUs ([scheduler] left_out = \"stop\")"), true);
-    } else if (rules_.place_every_round) {
+    } else if (rules_.place_every_round && books_[job->spec.id].partners.empty()) {
       cluster_.release(job->spec.id, job->allocation);  // placed again in rank order
     }
   }
@@ -699,6 +752,12 @@ void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal
   });
   for (const ResizeProposal& p : proposals) {
     JobState& job = *all_[p.job];
+    if (!books_[p.job].partners.empty()) {
+      record(v.now(), job.spec.id, PluginKind::elasticity, "drop",
+             Reason::text(p.reason.str() + "; not resized while it shares its GPUs with job " +
+                          std::to_string(books_[p.job].partners.front())));
+      continue;
+    }
     const bool same_layout = p.layout == JobLayout{} || p.layout == job.allocation.layout;
     if (job.allocation.gpu_count() == p.gpus && same_layout) continue;
     // Same CPUs, memory and GPU type; only the GPU count or layout changes.
@@ -709,6 +768,145 @@ void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal
     else
       record(v.now(), job.spec.id, PluginKind::elasticity, "resize", p.reason);
   }
+}
+
+// ------------------------------------------------------------------ space sharing
+
+namespace {
+
+std::string gpu_list(const Allocation& allocation) {
+  std::string text;
+  for (const GpuId gpu : allocation.gpus) text += (text.empty() ? "" : ", ") + std::to_string(gpu);
+  return (allocation.gpu_count() == 1 ? "GPU " : "GPUs ") + text;
+}
+
+}  // namespace
+
+void Scheduler::split_groups(const SchedulerView& v, const AllocationPlan& plan, RoundOutcome& outcome) {
+  // The partners each job's grant asks for: a host and the jobs naming it.
+  std::vector<std::vector<JobId>> wanted(all_.size());
+  for (const Grant& grant : plan.ranked) {
+    if (grant.share_with == kNoJob) continue;
+    std::vector<JobId>& group = wanted[grant.share_with];
+    for (const JobId member : group) {
+      wanted[member].push_back(grant.job);
+      wanted[grant.job].push_back(member);
+    }
+    group.push_back(grant.job);
+    wanted[grant.job].push_back(grant.share_with);
+  }
+  auto rank_of = [&](JobId id) {
+    const Book& book = books_[id];
+    return book.ranked_in == round_ && plan.ranked[book.rank].resources.gpus > 0 ? book.rank : kUnranked;
+  };
+  for (JobState* job : active_) {
+    if (!job->running() || books_[job->spec.id].partners.empty()) continue;
+    const JobId id = job->spec.id;
+    // A grant that moves or resizes it: it leaves its group, and is placed again.
+    const std::size_t rank = rank_of(id);
+    bool stop_it = rank != kUnranked && !grants_held(job->allocation, plan.ranked[rank].resources);
+    std::string why = "its grant moves it off the GPUs it shares";
+    for (const JobId partner : books_[id].partners) {
+      if (stop_it) break;
+      if (std::find(wanted[id].begin(), wanted[id].end(), partner) != wanted[id].end()) continue;
+      // A pair the plan does not ask for again: the lower-ranked one stops.
+      const std::size_t other = rank_of(partner);
+      if (rank > other || (rank == other && id > partner)) {
+        stop_it = true;
+        why = "this round's plan does not pair it with job " + std::to_string(partner) + ", ranked higher";
+      }
+    }
+    if (stop_it) split_off(v, *job, why, outcome);
+  }
+  // A running job granted a host it does not share with yet moves there.
+  for (const Grant& grant : plan.ranked) {
+    JobState& job = *all_[grant.job];
+    const std::vector<JobId>& partners = books_[grant.job].partners;
+    if (grant.share_with == kNoJob || !job.running() ||
+        std::find(partners.begin(), partners.end(), grant.share_with) != partners.end())
+      continue;
+    split_off(v, job, "moves to share the GPUs of job " + std::to_string(grant.share_with), outcome);
+  }
+}
+
+void Scheduler::split_off(const SchedulerView& v, JobState& job, const std::string& why, RoundOutcome& outcome) {
+  stop(job, v.now(), JobStatus::preempted);
+  ++job.preemptions;
+  outcome.preempted.push_back(job.spec.id);
+  record(v.now(), job.spec.id, PluginKind::placement, "preempt", Reason::text("stopped: " + why), true);
+}
+
+void Scheduler::join_group(const SchedulerView& v, JobState& job, const Grant& grant, RoundOutcome& outcome) {
+  const double now = v.now();
+  const JobState& host = *all_[grant.share_with];
+  Book& book = books_[job.spec.id];
+  if (job.running()) {  // split_groups kept it: it shares with the host already
+    protect(job);
+    return;
+  }
+  auto wait = [&](const std::string& why) {
+    record(now, job.spec.id, PluginKind::placement, "wait",
+           Reason::text("cannot share the GPUs of job " + std::to_string(host.spec.id) + ": " + why), true);
+  };
+  if (book.held_until > now) return wait("held until " + std::to_string(book.held_until) + " after a failed attempt");
+  if (!host.running()) return wait("it is not running");
+  const int type = gpu_type_of(host.allocation);
+  if (grant.resources.gpu_type != kAnyGpuType && grant.resources.gpu_type != type)
+    return wait("they are of type " + cluster_.gpu_types()[static_cast<std::size_t>(type)] + ", not the one granted");
+  Allocation allocation{host.allocation.gpus, 1000, grant.resources.cpus, grant.resources.mem_gb};
+  std::string why;
+  if (!cluster_.can_share(allocation, model_->max_colocated(), &why)) return wait(why);
+  // Every member's rate in the group it would make: a group the model says
+  // cannot run together (it did not fit in memory) does not start.
+  std::vector<const JobSpec*> group{&job.spec, &host.spec};
+  for (const JobId partner : books_[host.spec.id].partners) group.push_back(&all_[partner]->spec);
+  const Shape shape = cluster_.shape_of(allocation);
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    std::vector<const JobSpec*> others = group;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!(model_->rate_colocated(*group[i], others, shape) > 0))
+      return wait("throughput model '" + std::string(model_->name()) + "' gives job " +
+                  std::to_string(group[i]->id) + " no throughput in that group");
+  }
+  allocation.layout =
+      calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, allocation); });
+  begin_run(job, std::move(allocation), now, /*shared=*/true);
+  protect(job);
+  outcome.started.push_back(job.spec.id);
+  for (std::size_t i = 1; i < group.size(); ++i) {
+    const JobId member = group[i]->id;
+    accrue(*all_[member], now);
+    if (books_[member].partners.empty()) ++sharing_;
+    books_[member].partners.push_back(job.spec.id);
+    book.partners.push_back(member);
+    regrouped_.push_back(member);
+    record(now, member, PluginKind::placement, "share",
+           Reason::text("job " + std::to_string(job.spec.id) + " joins it on its " + gpu_list(job.allocation)), true);
+  }
+  ++sharing_;
+  std::string with;
+  for (const JobId member : book.partners) with += (with.empty() ? "job " : ", job ") + std::to_string(member);
+  record(now, job.spec.id, PluginKind::placement, "place",
+         Reason::text("shares " + gpu_list(job.allocation) + " with " + with + " (space sharing)"));
+}
+
+void Scheduler::leave_group(JobState& job, double now) {
+  Book& book = books_[job.spec.id];
+  if (book.partners.empty()) return;
+  for (const JobId member : book.partners) {
+    JobState& partner = *all_[member];
+    accrue(partner, now);  // shared until now
+    std::vector<JobId>& theirs = books_[member].partners;
+    std::erase(theirs, job.spec.id);
+    if (theirs.empty()) --sharing_;
+    regrouped_.push_back(member);
+    record(now, member, PluginKind::placement, "share",
+           Reason::text(theirs.empty() ? "runs alone again: job " + std::to_string(job.spec.id) + " left its GPUs"
+                                       : "job " + std::to_string(job.spec.id) + " left its GPUs"),
+           true);
+  }
+  book.partners.clear();
+  --sharing_;
 }
 
 }  // namespace tessel

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/errors.hpp"
@@ -153,6 +154,14 @@ class Scheduler {
   std::span<JobState* const> pending();
   std::size_t running_count() const { return running_; }
 
+  // Space sharing (Grant::share_with): the jobs sharing `id`'s GPUs now;
+  // empty when it runs alone.
+  std::span<const JobId> partners(JobId id) const { return books_[id].partners; }
+  // The running jobs whose partners changed, without a start or stop of
+  // their own, since the last call (a partner joined or left): a runner
+  // re-reads their rates.
+  std::vector<JobId> take_regrouped() { return std::exchange(regrouped_, {}); }
+
  private:
   struct Book {
     double accounted_until = 0;
@@ -165,6 +174,7 @@ class Scheduler {
     int reclaimable_gpus = 0;
     bool new_attempt = true;         // the next launch starts an attempt
     double held_until = 0;           // hold_until: not placed before then
+    std::vector<JobId> partners;     // the jobs sharing its GPUs now
   };
 
   SchedulerView view(double now);
@@ -191,8 +201,17 @@ class Scheduler {
   void launch(const SchedulerView& view, JobState& job, const Resources& want, std::vector<GpuId> gpus,
               const Reason& reason, RoundOutcome& outcome);
   // Opens a run period: the job holds `allocation` and runs from `now`
-  // (launched by a round, or adopted from a node that kept it running).
-  void begin_run(JobState& job, Allocation allocation, double now);
+  // (launched by a round, or adopted from a node that kept it running);
+  // `shared`: beside the whole-GPU jobs that hold those GPUs.
+  void begin_run(JobState& job, Allocation allocation, double now, bool shared = false);
+  // Space sharing. Splits the groups that a plan no longer asks for (one of
+  // each such pair stops) and stops sharing jobs whose grant moves them.
+  void split_groups(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
+  void split_off(const SchedulerView& view, JobState& job, const std::string& why, RoundOutcome& outcome);
+  // Starts `job` on the GPUs of the job its grant shares with, or says why not.
+  void join_group(const SchedulerView& view, JobState& job, const Grant& grant, RoundOutcome& outcome);
+  // `job`'s run ends: its partners run on without it.
+  void leave_group(JobState& job, double now);
   // Ends a run period (releasing the job's GPUs, or not when the caller already has).
   void stop(JobState& job, double now, JobStatus status);
   void end_run(JobState& job, double now, JobStatus status);
@@ -268,6 +287,8 @@ class Scheduler {
   std::vector<JobState*> victims_;
   bool needs_compaction_ = false;
   bool growing_cluster_ = false;
+  std::size_t sharing_ = 0;         // running jobs with partners
+  std::vector<JobId> regrouped_;    // take_regrouped()
   std::size_t running_ = 0;
   std::uint64_t round_ = 0;
   // Between this round's admission and its end: a fork made now (what-if

@@ -183,6 +183,14 @@ bool ClusterState::can_assign(const Allocation& allocation, std::string* why) co
     if (gpu.free_milli() < allocation.gpu_milli)
       return fail("GPU " + std::to_string(id) + " is held by job " + std::to_string(gpu.jobs.front()));
   }
+  return node_shares_fit(allocation, why);
+}
+
+bool ClusterState::node_shares_fit(const Allocation& allocation, std::string* why) const {
+  auto fail = [why](std::string message) {
+    if (why) *why = std::move(message);
+    return false;
+  };
   bool fits = true;
   std::string message;
   const double total = static_cast<double>(allocation.gpus.size());
@@ -195,6 +203,45 @@ bool ClusterState::can_assign(const Allocation& allocation, std::string* why) co
     }
   });
   return fits ? true : fail(message);
+}
+
+bool ClusterState::can_share(const Allocation& allocation, int most_jobs, std::string* why) const {
+  auto fail = [why](std::string message) {
+    if (why) *why = std::move(message);
+    return false;
+  };
+  if (allocation.gpu_milli != 1000) return fail("only jobs of whole GPUs space-share");
+  for (const GpuId id : allocation.gpus) {
+    if (id >= gpus_.size()) return fail("GPU " + std::to_string(id) + " does not exist");
+    const Gpu& gpu = gpus_[id];
+    if (!nodes_[gpu.node].up)
+      return fail("GPU " + std::to_string(id) + " is on node " + nodes_[gpu.node].spec.name + ", which is down");
+    // Every tenant a whole-GPU job: none fractional, none of share 0.
+    if (gpu.used_milli != 1000 || static_cast<int>(gpu.jobs.size()) != gpu.sharers + 1)
+      return fail("GPU " + std::to_string(id) + " is not held by whole-GPU jobs alone");
+    if (static_cast<int>(gpu.jobs.size()) >= most_jobs)
+      return fail("GPU " + std::to_string(id) + " already holds " + std::to_string(gpu.jobs.size()) +
+                  " jobs, the most the throughput model prices together");
+  }
+  return node_shares_fit(allocation, why);
+}
+
+void ClusterState::share(JobId job, const Allocation& allocation, int most_jobs) {
+  std::string why;
+  if (!can_share(allocation, most_jobs, &why))
+    throw std::logic_error("cannot share GPUs with job " + std::to_string(job) + ": " + why);
+  const double total = static_cast<double>(allocation.gpus.size());
+  for_each_node_share(gpus_, allocation, [&](NodeId n, int count) {
+    Node& node = nodes_[n];
+    for (GpuId id : allocation.gpus) {
+      Gpu& gpu = gpus_[id];
+      if (gpu.node != n) continue;
+      if (gpu.sharers++ == 0) ++shared_gpus_;
+      gpu.jobs.push_back(job);
+    }
+    node.free_cpus -= allocation.cpus * count / total;
+    node.free_mem_gb -= allocation.mem_gb * count / total;
+  });
 }
 
 void ClusterState::assign(JobId job, const Allocation& allocation) {
@@ -225,7 +272,11 @@ void ClusterState::release(JobId job, const Allocation& allocation) {
     for (GpuId id : allocation.gpus) {
       Gpu& gpu = gpus_[id];
       if (gpu.node != n) continue;
-      gpu.used_milli -= allocation.gpu_milli;
+      // A whole-GPU job leaving a GPU it space-shared leaves it busy.
+      if (allocation.gpu_milli == 1000 && gpu.sharers > 0)
+        shared_gpus_ -= --gpu.sharers == 0;
+      else
+        gpu.used_milli -= allocation.gpu_milli;
       auto tenant = std::find(gpu.jobs.begin(), gpu.jobs.end(), job);
       if (tenant == gpu.jobs.end())
         throw std::logic_error("job " + std::to_string(job) + " does not hold GPU " + std::to_string(id));
