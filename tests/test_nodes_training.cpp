@@ -228,9 +228,10 @@ TEST_CASE("a daemon resuming a schema-6 database adds master_port and adopts the
   const std::string address = cluster.address();
   cluster.kill_serve();
   {
-    // As an older tessel left it: no ports.
+    // As a schema-6 tessel left it: no ports, no space sharing.
     sql::Database raw(db.string(), false);
-    raw.exec("ALTER TABLE cluster_launches DROP COLUMN master_port; PRAGMA user_version = 6");
+    raw.exec("ALTER TABLE cluster_launches DROP COLUMN master_port; ALTER TABLE samples DROP COLUMN shared_gpus; "
+             "ALTER TABLE jobs DROP COLUMN shared_seconds; PRAGMA user_version = 6");
   }
   cluster.start_serve(address);
   wait_until([&] { return cluster.serve_log().find("adopted") != std::string::npos; }, 30, "the job is adopted",

@@ -90,7 +90,7 @@ std::string describe_exit(int code, int signal) {
   if (code == 127) text += " (the command was not found or could not start)";
   else if (code == 126) text += " (the command could not be executed)";
   else if (const char* name = code > 128 ? sigabbrev_np(code - 128) : nullptr)
-    text += " (128 + " + std::to_string(code - 128) + ": a shell's child killed by SIG" + name + ")";
+    text += " (128 + " + std::to_string(code - 128) + ": ended on SIG" + name + ", or a shell's child was)";
   return text;
 }
 
