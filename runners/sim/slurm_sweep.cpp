@@ -189,8 +189,10 @@ SlurmSweep submit_slurm_sweep(ExperimentPlan plan, const SlurmSweepOptions& opti
                "#SBATCH --job-name=" + name + "-merge\n"
                "#SBATCH --dependency=afterany:" + sweep.array_job + "\n"
                "#SBATCH --output=" + (sweep.shards / "logs" / "merge.out").string() + "\n" +
-               extra + "exec " + shell_quoted(tessel) + " merge " + shell_quoted(sweep.database) + " " +
-               shell_quoted(sweep.shards.string()) + "/*.db\n");
+               // `ls -v`: the shards in point order (2.db before 10.db), so OUT's run
+               // ids follow the points; paths with spaces are refused above.
+               extra + "exec " + shell_quoted(tessel) + " merge " + shell_quoted(sweep.database) + " $(ls -v " +
+               shell_quoted(sweep.shards.string()) + "/*.db)\n");
   sweep.merge_job = sbatch(sweep.merge_script, sweep.shards);
   return sweep;
 }

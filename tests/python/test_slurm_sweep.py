@@ -6,6 +6,7 @@ scripts/test.sh starts a single-node one (scripts/slurm-local.sh) and sets
 TESSEL_REQUIRE_SLURM=1, which turns their skip into a failure.
 """
 
+import json
 import os
 import shlex
 import shutil
@@ -215,6 +216,13 @@ def need_slurm():
     pytest.skip("no Slurm controller answers sinfo; scripts/test.sh starts one")
 
 
+def points_in_id_order(db):
+    """Each run's point as --list-points writes it ("jobs_per_hour=5 plugin=las seed=2"), by run id."""
+    with closing(sqlite3.connect(db)) as connection:
+        return [" ".join(f"{key.split('.')[-1]}={value}" for key, value in json.loads(axes).items())
+                for (axes,) in connection.execute("SELECT axes FROM runs ORDER BY id")]
+
+
 def test_a_sweep_through_slurm_gives_the_local_runs_figures(tmp_path, sweep):
     need_slurm()
     assert cli("run", sweep, "-q", "--db", tmp_path / "local.db").returncode == 0
@@ -223,6 +231,10 @@ def test_a_sweep_through_slurm_gives_the_local_runs_figures(tmp_path, sweep):
     assert result.returncode == 0, result.stderr + result.stdout
     assert figures(out) == figures(tmp_path / "local.db")
     assert len(figures(out)) > 12
+    # The merge job takes the shards in point order (2.db before 10.db), so
+    # the runs' ids follow the points.
+    listed = [line.split("\t")[1] for line in cli("run", sweep, "--list-points").stdout.splitlines()]
+    assert points_in_id_order(out) == listed
     shards = tmp_path / "slurm" / "out.shards"
     script = (shards / "sweep.sbatch").read_text()
     assert "#SBATCH --array=0,1,2,3,4,5,6,7,8,9,10,11%2" in script
