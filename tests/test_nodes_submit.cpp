@@ -349,3 +349,16 @@ TEST_CASE("a batch the disk cannot hold is refused, never acknowledged; its ids 
   CHECK(single.code == 2);
   CHECK(single.err.find("the scheduler cannot write its database") != std::string::npos);
 }
+
+TEST_CASE("submit --file speaks the TLS mode its flags name, as every client command does") {
+  LocalCluster cluster(std::string(kQueueOnly) + "[serve]\ninsecure = true\n");
+  TlsSettings plaintext;
+  plaintext.insecure = true;
+  cluster.set_peer_tls({"--insecure"}, plaintext);
+  cluster.start_serve();
+  const fs::path lines = cluster.dir() / "jobs.jsonl";
+  std::ofstream(lines) << "{\"command\": [\"/bin/true\"]}\n{\"command\": [\"/bin/true\"]}\n";
+  const CommandResult submitted = cluster.tessel({"submit", "--file", lines.string()});
+  REQUIRE_MESSAGE(submitted.code == 0, submitted.err);
+  CHECK(each_once(printed_ids(submitted.out), 2));
+}

@@ -229,3 +229,23 @@ TEST_CASE("a daemon recovering two jobs on one GPU adopts them as sharing it; on
   scheduler.report_progress(1, 200, 100);
   CHECK(scheduler.job(1).shared_seconds == 60);
 }
+
+TEST_CASE("tessel serve refuses a model that prices shared GPUs: real nodes run one launch per GPU") {
+  TempDir dir;
+  dir.write("throughputs.json", kPairTable);
+  dir.write("secret", "a-shared-secret-for-the-tests-0123456789\n");
+  fs::permissions(dir.path() / "secret", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  dir.write("serve.toml", R"([scheduler]
+allocation = { plugin = "gavel", policy = "max_min_fairness_packed" }
+placement = { plugin = "consolidated" }
+[serve]
+listen = "127.0.0.1:0"
+model = { name = "gavel-table", path = "throughputs.json" }
+[output]
+database = "serve.db"
+)");
+  const auto refused = run_tessel({"serve", "serve.toml", "--secret-file", "secret"}, dir.path());
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("[serve] model: 'gavel-table' prices jobs sharing a GPU, which real nodes do not run") !=
+        std::string::npos);
+}

@@ -152,7 +152,7 @@ int submit_batch(const ClientOptions& client, const SubmitOptions& options) {
     throw UserError(options.batch_file + ": its " + std::to_string(requests.size()) + " jobs make a " +
                     std::to_string(bytes >> 20) + " MiB request, over the " + std::to_string(kMaxFrameBytes >> 20) +
                     " MiB one request may carry; split the file");
-  SchedulerClient connection(client.scheduler, secret_from(client.secret_file, "submit"));
+  SchedulerClient connection = open_client(client, "submit");
   const Message reply = connection.request(request);
   for (const json& id : reply.array("jobs")) std::cout << "submitted job " << id.get<std::int64_t>() << "\n";
   std::cout.flush();

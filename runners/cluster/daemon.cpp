@@ -69,6 +69,12 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
   core_ = std::make_unique<Scheduler>(std::move(plugins), ClusterState{}, build_throughput_model(serve_.model),
                                       settings, &decisions_);
   core_->expect_growing_cluster();
+  // A launch owns its GPUs here (the gate lets one launch on a GPU at a
+  // time), so a model that prices co-located jobs would have the core count
+  // as running a job that waits for its partner's GPUs.
+  if (core_->model().max_colocated() > 1)
+    throw UserError("[serve] model: '" + std::string(core_->model().name()) +
+                    "' prices jobs sharing a GPU, which real nodes do not run: space sharing is simulated only");
 
   RecoveredRun recovered = journal_.recover();
   next_launch_ = recovered.next_launch;
