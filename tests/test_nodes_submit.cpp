@@ -362,3 +362,23 @@ TEST_CASE("submit --file speaks the TLS mode its flags name, as every client com
   REQUIRE_MESSAGE(submitted.code == 0, submitted.err);
   CHECK(each_once(printed_ids(submitted.out), 2));
 }
+
+TEST_CASE("a batch over kMaxBatchJobs is refused whole, by the client and by the daemon") {
+  LocalCluster cluster(kQueueOnly);
+  cluster.start_serve();
+  const fs::path lines = cluster.dir() / "many.jsonl";
+  {
+    std::ofstream out(lines);
+    for (std::size_t i = 0; i <= kMaxBatchJobs; ++i) out << "{\"command\": [\"/bin/true\"]}\n";
+  }
+  const CommandResult refused = cluster.tessel({"submit", "--file", lines.string()});
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("50001 jobs, over the 50000 one submission may carry; split the file") != std::string::npos);
+  // A client that skips that check meets the daemon's.
+  JobRequest job;
+  job.command = {"/bin/true"};
+  job.workdir = "/";
+  const json batch = message("submit_batch", {{"jobs", json(kMaxBatchJobs + 1, job.to_json())}});
+  CHECK_THROWS_WITH_AS(cluster.request(batch), doctest::Contains("over the 50000 one request may carry"), UserError);
+  CHECK(cluster.jobs().empty());
+}

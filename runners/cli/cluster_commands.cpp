@@ -144,6 +144,9 @@ int submit_batch(const ClientOptions& client, const SubmitOptions& options) {
     throw UserError("submit --file " + options.batch_file +
                     ": the jobs come from the file alone; leave out the job file, the command and the job flags");
   const std::vector<JobRequest> requests = read_job_batch(options.batch_file, std::filesystem::current_path());
+  if (requests.size() > kMaxBatchJobs)
+    throw UserError(options.batch_file + ": " + std::to_string(requests.size()) + " jobs, over the " +
+                    std::to_string(kMaxBatchJobs) + " one submission may carry; split the file");
   json jobs = json::array();
   for (const JobRequest& request : requests) jobs.push_back(request.to_json());
   json request = message("submit_batch", {{"jobs", std::move(jobs)}});

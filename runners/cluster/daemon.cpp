@@ -317,6 +317,9 @@ void SchedulerDaemon::queue_submission(const std::shared_ptr<Peer>& peer, const 
   } else {
     const json& list = m.array("jobs");
     if (list.empty()) throw RequestError("the batch has no jobs");
+    if (list.size() > kMaxBatchJobs)
+      throw RequestError("the batch has " + std::to_string(list.size()) + " jobs, over the " +
+                         std::to_string(kMaxBatchJobs) + " one request may carry; none was submitted");
     for (std::size_t i = 0; i < list.size(); ++i) try {
         submission.jobs.push_back(JobRequest::from_json(list[i]));
       } catch (const ProtocolError& e) {
