@@ -101,6 +101,46 @@ TEST_CASE("a node crash (kill -9 on an agent) is lost, not a failed attempt, tho
   CHECK(cluster.serve_log().find("node " + peer_node + " is down") == std::string::npos);
 }
 
+TEST_CASE("a job whose node dies under it launch after launch counts as failing, past max_retries + 1 crashes") {
+  LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 30\ngrace_seconds = 1\nmax_retries = 0\n");
+  start(cluster, {{"a1", 1}, {"a2", 1}});
+  // Every launch: rank 0 fails once its peer's node is gone, as it would if
+  // the job itself took that node down.
+  const auto [job, workdir] = submit_script(cluster, "crasher", 2, 1,
+                                            "if [ \"$RANK\" = 0 ]; then while [ ! -f peer-gone ]; do sleep 0.05; done; "
+                                            "rm -f peer-gone; exit 1; fi; exec sleep 1000");
+  for (int launch = 1; launch <= 2; ++launch) {
+    std::string peer_node;
+    wait_until([&] {
+      sql::Database database(cluster.db().string(), false);
+      auto node = database.prepare("SELECT node FROM cluster_ranks WHERE launch_id = ? AND rank = 1 AND pid IS NOT NULL");
+      node.bind(1, static_cast<std::int64_t>(launch));
+      if (node.step()) peer_node = node.text(0);
+      return !peer_node.empty() &&
+             count(cluster.db(), "SELECT count(*) FROM cluster_ranks WHERE launch_id = " + std::to_string(launch) +
+                                     " AND pid IS NOT NULL") == 2;
+    }, 30, "both ranks of launch " + std::to_string(launch) + " run", [&] { return cluster.diagnostics(); });
+    cluster.kill_agent(peer_node);
+    touch(workdir / "peer-gone");
+    wait_until([&] {
+      return count(cluster.db(), "SELECT count(*) FROM cluster_ranks WHERE launch_id = " + std::to_string(launch) +
+                                     " AND rank = 0 AND exit_code = 1") == 1;
+    }, 30, "rank 0 of launch " + std::to_string(launch) + " failed", [&] { return cluster.diagnostics(); });
+    // Restarted, the agent reports that it runs nothing: the launch ends.
+    cluster.add_agent(peer_node, 1);
+    wait_until([&] {
+      return count(cluster.db(), "SELECT count(*) FROM cluster_launches WHERE launch_id = " + std::to_string(launch) +
+                                     " AND ended IS NOT NULL") == 1;
+    }, 30, "launch " + std::to_string(launch) + " ended", [&] { return cluster.diagnostics(); });
+  }
+  const fs::path db = cluster.db();
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 1 AND outcome = 'lost'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE launch_id = 2 AND outcome = 'failed'") == 1);
+  CHECK(count(db, "SELECT count(*) FROM jobs WHERE status = 'failed'") == 1);
+  CHECK(cluster.serve_log().find("counted as a failed attempt: the job may be what takes its nodes down") !=
+        std::string::npos);
+}
+
 TEST_CASE("an agent frozen past its node timeout (SIGSTOP) re-registers once when it wakes, then stops its stale job") {
   LocalCluster cluster(std::string(kSettings) + "node_timeout_seconds = 1\ngrace_seconds = 1\n");
   start(cluster, {{"a1", 1}});

@@ -208,10 +208,17 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
   const auto unreported = std::find_if(launch.ranks.begin(), launch.ranks.end(),
                                        [](const Rank& rank) { return rank.sent && !rank.record.exit_code; });
   if (outcome == "failed" && unreported != launch.ranks.end()) {
-    log("launch " + std::to_string(launch.id) + " of job " + std::to_string(launch.job) + ": rank " +
-        std::to_string(unreported->record.rank) + " on " + unreported->record.node +
-        " died with its agent; counted as lost, not as a failed attempt");
-    outcome = "lost";
+    const std::string what = "launch " + std::to_string(launch.id) + " of job " + std::to_string(launch.job) +
+                             ": rank " + std::to_string(unreported->record.rank) + " on " +
+                             unreported->record.node + " died with its agent";
+    if (jobs_[launch.job].failures_forgiven <= serve_.max_retries) {
+      ++jobs_[launch.job].failures_forgiven;
+      log(what + "; counted as lost, not as a failed attempt");
+      outcome = "lost";
+    } else {
+      log(what + ", as in " + std::to_string(serve_.max_retries + 1) +
+          " launches before; counted as a failed attempt: the job may be what takes its nodes down");
+    }
   }
   // It ended with its last process, when that exited (perhaps while we were
   // down); now, if some process was given up on without a word.

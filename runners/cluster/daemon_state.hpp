@@ -84,6 +84,10 @@ struct SchedulerDaemon::JobEntry {
   // `tessel jobs` shows once the job has ended.
   std::vector<LaunchRecord> history;
   std::string last_error;  // the last failed launch's failure
+  // Failed launches counted as lost because a rank died with its agent. A
+  // job that takes its node down itself (say, the OOM killer takes the
+  // agent) looks the same: past max_retries + 1 of them, its failures count.
+  int failures_forgiven = 0;
 };
 
 }  // namespace tessel::cluster
