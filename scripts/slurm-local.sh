@@ -93,8 +93,11 @@ start() {
 stop() {
   # Every pid first: a daemon deletes its pid file as it goes.
   local pids=() file pid
+  # A pid file a crash left behind may name a pid reused since: only a
+  # process of that daemon's name is signalled.
   for file in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munged.pid"; do
-    [ -f "$file" ] && pid=$(cat "$file") && [ -n "$pid" ] && pids+=("$pid")
+    [ -f "$file" ] && pid=$(cat "$file") && [ -n "$pid" ] &&
+      [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$(basename "$file" .pid)" ] && pids+=("$pid")
   done
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do
