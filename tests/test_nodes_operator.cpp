@@ -175,6 +175,31 @@ TEST_CASE("a failing job's retries back off; the give-up and tessel jobs show it
             "exited with code 127 (the command was not found or could not start)") != std::string::npos);
 }
 
+TEST_CASE("a daemon restarted during a failed job's back-off keeps the job waiting it out") {
+  LocalCluster cluster(std::string(kFifo) + "max_retries = 2\nretry_seconds = 15\n");
+  cluster.start_serve();
+  cluster.add_agent("a1", 2);
+  cluster.wait_for_nodes(1);
+  submit_script(cluster, "exit 3", cluster.dir().string());
+  const fs::path db = cluster.db();
+  wait_until([&] { return count(db, "SELECT count(*) FROM cluster_launches WHERE outcome = 'failed'") == 1; }, 30,
+             "the first attempt fails", [&] { return cluster.diagnostics(); });
+  const std::string address = cluster.address();
+  cluster.kill_serve();
+  cluster.start_serve(address);
+  // Restarted, the daemon adopts nothing and schedules within seconds: the
+  // retry must still wait its 15 s from the failure.
+  wait_until([&] { return count(db, "SELECT count(*) FROM cluster_launches") == 2; }, 60, "the retry",
+             [&] { return cluster.diagnostics(); });
+  sql::Database database(db.string(), false);
+  auto rows = database.prepare("SELECT ended FROM cluster_launches WHERE launch_id = 1");
+  REQUIRE(rows.step());
+  const double failed_at = rows.real(0);
+  auto retry = database.prepare("SELECT decided FROM cluster_launches WHERE launch_id = 2");
+  REQUIRE(retry.step());
+  CHECK(retry.real(0) - failed_at >= 15 - 0.05);
+}
+
 TEST_CASE("a working directory missing on the node fails the launch with that error in tessel jobs") {
   LocalCluster cluster(std::string(kFifo) + "max_retries = 0\n");
   cluster.start_serve();

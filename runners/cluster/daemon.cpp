@@ -92,6 +92,16 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
       entry.history.push_back(record);
       if (record.outcome == "failed") entry.last_error = failure_of(record);
     }
+  // A job whose last launch failed waits out its back-off as if the daemon
+  // had not stopped: a restart is no shortcut to a retry.
+  for (JobId id = 0; id < jobs_.size(); ++id) {
+    const JobEntry& entry = jobs_[id];
+    if (entry.history.empty() || !core_->job(id).waiting()) continue;
+    const LaunchRecord& last = entry.history.back();
+    if (last.outcome != "failed" || !last.ended) continue;
+    const double until = *last.ended + retry_wait(core_->job(id).attempts);
+    if (until > t) core_->hold_until(id, until);
+  }
   recovered_jobs_ = recovered.jobs.size();
   double longest_grace = 0;
   for (const LaunchRecord& record : recovered.open_launches) {

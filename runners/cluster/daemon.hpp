@@ -153,6 +153,8 @@ class SchedulerDaemon {
   NodeEntry* node_named(const std::string& name);
   const NodeEntry* node_named(const std::string& name) const;
   double grace_of(JobId job) const;
+  // How long a job waits for its next launch after its `failed_attempts`-th failure.
+  double retry_wait(int failed_attempts) const;
   // Whether the launch's progress is the job's: while it runs, and while it
   // stops (a preempted job may report during its grace period).
   bool progress_counts(const Launch& launch) const;

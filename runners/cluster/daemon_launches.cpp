@@ -249,10 +249,7 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
         core_->complete(id, t, JobStatus::failed);
       } else {
         core_->interrupt(id, t, /*failed_attempt=*/true);
-        // Backing off: 1 s, 2 s, 4 s ... ([serve] retry_seconds, doubled
-        // per failed attempt, at most retry_max_seconds).
-        const double wait = std::min(serve_.retry_max_seconds,
-                                     serve_.retry_seconds * std::exp2(std::min(job.attempts - 1, 60)));
+        const double wait = retry_wait(job.attempts);
         core_->hold_until(id, now() + wait);
         log("job " + std::to_string(id) + " failed (attempt " + std::to_string(job.attempts) + " of " +
             std::to_string(serve_.max_retries + 1) + "): " + entry.last_error + "; retrying in " +
@@ -267,6 +264,12 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
   journal_.save_launch_end(launch.id, t, outcome);
   save_job(id);
   launches_.erase(found);
+}
+
+double SchedulerDaemon::retry_wait(int failed_attempts) const {
+  // 1 s, 2 s, 4 s ... ([serve] retry_seconds, doubled per failed attempt, at
+  // most retry_max_seconds).
+  return std::min(serve_.retry_max_seconds, serve_.retry_seconds * std::exp2(std::min(failed_attempts - 1, 60)));
 }
 
 std::string SchedulerDaemon::failure_text(JobId job, LaunchId launch, const RankRecord& rank,

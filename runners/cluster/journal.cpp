@@ -358,7 +358,7 @@ RecoveredRun Journal::recover() {
   recovered.next_launch = static_cast<LaunchId>(next.integer(0));
 
   auto launches = db_.prepare(
-      "SELECT launch_id, job_id, decided, resume, coalesce(outcome, ''), ended IS NULL, coalesce(master_port, 0) "
+      "SELECT launch_id, job_id, decided, resume, coalesce(outcome, ''), ended IS NULL, coalesce(master_port, 0), ended "
       "FROM cluster_launches WHERE run_id = ? ORDER BY launch_id");
   launches.bind(1, run_);
   auto ranks = db_.prepare(
@@ -372,6 +372,7 @@ RecoveredRun Journal::recover() {
     launch.resume = launches.integer(3) != 0;
     launch.outcome = launches.text(4);
     launch.master_port = static_cast<int>(launches.integer(6));
+    if (!launches.is_null(7)) launch.ended = launches.real(7);
     ranks.bind(1, run_).bind(2, static_cast<std::int64_t>(launch.id));
     while (ranks.step()) {
       RankRecord r;

@@ -40,6 +40,7 @@ struct LaunchRecord {
   std::string outcome;  // empty while it runs unchallenged; the reason once stopping or ended
   std::vector<RankRecord> ranks;
   int master_port = 0;  // once dispatched (real nodes)
+  std::optional<double> ended;  // when its last process was gone (run time)
 };
 
 // A node joined, went down or came back (real nodes: a simulated cluster is
