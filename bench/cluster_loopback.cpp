@@ -8,17 +8,17 @@
 //      busy with 256 running jobs, 10,000 more waiting, FIFO with backfill
 //      (every round tries every waiting job) and consolidated placement.
 //      Target: p99 under 20 ms.
+//   3. `slow`: the daemon's memory under 2,000 connections (issue 14): 1,000
+//      authenticated clients that stay idle, and 1,000 that announce a 16 MiB
+//      frame, send 1 MiB of it and stall. Prints the daemon's VmRSS idle and
+//      with them all open, as a ratio; the unfinished frames are bounded by
+//      [serve] max_buffered_mib and dropped after frame_timeout_seconds.
 //   4. `submit` (issue 14, also run by default): submission at cluster speed,
 //      each figure against its target:
 //      - `tessel submit --file` of 10,000 jobs (JSON lines): >= 2,000 jobs/s;
 //      - 1,000 separate `tessel submit` processes, 16 at a time: >= 200 jobs/s;
 //      - `status` round trips while 16 clients submit 10,000 jobs one at a
 //        time, each over its own connection: p99 < 50 ms.
-//   3. `slow`: the daemon's memory under 2,000 connections (issue 14): 1,000
-//      authenticated clients that stay idle, and 1,000 that announce a 16 MiB
-//      frame, send 1 MiB of it and stall. Prints the daemon's VmRSS idle and
-//      with them all open, as a ratio; the unfinished frames are bounded by
-//      [serve] max_buffered_mib and dropped after frame_timeout_seconds.
 //   5. `tls`: what TLS costs (issue 14), plaintext ([serve] insecure = true)
 //      and TLS with the secret's key side by side in one run: the daemon's
 //      VmRSS idle and with 1,000 idle authenticated clients, the submit rate
@@ -26,9 +26,9 @@
 //      that each log in and submit once, as `tessel submit` does (300).
 //
 // Run from the repository root after building: build/bench/cluster_loopback
-// (parts 1, 2 and 4), build/bench/cluster_loopback submit (part 4 alone), or
-// build/bench/cluster_loopback slow [TESSEL] (part 3, against another
-// build's tessel if given, e.g. one without the bounds), or
+// (parts 1, 2 and 4), build/bench/cluster_loopback slow [TESSEL] (part 3,
+// against another build's tessel if given, e.g. one without the bounds),
+// build/bench/cluster_loopback submit (part 4 alone), or
 // build/bench/cluster_loopback tls (part 5).
 #include <fcntl.h>
 #include <signal.h>
