@@ -216,8 +216,8 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
       log(what + "; counted as lost, not as a failed attempt");
       outcome = "lost";
     } else {
-      log(what + ", as in " + std::to_string(serve_.max_retries + 1) +
-          " launches before; counted as a failed attempt: the job may be what takes its nodes down");
+      log(what + " again, past the " + std::to_string(serve_.max_retries + 1) +
+          " such losses forgiven; counted as a failed attempt: the job may be what takes its nodes down");
     }
   }
   // It ended with its last process, when that exited (perhaps while we were
