@@ -1,8 +1,5 @@
 #include "slurm_sweep.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -14,10 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include "common/program.hpp"
 #include "engine/errors.hpp"
 #include "simulation.hpp"
-
-extern char** environ;
 
 namespace tessel {
 
@@ -30,35 +26,14 @@ struct CommandResult {
   std::string out, err;
 };
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Runs a Slurm command, its output into files in `folder`, and waits for it.
 CommandResult run_command(const std::vector<std::string>& words, const fs::path& folder) {
   // Named by pid: two tessels may submit or wait on one shards folder.
   const std::string stem = ".command." + std::to_string(getpid());
   const fs::path out = folder / (stem + ".out"), err = folder / (stem + ".err");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> copies = words;
-  std::vector<char*> argv;
-  for (std::string& word : copies) argv.push_back(word.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw UserError("cannot run " + words.front() + ": " + std::strerror(rc));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  CommandResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
+  const ProgramExit exit = run_program(words, out, err);
+  if (exit.spawn_error != 0) throw UserError("cannot run " + words.front() + ": " + std::strerror(exit.spawn_error));
+  CommandResult result{exit.code, file_text(out), file_text(err)};
   fs::remove(out);
   fs::remove(err);
   return result;

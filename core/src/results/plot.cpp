@@ -1,9 +1,6 @@
 #include "results/plot.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,10 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/program.hpp"
 #include "engine/errors.hpp"
 #include "results/report.hpp"
-
-extern char** environ;
 
 namespace tessel {
 
@@ -68,25 +64,11 @@ std::string terminal_for(const std::string& output) {
 
 void run_gnuplot(const fs::path& script, const std::string& output) {
   const fs::path errors = script.parent_path() / "gnuplot.err";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::string program = "gnuplot", argument = script.string();
-  char* argv[] = {program.data(), argument.data(), nullptr};
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0)
-    throw UserError(rc == ENOENT ? std::string("gnuplot is not installed (apt-get install gnuplot-nox)")
-                                 : std::string("cannot run gnuplot: ") + std::strerror(rc));
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::ifstream in(errors);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw UserError("gnuplot failed on " + output + ": " + text.str());
+  const ProgramExit exit = run_program({"gnuplot", script.string()}, "/dev/null", errors);
+  if (exit.spawn_error != 0)
+    throw UserError(exit.spawn_error == ENOENT ? std::string("gnuplot is not installed (apt-get install gnuplot-nox)")
+                                               : std::string("cannot run gnuplot: ") + std::strerror(exit.spawn_error));
+  if (exit.code != 0) throw UserError("gnuplot failed on " + output + ": " + file_text(errors));
 }
 
 std::vector<RunRow> chosen_runs(ResultsStore& store, const std::vector<std::int64_t>& ids) {
