@@ -45,14 +45,21 @@
 //            pass (a measured achieved_tflops keeps the first rule);
 //   pipeline 2 · 2 b s h bytes to the next stage and back (activation,
 //            gradient), at intra-node bandwidth while t p GPUs fit in a
-//            node, else inter-node; v times that when interleaved.
+//            node, else inter-node; v times that when interleaved;
+//   gradient accumulation, when priced from peak_tflops: the microbatch's
+//            fp16 gradient of each of the stage's P/(t p) parameters added
+//            into the step's running sum, 3 fp16 values through HBM
+//            (read both, write the sum: Megatron-LM's local DDP hook,
+//            `main_grad.add_(grad)`, or PyTorch's AccumulateGrad under
+//            torch DDP); 6 bytes a parameter against 8 b s FLOPs, so 5%
+//            of a microbatch at b = 1 on an A100 and under 1% at b = 16.
 // A step runs m microbatches plus the pipeline bubble: p - 1 of them with
 // 1F1B (bubble fraction (p-1)/m, SC'21 §2.2.1), (p-1)/v with the interleaved
 // schedule of v = model_chunks chunks per stage, which sends v times as much
 // between stages (SC'21 §2.2.2). Then it all-reduces the fp16 gradients of
 // its P/(t p) parameters over the d replicas by ring, 2 (d-1)/d of them per
 // GPU, at intra-node bandwidth on one node, else inter-node:
-//   step = (m + bubble) (compute + tensor + pipeline) + allreduce
+//   step = (m + bubble) (compute + tensor + pipeline + accumulation) + allreduce
 //   rate = 1 / step    steps per second
 //
 // Compute, for a GPU type in achieved_tflops (a measured end-to-end rate):
@@ -117,10 +124,11 @@
 // are per GPU and uncontended; pipeline sends carry the whole b s h (SC'21
 // §4.1's scatter/gather, which sends 1/t of it between nodes, is left out);
 // with achieved_tflops, the s/6h and vocabulary terms and the logits are
-// left out; the optimizer step, embeddings, kernel launches and the data
-// loader cost nothing; microbatch size is fixed (SC'21 tunes it per model);
-// idle GPUs of a layout that does not divide G cost nothing and help
-// nothing; a job gives its parameters, not its shape.
+// left out; the optimizer step (about 1% of SC'21's steps), embeddings,
+// kernel launches and the data loader cost nothing; microbatch size is
+// fixed (SC'21 tunes it per model); idle GPUs of a layout that does not
+// divide G cost nothing and help nothing; a job gives its parameters, not
+// its shape.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -298,12 +306,14 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
     const double intra = options_.intra_node_gb_per_s * 1e9, inter = options_.inter_node_gb_per_s * 1e9;
 
     double compute = 0, all_reduce_values = 8;  // per layer, in b s h (tp-1)/tp
+    double accumulation = 0;  // a measured achieved_tflops includes it
     const auto achieved = options_.achieved_tflops.find(shape.gpu_type);
     if (achieved != options_.achieved_tflops.end()) {
       compute = 8 * params * b * s / (tp * pp) / (achieved->second * 1e12);
     } else if (const std::optional<Roofline> gpu = roofline(shape.gpu_type)) {
       compute = stage_seconds(*gpu, gpt, tp, pp);
       all_reduce_values = 12;  // the recomputed forward pass all-reduces again
+      accumulation = 3 * kFp16Bytes * params / (tp * pp) / gpu->bytes;
     } else {
       compute = 8 * params * b * s / (tp * pp) / 1e12;  // refused by check(); priced at 1 TFLOP/s
     }
@@ -320,7 +330,7 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
         std::max(0.0, options_.memory.gb_per_gpu(params, layout) - shape.gpu_mem_gb);
     const double offload = 2 * excess_gb / options_.offload_gb_per_s;
     const double bubble = (pp - 1) / chunks;
-    return (microbatches + bubble) * (compute + tensor + pipeline) + allreduce + offload;
+    return (microbatches + bubble) * (compute + tensor + pipeline + accumulation) + allreduce + offload;
   }
 
   Parallel3dOptions options_;
