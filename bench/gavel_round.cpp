@@ -162,6 +162,7 @@ int main() {
       SlotRegistry slots;
       PluginArgs args;
       args.set("policy", std::string(policy));
+      args.set("min_seconds_between_allocations", 0.0);  // the schema's default: every argument is given
       const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
       auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
       auto view_at = [&](double now) {
@@ -191,6 +192,7 @@ int main() {
       SlotRegistry slots;
       PluginArgs args;
       args.set("policy", std::string(policy));
+      args.set("min_seconds_between_allocations", 0.0);  // the schema's default: every argument is given
       const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
       auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
       auto view_at = [&](double now) {

@@ -41,8 +41,9 @@
 // Gavel wrote the same aggregation for max_min_fairness_packed alone
 // (policies/max_min_fairness.py, get_allocation_using_job_type_throughputs,
 // used by its solver-scaling script, not its simulator); it asks instead
-// that every Y[j][A] of a class be equal, which restricts the optimum, and
-// splits pairs in proportion, which pairs every job with every other.
+// that every Y[j][A] of a class be equal, a restriction that can lower the
+// optimum, and splits pairs in proportion, which pairs every job with every
+// other.
 #pragma once
 
 #include <algorithm>
