@@ -134,7 +134,8 @@ struct Cost {
   double wall = 1e9, cpu = 1e9;  // ms, best so far
 };
 
-void measure(AllocationPolicy& policy, const SchedulerView& view, Cost& best) {
+// Times one round; returns how many of its grants share another job's GPUs.
+std::size_t measure(AllocationPolicy& policy, const SchedulerView& view, Cost& best) {
   const auto start = std::chrono::steady_clock::now();
   const double cpu_start = cpu_milliseconds();
   const AllocationPlan plan = policy.allocate(view);
@@ -142,6 +143,38 @@ void measure(AllocationPolicy& policy, const SchedulerView& view, Cost& best) {
   best.wall =
       std::min(best.wall, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (plan.ranked.size() != view.active().size()) std::printf("unexpected plan size %zu\n", plan.ranked.size());
+  return std::count_if(plan.ranked.begin(), plan.ranked.end(), [](const Grant& grant) { return grant.share_with != kNoJob; });
+}
+
+// A policy's three rounds, best of `runs` fresh runs on `make_world()`.
+struct Rounds {
+  Cost first, cached, arrival;
+  std::size_t pairs = 0;  // grants sharing GPUs in the cached round
+};
+
+template <class MakeWorld>
+Rounds rounds(const PluginEntry& entry, const char* policy, const ThroughputModel& model, int runs,
+              MakeWorld make_world) {
+  const SchedulerSettings settings;
+  Rounds result;
+  for (int run = 0; run < runs; ++run) {
+    World world = make_world();
+    SlotRegistry slots;
+    PluginArgs args;
+    args.set("policy", std::string(policy));
+    args.set("min_seconds_between_allocations", 0.0);  // the schema's default: every argument is given
+    const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
+    auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
+    auto view_at = [&](double now) {
+      return SchedulerView(settings, world.cluster, model, world.all, {}, world.active, now);
+    };
+    measure(gavel, view_at(0), result.first);
+    result.pairs = measure(gavel, view_at(300), result.cached);
+    Rng rng(99);
+    world.add_job(rng);
+    measure(gavel, view_at(600), result.arrival);
+  }
+  return result;
 }
 
 }  // namespace
@@ -150,33 +183,15 @@ int main() {
   PluginRegistry registry;
   const PluginEntry& entry = registry.find(PluginKind::allocation, "gavel");
   const TypedModel model;
-  const SchedulerSettings settings;
   std::printf("gavel_round: %d active jobs, 3 GPU types x 128 GPUs; best of 5, wall / CPU ms (target < 100 ms)\n",
               kJobs);
   std::printf("%-22s  %15s  %15s  %15s\n", "policy", "first round", "cached LP", "after arrival");
   bool met = true;
   for (const char* policy : {"max_min_fairness", "finish_time_fairness", "min_total_duration"}) {
-    Cost first, cached, arrival;
-    for (int run = 0; run < 5; ++run) {
-      World world;
-      SlotRegistry slots;
-      PluginArgs args;
-      args.set("policy", std::string(policy));
-      args.set("min_seconds_between_allocations", 0.0);  // the schema's default: every argument is given
-      const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
-      auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
-      auto view_at = [&](double now) {
-        return SchedulerView(settings, world.cluster, model, world.all, {}, world.active, now);
-      };
-      measure(gavel, view_at(0), first);
-      measure(gavel, view_at(300), cached);
-      Rng rng(99);
-      world.add_job(rng);
-      measure(gavel, view_at(600), arrival);
-    }
-    met = met && std::max({first.cpu, cached.cpu, arrival.cpu}) < 100;
-    std::printf("%-22s  %7.1f / %5.1f  %7.1f / %5.1f  %7.1f / %5.1f\n", policy, first.wall, first.cpu, cached.wall,
-                cached.cpu, arrival.wall, arrival.cpu);
+    const Rounds r = rounds(entry, policy, model, 5, [] { return World(); });
+    met = met && std::max({r.first.cpu, r.cached.cpu, r.arrival.cpu}) < 100;
+    std::printf("%-22s  %7.1f / %5.1f  %7.1f / %5.1f  %7.1f / %5.1f\n", policy, r.first.wall, r.first.cpu,
+                r.cached.wall, r.cached.cpu, r.arrival.wall, r.arrival.cpu);
   }
   std::printf("every round under 100 ms of CPU: %s\n", met ? "met" : "MISSED");
 
@@ -185,30 +200,9 @@ int main() {
               kPackedProfiles);
   std::printf("%-28s  %17s  %15s  %17s  %s\n", "policy", "first round", "cached LP", "after arrival", "pairs granted");
   for (const char* policy : {"min_total_duration_packed", "max_min_fairness_packed", "finish_time_fairness_packed"}) {
-    Cost first, cached, arrival;
-    std::size_t pairs = 0;
-    for (int run = 0; run < 3; ++run) {
-      World world(700, 9, kPackedProfiles);
-      SlotRegistry slots;
-      PluginArgs args;
-      args.set("policy", std::string(policy));
-      args.set("min_seconds_between_allocations", 0.0);  // the schema's default: every argument is given
-      const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
-      auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
-      auto view_at = [&](double now) {
-        return SchedulerView(settings, world.cluster, paired, world.all, {}, world.active, now);
-      };
-      measure(gavel, view_at(0), first);
-      const SchedulerView view = view_at(300);
-      const AllocationPlan plan = gavel.allocate(view);
-      pairs = std::count_if(plan.ranked.begin(), plan.ranked.end(), [](const Grant& grant) { return grant.share_with != kNoJob; });
-      measure(gavel, view_at(600), cached);
-      Rng rng(99);
-      world.add_job(rng);
-      measure(gavel, view_at(900), arrival);
-    }
-    std::printf("%-28s  %8.1f / %6.1f  %7.1f / %5.1f  %8.1f / %6.1f  %zu\n", policy, first.wall, first.cpu, cached.wall,
-                cached.cpu, arrival.wall, arrival.cpu, pairs);
+    const Rounds r = rounds(entry, policy, paired, 3, [] { return World(700, 9, kPackedProfiles); });
+    std::printf("%-28s  %8.1f / %6.1f  %7.1f / %5.1f  %8.1f / %6.1f  %zu\n", policy, r.first.wall, r.first.cpu,
+                r.cached.wall, r.cached.cpu, r.arrival.wall, r.arrival.cpu, r.pairs);
   }
   return 0;
 }
