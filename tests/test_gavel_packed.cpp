@@ -4,7 +4,8 @@
 // on small random cases: the same optimum, and the split meets every row
 // of Gavel's LP), and the plugin itself against that LP: max_min_fairness_
 // packed's level and min_total_duration_packed's makespan, which Gavel's
-// search reaches over T.
+// search reaches over T. Then Gavel's fifo_packed (`fifo`'s
+// packing_threshold) on hand-worked queues.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -288,22 +289,28 @@ struct World {
   }
 };
 
-// The plugin's plan at time 0, and the level its reasons state after `words`.
-double stated_level(const std::string& policy, const World& world, const std::string& words, AllocationPlan* plan_out) {
+// An allocation plugin's plan at time 0 for every job of `world`, with
+// `args` (all of them).
+AllocationPlan plan_of(const std::string& plugin_name, const PluginArgs& args, const World& world,
+                       const ThroughputModel& model = PairedModel()) {
   // Kept loaded for the whole run: the jobs' slots hold the plugin's records.
   static PluginRegistry registry;
-  const PluginEntry& entry = registry.find(PluginKind::allocation, "gavel");
+  const PluginEntry& entry = registry.find(PluginKind::allocation, plugin_name);
   SlotRegistry slots;
-  PluginArgs args;
-  args.set("policy", policy);
-  args.set("min_seconds_between_allocations", 0.0);
   const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
-  auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
-  const PairedModel model;
+  auto& policy = dynamic_cast<AllocationPolicy&>(*plugin);
   const SchedulerSettings settings;
   std::vector<JobState*> active = world.all;
   const SchedulerView view(settings, world.cluster, model, world.all, {}, active, 0);
-  AllocationPlan plan = gavel.allocate(view);
+  return policy.allocate(view);
+}
+
+// gavel's plan at time 0, and the level its reasons state after `words`.
+double stated_level(const std::string& policy, const World& world, const std::string& words, AllocationPlan* plan_out) {
+  PluginArgs args;
+  args.set("policy", policy);
+  args.set("min_seconds_between_allocations", 0.0);
+  AllocationPlan plan = plan_of("gavel", args, world);
   double level = -1;
   for (const Grant& grant : plan.ranked) {
     const std::string text = grant.reason.str();
@@ -350,6 +357,80 @@ TEST_CASE("gavel max_min_fairness_packed: the level of the LP over every pair") 
     normalised.remaining[j] = equal_share;  // throughput >= z * equal share
   }
   CHECK(stated == doctest::Approx(all_pairs_level(normalised)).epsilon(1e-3));
+}
+
+// ------------------------------------------------------------ fifo_packed
+
+PluginArgs fifo_packed(double threshold, bool backfill = false, const std::string& gpu_type = "fastest-reassigned") {
+  PluginArgs args;
+  args.set("backfill", backfill);
+  args.set("gpu_type", gpu_type);
+  args.set("min_seconds_between_allocations", 0.0);
+  args.set("packing_threshold", threshold);
+  return args;
+}
+
+const Grant& grant_of(const AllocationPlan& plan, JobId job) {
+  for (const Grant& grant : plan.ranked)
+    if (grant.job == job) return grant;
+  FAIL("job " << job << " is not in the plan");
+  return plan.ranked.front();
+}
+
+TEST_CASE("fifo packing_threshold: the queue left after FIFO_Perf shares the best partner's GPUs, in order") {
+  // One fast and one slow GPU. FIFO_Perf: job 0 (profile 0: 6 fast, 2 slow)
+  // to fast, job 1 (profile 2) to the slow GPU left; no type has room for
+  // job 2, nor free GPUs, so the queue is jobs 2, 3, 4.
+  // Job 2 (profile 0) beside job 0 on fast: 0.7 + 0.7 = 1.4; beside job 1
+  // on slow: 0.4 + 0.9 = 1.3. Threshold 1.2: job 0, the most.
+  // Job 3 (profile 1) beside job 1, the only one not sharing: 0.45 + 0.75 =
+  // 1.2, not above: packing ends, job 4 is not tried.
+  const World world(1, 1, {{0, 100}, {2, 100}, {0, 100}, {1, 100}, {0, 100}});
+  const AllocationPlan plan = plan_of("fifo", fifo_packed(1.2), world);
+  CHECK(grant_of(plan, 0).resources.gpu_type == 0);
+  CHECK(grant_of(plan, 1).resources.gpu_type == 1);
+  const Grant& two = grant_of(plan, 2);
+  CHECK(two.share_with == 0);
+  CHECK(two.resources.gpus == 1);
+  CHECK(two.resources.gpu_type == 0);
+  CHECK(two.reason.str().find("shares the GPUs of job 0 on fast: beside each other they run at 1.4 times") !=
+        std::string::npos);
+  CHECK(grant_of(plan, 3).resources.gpus == 0);
+  CHECK(grant_of(plan, 4).resources.gpus == 0);
+  // Gavel's threshold, 1.5: no pair is good enough.
+  const AllocationPlan strict = plan_of("fifo", fifo_packed(1.5), world);
+  for (const Grant& grant : strict.ranked) CHECK(grant.share_with == kNoJob);
+  // 0: FIFO_Perf alone.
+  for (const Grant& grant : plan_of("fifo", fifo_packed(0), world).ranked) CHECK(grant.share_with == kNoJob);
+}
+
+TEST_CASE("fifo packing_threshold: the job that stopped FIFO while a type had free GPUs is left out, as in Gavel") {
+  // Job 1 needs 2 GPUs, and the slow GPU is free: Gavel pops it, stops,
+  // and packs from job 2 on, which shares job 0's fast GPU (1.4 > 1.2)
+  // though the slow GPU is free.
+  World world(1, 1, {{0, 100}, {1, 100}, {0, 100}});
+  world.storage[1].spec.gpus = world.storage[1].spec.min_gpus = world.storage[1].spec.max_gpus = 2;
+  const AllocationPlan plan = plan_of("fifo", fifo_packed(1.2), world);
+  CHECK(grant_of(plan, 1).resources.gpus == 0);
+  CHECK(grant_of(plan, 1).share_with == kNoJob);
+  CHECK(grant_of(plan, 2).share_with == 0);
+}
+
+TEST_CASE("fifo packing_threshold: refused with another gpu_type, with backfill, below 0, or without pair rates") {
+  const World world(1, 1, {{0, 100}});
+  CHECK_THROWS_WITH_AS(plan_of("fifo", fifo_packed(1.5, false, "fastest"), world),
+                       doctest::Contains("applies only with gpu_type = \"fastest-reassigned\""), ArgumentError);
+  CHECK_THROWS_WITH_AS(plan_of("fifo", fifo_packed(1.5, true), world), doctest::Contains("cannot go with backfill"),
+                       ArgumentError);
+  CHECK_THROWS_WITH_AS(plan_of("fifo", fifo_packed(-1), world), doctest::Contains("must be 0 (off) or positive"),
+                       ArgumentError);
+  class Alone final : public ThroughputModel {  // no co-location throughputs
+   public:
+    std::string_view name() const override { return "alone"; }
+    double rate(const JobSpec&, const Shape& shape) const override { return shape.gpus; }
+  };
+  CHECK_THROWS_WITH_AS(plan_of("fifo", fifo_packed(1.5), world, Alone()),
+                       doctest::Contains("throughput model 'alone' has no co-location throughputs"), ArgumentError);
 }
 
 }  // namespace
