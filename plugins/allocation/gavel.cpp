@@ -59,9 +59,13 @@
 // - rho by bisection between max_j t_j / D_j (D_j its denominator), which
 //   nothing reaches, and the level of the isolated shares, to a relative
 //   1e-9. Gavel gives this convex program to cvxpy.
-// - T exactly as Gavel searches it: bisection over [100 s, 10^6 s] until
-//   the bracket is within 5%, widened tenfold while nothing in it is
-//   feasible; the X found at the last feasible T is used.
+// - T as Gavel searches it: bisection over [100 s, 10^6 s] until the
+//   bracket is within 5%, widened tenfold while nothing in it is feasible;
+//   X at the last feasible T is used. Each step's answer is read off the
+//   shortest feasible T, found once (T in every job's row, as 1/T
+//   maximised), and the LP is solved again only at the T the search ends
+//   with: probing each step costs about five solves, most of them on
+//   infeasible programs, GLPK's slowest.
 // The LP is solved again only when the active jobs or the GPUs up per type
 // change; its X is kept in each job's slot.
 //
