@@ -618,8 +618,10 @@ class Gavel final : public tessel::AllocationPolicy {
     for (const PairClasses::Pairing& pairing : pairs_.pairings)
       for (std::size_t t = 0; t < capacity.size(); ++t) {
         if (!pairs_.runs(pairing, t)) continue;
-        for (std::size_t j : pairs_.members[pairing.a]) fastest_of[j] = std::max(fastest_of[j], pairing.a_rate[t] * scale[j]);
-        for (std::size_t j : pairs_.members[pairing.b]) fastest_of[j] = std::max(fastest_of[j], pairing.b_rate[t] * scale[j]);
+        for (std::size_t j : pairs_.members[pairing.a])
+          fastest_of[j] = std::max(fastest_of[j], pairing.a_rate[t] * scale[j]);
+        for (std::size_t j : pairs_.members[pairing.b])
+          fastest_of[j] = std::max(fastest_of[j], pairing.b_rate[t] * scale[j]);
       }
     const double ceiling = *std::min_element(fastest_of.begin(), fastest_of.end());
     TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
