@@ -143,7 +143,7 @@ TEST_CASE("plugin arguments are checked against the plugin's schema") {
   const auto result = run_tessel({"validate", "bad.toml"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err ==
-        "bad.toml:12:43: unknown argument 'backfil' for allocation plugin 'fifo' (valid: backfill, gpu_type, min_seconds_between_allocations)\n"
+        "bad.toml:12:43: unknown argument 'backfil' for allocation plugin 'fifo' (valid: backfill, gpu_type, min_seconds_between_allocations, packing_threshold)\n"
         "bad.toml:12:60: argument 'backfill' of allocation plugin 'fifo' expects boolean, got an integer\n");
 }
 

@@ -61,6 +61,12 @@ const Experiment kExperiments[] = {
     {"gavel-makespan/fifo-as-run.toml",
      {R"(sweep."workload.jobs"=[30])", "sweep.seeds=[1]"},
      {"gavel/simulation_throughputs.json"}},
+    // Gavel with and without space sharing: 50 jobs at time 0 on one node of 4 GPUs of each type, full
+    // enough that pairs run; one seed.
+    {"gavel-makespan/gavel-ss.toml",
+     {R"(cluster={ groups = [{ count = 1, gpus_per_node = 4, gpu_type = "v100" }, { count = 1, gpus_per_node = 4, gpu_type = "p100" }, { count = 1, gpus_per_node = 4, gpu_type = "k80" }] })",
+      R"(sweep."workload.jobs"=[50])", "sweep.seeds=[1]"},
+     {"gavel/simulation_throughputs.json"}},
     // Gavel's FIFO_Perf rule by rule: 30 jobs at time 0, one seed.
     {"gavel-makespan/fifo-perf-100.toml", {"workload.jobs=30", "sweep.seeds=[1]"}, {"gavel/simulation_throughputs.json"}},
     // 300 jobs at 8 jobs/h, the middle 100 tracked: both GPU mixes, four policies.

@@ -40,6 +40,22 @@
 // A running job that the reassignment leaves without a type (behind a job
 // no type has room for) is denied, and so keeps its GPUs until a granted
 // job needs them; Gavel's would stop at the end of its round.
+//
+// `packing_threshold` (with "fastest-reassigned"; 0, the default: off) is
+// Gavel's fifo_packed (FIFOPolicyWithPacking: FIFOPolicy in mode 'packing',
+// threshold 1.5; `_pack`): after the reassignment, the jobs left in the
+// queue, in order, each share the GPUs of a job assigned this time, one not
+// sharing yet, of the same GPU count, on that job's type: the one whose two
+// rates beside each other, as fractions of their rates alone there, add up
+// to the most, if that sum exceeds the threshold; the first queued job with
+// no such partner ends the packing. As in Gavel's code, the queue starts
+// after the job that stopped the assignment for want of room when some
+// type still had free GPUs (Gavel pops that job before it stops), and with
+// it when none had. Differences: a pair in which either job's rate is 0
+// never forms (Gavel adds the other's fraction alone); a fractional-GPU
+// job ends the packing (Gavel has none). Backfill is refused with it:
+// Gavel packs the queue behind the first job that does not fit, and with
+// backfill there is none.
 // Simplifications: Gavel gives a waiting job the type of a job that just
 // finished, when it fits there, before drawing; when every other type is
 // full, as it is in a busy cluster, the draw picks that type too. CPU and
@@ -49,6 +65,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -71,6 +88,9 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"min_seconds_between_allocations", tessel::ArgType::number, "0",
      "with a typed gpu_type: assign types again only when the active jobs or GPUs up change, at most once in "
      "this many seconds (Gavel's simulator: 1920); 0: every round"},
+    {"packing_threshold", tessel::ArgType::number, "0",
+     "with gpu_type = \"fastest-reassigned\": jobs left in the queue share the GPUs of an assigned job when "
+     "their rates together, as fractions of their rates alone, exceed this (Gavel's fifo_packed: 1.5); 0: off"},
 };
 
 TypeChoice type_choice_named(const std::string& name) {
@@ -86,7 +106,16 @@ class Fifo final : public tessel::AllocationPolicy {
       : backfill_(context.args().boolean("backfill")),
         type_choice_(type_choice_named(context.args().string("gpu_type"))),
         seed_(context.seed()),
-        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {
+        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations"),
+        packing_threshold_(context.args().number("packing_threshold")) {
+    if (!(packing_threshold_ >= 0))
+      throw tessel::ArgumentError("packing_threshold", "must be 0 (off) or positive");
+    if (packing_threshold_ > 0 && type_choice_ != TypeChoice::fastest_reassigned)
+      throw tessel::ArgumentError("packing_threshold", "applies only with gpu_type = \"fastest-reassigned\", as "
+                                                       "Gavel's fifo_packed assigns types");
+    if (packing_threshold_ > 0 && backfill_)
+      throw tessel::ArgumentError("packing_threshold", "cannot go with backfill = true: Gavel's fifo_packed packs "
+                                                       "the queue behind the first job that does not fit");
     if (throttle_.enabled() && type_choice_ == TypeChoice::any)
       throw tessel::ArgumentError("min_seconds_between_allocations",
                                   "applies only with gpu_type = \"random\", \"fastest\" or \"fastest-reassigned\": "
@@ -97,6 +126,10 @@ class Fifo final : public tessel::AllocationPolicy {
   bool time_sensitive() const override { return throttle_.enabled(); }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    if (packing_threshold_ > 0 && view.throughput().max_colocated() < 2)
+      throw tessel::ArgumentError("packing_threshold", "pairs jobs on shared GPUs, but throughput model '" +
+                                                           std::string(view.throughput().name()) +
+                                                           "' has no co-location throughputs (gavel-table has them)");
     if (!throttle_.enabled()) return compute(view);
     tessel::AllocationPlan plan;
     if (!computed_ || changed(view)) {
@@ -112,8 +145,12 @@ class Fifo final : public tessel::AllocationPolicy {
     plan.stop_at_first_unplaced = last_plan_.stop_at_first_unplaced;
     active_.assign(view.jobs().size(), 0);
     for (const tessel::JobState* job : view.active()) active_[job->spec.id] = 1;
-    for (const tessel::Grant& grant : last_plan_.ranked)
-      if (grant.job < active_.size() && active_[grant.job]) plan.ranked.push_back(grant);
+    for (const tessel::Grant& grant : last_plan_.ranked) {
+      if (grant.job >= active_.size() || !active_[grant.job]) continue;
+      plan.ranked.push_back(grant);
+      // A job whose partner left runs on alone, on the same type.
+      if (grant.share_with != tessel::kNoJob && !active_[grant.share_with]) plan.ranked.back().share_with = tessel::kNoJob;
+    }
     return plan;
   }
 
@@ -177,6 +214,8 @@ class Fifo final : public tessel::AllocationPolicy {
     }
 
     const tessel::JobState* blocker = nullptr;
+    std::size_t queue_from = 0;  // packing: the first plan entry of the queue left
+    assigned_.clear();
     for (const tessel::JobState* job : view.active()) {
       if (!job->waiting() && !reassign) continue;
       tessel::Resources want = job->spec.request();
@@ -202,6 +241,8 @@ class Fifo final : public tessel::AllocationPolicy {
             {job->spec.id, tessel::Resources{0, want.gpu_milli, want.cpus, want.mem_gb},
              tessel::Reason("needs {} GPUs of one type; the most free on one type is {}", want.gpus, most)});
         if (!backfill_) blocker = job;  // nothing after the head of the queue may start
+        // Gavel pops this job before it stops when some type has free GPUs.
+        queue_from = plan.ranked.size() - (most > 0 ? 0 : 1);
         continue;
       }
       std::size_t pick = room_.front();
@@ -219,7 +260,45 @@ class Fifo final : public tessel::AllocationPolicy {
       }
       free_[pick] -= want.gpus;
       want.gpu_type = static_cast<int>(pick);
+      if (want.gpu_milli == 1000) assigned_.push_back({job, pick, false});
       plan.ranked.push_back({job->spec.id, want, granted_on_[pick]});
+    }
+    if (packing_threshold_ > 0 && blocker != nullptr) pack(view, plan, queue_from);
+  }
+
+  // Gavel's FIFOPolicy._pack: each queued job, in order, beside the
+  // assigned job it pairs best with, until one pairs with none.
+  void pack(const tessel::SchedulerView& view, tessel::AllocationPlan& plan, std::size_t queue_from) {
+    const tessel::ClusterState& cluster = view.cluster();
+    const tessel::ThroughputModel& model = view.throughput();
+    for (std::size_t k = queue_from; k < plan.ranked.size(); ++k) {
+      const tessel::JobSpec& spec = view.job(plan.ranked[k].job).spec;
+      if (spec.gpu_milli != 1000) return;
+      double best = packing_threshold_;
+      Assigned* partner = nullptr;
+      for (Assigned& candidate : assigned_) {
+        const tessel::JobSpec& other = candidate.job->spec;
+        if (candidate.paired || other.gpus != spec.gpus) continue;
+        const tessel::Shape shape = cluster.packed_shape(other, other.gpus, cluster.gpu_types()[candidate.type]);
+        const tessel::JobSpec* beside_other[] = {&other};
+        const tessel::JobSpec* beside_job[] = {&spec};
+        const double rate = model.rate_colocated(spec, beside_other, shape);
+        const double other_rate = model.rate_colocated(other, beside_job, shape);
+        if (rate <= 0 || other_rate <= 0) continue;
+        const double together = rate / model.rate(spec, shape) + other_rate / model.rate(other, shape);
+        if (together > best) best = together, partner = &candidate;
+      }
+      if (partner == nullptr) return;
+      partner->paired = true;
+      tessel::Grant& grant = plan.ranked[k];
+      grant.resources = spec.request();
+      grant.resources.gpu_type = static_cast<int>(partner->type);
+      grant.share_with = partner->job->spec.id;
+      char together[32];
+      std::snprintf(together, sizeof together, "%.3g", best);
+      grant.reason = tessel::Reason::text("shares the GPUs of job " + std::to_string(partner->job->spec.id) + " on " +
+                                          cluster.gpu_types()[partner->type] + ": beside each other they run at " +
+                                          together + " times their rates alone, the most above the packing threshold");
     }
   }
 
@@ -236,8 +315,15 @@ class Fifo final : public tessel::AllocationPolicy {
   std::vector<int> free_;          // whole free GPUs by type, reused across rounds
   std::vector<std::size_t> room_;  // types with room for the job at hand
   std::vector<tessel::Reason> granted_on_;  // by type
+  double packing_threshold_;
+  struct Assigned {  // a whole-GPU job the reassignment gave a type, in order
+    const tessel::JobState* job;
+    std::size_t type;
+    bool paired;
+  };
+  std::vector<Assigned> assigned_;
 };
 
 }  // namespace
 
-TESSEL_PLUGIN_WITH_ARGS(Fifo, allocation, "fifo", "1.2", "first in, first out by arrival time", kArgs)
+TESSEL_PLUGIN_WITH_ARGS(Fifo, allocation, "fifo", "1.3", "first in, first out by arrival time", kArgs)

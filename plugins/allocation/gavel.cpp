@@ -47,6 +47,9 @@
 //   the pair by the model's rate_colocated (gavel-table: the measured
 //   [own, partner] pair). The policies' objectives are unchanged; prop_j
 //   and the isolated shares still come from jobs alone, as in Gavel.
+//   The LP holds the pairs by classes of jobs alike (gavel_pairs.hpp: the
+//   same optimum, with a column per job, partner class and type instead of
+//   per pair and type) and splits the classes' time into pairs after.
 // For a fixed z, rho or T each is one LP: the constraints above plus one
 // row per job, thr_j(X) >= its target. So each policy searches over its
 // level, re-solving the same LP with new row bounds from the last basis:
@@ -56,9 +59,13 @@
 // - rho by bisection between max_j t_j / D_j (D_j its denominator), which
 //   nothing reaches, and the level of the isolated shares, to a relative
 //   1e-9. Gavel gives this convex program to cvxpy.
-// - T exactly as Gavel searches it: bisection over [100 s, 10^6 s] until
-//   the bracket is within 5%, widened tenfold while nothing in it is
-//   feasible; the X found at the last feasible T is used.
+// - T as Gavel searches it: bisection over [100 s, 10^6 s] until the
+//   bracket is within 5%, widened tenfold while nothing in it is feasible;
+//   X at the last feasible T is used. Each step's answer is read off the
+//   shortest feasible T, found once (T in every job's row, as 1/T
+//   maximised), and the LP is solved again only at the T the search ends
+//   with: probing each step costs about five solves, most of them on
+//   infeasible programs, GLPK's slowest.
 // The LP is solved again only when the active jobs or the GPUs up per type
 // change; its X is kept in each job's slot.
 //
@@ -85,9 +92,9 @@
 //   (a co-located rate of 0 on every type both use; Gavel measured 0 for
 //   every multi-GPU pair) are left out of the LP, where they could get no
 //   time. A pair runs only on a type where the last solve gave it a share
-//   (Gavel may hand spare workers to pairs with none). The LP has a column
-//   per pair and type: O(n^2) columns, so a solve over hundreds of
-//   single-GPU jobs is slow (see experiments/gavel-makespan/README.md).
+//   (Gavel may hand spare workers to pairs with none). Which two jobs of
+//   two classes share is the split's choice (gavel_pairs.hpp), one of the
+//   many X of the same optimum, as ECOS's is for Gavel.
 // - Gavel's simulator solves again at most once per 1920 s
 //   (`minimum_time_between_allocation_resets`); here every change of the
 //   job set or of the GPUs up solves again, unless
@@ -107,6 +114,8 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <string>
 #include <vector>
@@ -116,6 +125,7 @@
 #include <tessel/lp.hpp>
 
 #include "allocation_throttle.hpp"
+#include "gavel_pairs.hpp"
 
 namespace {
 
@@ -186,15 +196,8 @@ struct Planned {
 };
 
 using Shares = std::vector<std::vector<double>>;  // [job][type]
-
-// Two jobs the LP may run on the same GPUs (the `_packed` policies):
-// indices into the planned jobs, and each one's rate there by type (0 where
-// the pair cannot run).
-struct Pair {
-  std::size_t first, second;
-  int gpus;
-  std::vector<double> first_rate, second_rate;
-};
+using tessel_plugins::JobPairShares;
+using tessel_plugins::PairClasses;
 
 // The LP behind every policy: X with its constraints, and one row per job
 // asking for a least throughput, measured in a unit the policy chooses
@@ -203,14 +206,15 @@ struct Pair {
 // lower bounds change, so each step resumes from the previous basis.
 class TargetProgram {
  public:
-  // `pairs` add a column per pair and type, in both jobs' time and target
-  // rows (each at its rate in the pair times `pair_scale[j]`), counted once
-  // against the type's GPUs, as Gavel's PolicyWithPacking does.
+  // `pairs` (the `_packed` policies) add Gavel's PolicyWithPacking pairs, by
+  // classes (gavel_pairs.hpp): in both jobs' time and target rows (each at
+  // its rate in the pair times `pair_scale[j]`), counted once against the
+  // type's GPUs.
   TargetProgram(const std::string& name, const std::vector<Planned>& jobs, const std::vector<int>& capacity,
-                const Shares& unit, const std::vector<Pair>& pairs = {}, const std::vector<double>& pair_scale = {})
-      : program_(name, tessel::lp::Direction::maximize),
+                const Shares& unit, const PairClasses& pairs = {}, const std::vector<double>& pair_scale = {})
+      : program_name_(name),
+        program_(name, tessel::lp::Direction::maximize),
         column_(jobs.size(), std::vector<int>(capacity.size(), -1)),
-        pair_column_(pairs.size(), std::vector<int>(capacity.size(), -1)),
         target_row_(jobs.size(), -1) {
     std::vector<int> time_row_of(jobs.size());
     std::vector<int> type_row(capacity.size());
@@ -232,19 +236,8 @@ class TargetProgram {
       // moves the jobs that do not fit there, instead of every job.
       if (fastest >= 0 && unit[j][fastest] > 0) program_.start_with_basic(column_[j][fastest], target_row_[j]);
     }
-    for (std::size_t p = 0; p < pairs.size(); ++p) {
-      const Pair& pair = pairs[p];
-      for (std::size_t t = 0; t < capacity.size(); ++t) {
-        if (pair.first_rate[t] <= 0 || pair.second_rate[t] <= 0) continue;
-        const int x = program_.add_column(tessel::lp::Bounds::between(0, 1));
-        pair_column_[p][t] = x;
-        program_.add_term(type_row[t], x, pair.gpus);
-        program_.add_term(time_row_of[pair.first], x, 1);
-        program_.add_term(time_row_of[pair.second], x, 1);
-        program_.add_term(target_row_[pair.first], x, pair.first_rate[t] * pair_scale[pair.first]);
-        program_.add_term(target_row_[pair.second], x, pair.second_rate[t] * pair_scale[pair.second]);
-      }
-    }
+    if (!pairs.pairings.empty())
+      pair_columns_.emplace(program_, pairs, time_row_of, target_row_, type_row, pair_scale);
   }
 
   // Can every job j reach a throughput of target[j] units at once?
@@ -255,29 +248,53 @@ class TargetProgram {
     return program_.solve() == tessel::lp::Outcome::optimal;
   }
 
+  // The highest level s such that every job j with `asks[j]` reaches a
+  // throughput of s units at once (infinity when no job asks), in one
+  // solve: a column s in every asking job's row, maximised. Then
+  // fix_level(s) solves again, from that basis, at a level at most that high.
+  double highest_level(const std::vector<char>& asks) {
+    level_ = program_.add_column(tessel::lp::Bounds::at_least(0), 1);
+    for (std::size_t j = 0; j < target_row_.size(); ++j) {
+      program_.set_row_bounds(target_row_[j], asks[j] ? tessel::lp::Bounds::at_least(0) : tessel::lp::Bounds::none());
+      if (asks[j]) program_.add_term(target_row_[j], level_, -1);
+    }
+    switch (program_.solve()) {
+      case tessel::lp::Outcome::optimal: return program_.value(level_);
+      case tessel::lp::Outcome::unbounded: return std::numeric_limits<double>::infinity();
+      case tessel::lp::Outcome::infeasible: break;
+    }
+    throw tessel::lp::SolverError(program_name_ + ": giving nothing is infeasible");
+  }
+  bool fix_level(double level) {
+    program_.set_column_bounds(level_, tessel::lp::Bounds::exactly(level));
+    return program_.solve() == tessel::lp::Outcome::optimal;
+  }
+
   // X of the last solve that reached its targets. The searches stop a hair
   // short of the optimum and the simplex leaves rounding noise
   // (0.25000000000000006); shares are rounded to 1e-6 so that equal shares
   // rank as ties in the rounds.
-  Shares shares() const { return values(column_); }
-
-  // The pairs' X of the same solve, rounded alike.
-  Shares pair_shares() const { return values(pair_column_); }
-
- private:
-  Shares values(const std::vector<std::vector<int>>& columns) const {
-    Shares x(columns.size(), std::vector<double>(columns.empty() ? 0 : columns[0].size(), 0.0));
-    for (std::size_t j = 0; j < columns.size(); ++j)
-      for (std::size_t t = 0; t < columns[j].size(); ++t)
-        if (columns[j][t] >= 0)
-          x[j][t] = std::clamp(std::round(program_.value(columns[j][t]) * 1e6) / 1e6, 0.0, 1.0);
+  Shares shares() const {
+    Shares x(column_.size(), std::vector<double>(column_.empty() ? 0 : column_[0].size(), 0.0));
+    for (std::size_t j = 0; j < column_.size(); ++j)
+      for (std::size_t t = 0; t < column_[j].size(); ++t)
+        if (column_[j][t] >= 0)
+          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e6) / 1e6, 0.0, 1.0);
     return x;
   }
 
+  // The pairs' X of the same solve, rounded alike: the pairs with a share.
+  std::vector<JobPairShares> pair_shares() const {
+    return pair_columns_ ? pair_columns_->shares(program_) : std::vector<JobPairShares>{};
+  }
+
+ private:
+  std::string program_name_;
   tessel::lp::LinearProgram program_;
+  int level_ = -1;  // highest_level's column
   std::vector<std::vector<int>> column_;  // [job][type], -1 where the job cannot run
-  std::vector<std::vector<int>> pair_column_;  // [pair][type], -1 where the pair cannot run
   std::vector<int> target_row_;
+  std::optional<tessel_plugins::PairColumns> pair_columns_;
 };
 
 // Bisects a level between `reachable` and `unreachable` (either may be the
@@ -288,7 +305,7 @@ class TargetProgram {
 // `best_pairs`, if given, receives the pairs' X at that level.
 template <class TargetsAt>
 Shares bisect(TargetProgram& program, double& reachable, double unreachable, double tolerance,
-              TargetsAt targets_at, Shares* best_pairs = nullptr) {
+              TargetsAt targets_at, std::vector<JobPairShares>* best_pairs = nullptr) {
   Shares best;
   auto keep = [&] {
     best = program.shares();
@@ -410,29 +427,53 @@ class Gavel final : public tessel::AllocationPolicy {
   // The `_packed` policies' pairs, as Gavel's scheduler forms them
   // (_populate_job_combination_metadata): every two jobs of equal GPU
   // counts, priced on each type by the throughput model's co-located rates
-  // on the job's packed shape. Pairs that run nowhere (a rate of 0 on every
-  // type both can use) are left out of the LP, where they could take no time.
+  // on the job's packed shape. The LP takes them by classes
+  // (gavel_pairs.hpp): jobs alike in every field a model prices by (the
+  // profile, GPUs, batch size, size, CPUs, memory) and in their rates alone,
+  // as Gavel's job type and scale factor; each two classes' rates come from
+  // one job of each. Pairs that run nowhere (a rate of 0 on every type both
+  // can use) are left out of the LP, where they could take no time.
   void find_pairs(const tessel::SchedulerView& view, const std::vector<Planned>& jobs) {
     const std::size_t types = view.cluster().gpu_types().size();
     const tessel::ThroughputModel& model = view.throughput();
-    for (std::size_t a = 0; a < jobs.size(); ++a) {
-      const tessel::JobSpec& first = jobs[a].job->spec;
-      if (first.gpu_milli != 1000) continue;
-      for (std::size_t b = a + 1; b < jobs.size(); ++b) {
-        const tessel::JobSpec& second = jobs[b].job->spec;
-        if (second.gpu_milli != 1000 || jobs[b].gpus != jobs[a].gpus) continue;
-        Pair pair{a, b, jobs[a].gpus, std::vector<double>(types, 0.0), std::vector<double>(types, 0.0)};
+    using Key = std::tuple<std::string, int, int, double, double, double, std::vector<double>>;
+    std::map<Key, std::size_t> class_of;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const tessel::JobSpec& spec = jobs[j].job->spec;
+      if (spec.gpu_milli != 1000) continue;
+      const Key key{spec.model, jobs[j].gpus, spec.batch_size, spec.parameters, spec.cpus, spec.mem_gb, jobs[j].rate};
+      const auto [found, added] = class_of.emplace(key, pairs_.members.size());
+      if (added) pairs_.members.emplace_back();
+      pairs_.members[found->second].push_back(j);
+    }
+    const std::size_t classes = pairs_.members.size();
+    for (std::size_t a = 0; a < classes; ++a) {
+      for (std::size_t b = a; b < classes; ++b) {
+        if (a == b && pairs_.members[a].size() < 2) continue;
+        const Planned& first = jobs[pairs_.members[a][0]];
+        const Planned& second = jobs[pairs_.members[b][a == b ? 1 : 0]];
+        if (second.gpus != first.gpus) continue;
+        PairClasses::Pairing pairing{a, b, first.gpus, std::vector<double>(types, 0.0), std::vector<double>(types, 0.0)};
         bool runs = false;
         for (std::size_t t = 0; t < types; ++t) {
-          if (jobs[a].rate[t] <= 0 || jobs[b].rate[t] <= 0) continue;
-          const tessel::Shape shape = view.cluster().packed_shape(first, pair.gpus, view.cluster().gpu_types()[t]);
-          const tessel::JobSpec* with_second[] = {&second};
-          const tessel::JobSpec* with_first[] = {&first};
-          pair.first_rate[t] = model.rate_colocated(first, with_second, shape);
-          pair.second_rate[t] = model.rate_colocated(second, with_first, shape);
-          runs = runs || (pair.first_rate[t] > 0 && pair.second_rate[t] > 0);
+          if (first.rate[t] <= 0 || second.rate[t] <= 0) continue;
+          const tessel::Shape shape =
+              view.cluster().packed_shape(first.job->spec, pairing.gpus, view.cluster().gpu_types()[t]);
+          const tessel::JobSpec* with_second[] = {&second.job->spec};
+          const tessel::JobSpec* with_first[] = {&first.job->spec};
+          pairing.a_rate[t] = model.rate_colocated(first.job->spec, with_second, shape);
+          pairing.b_rate[t] = model.rate_colocated(second.job->spec, with_first, shape);
+          // A pair whose rates, as fractions of each job's rate alone, add up
+          // to 1 or less is no better than the two taking turns on those GPUs
+          // (a time y side by side is matched by y times each fraction alone:
+          // the same throughputs, no more GPU time, less of each job's time),
+          // so leaving it out changes no optimum; about a fifth of Gavel's
+          // measured single-GPU pairs are such.
+          if (pairing.a_rate[t] / first.rate[t] + pairing.b_rate[t] / second.rate[t] <= 1)
+            pairing.a_rate[t] = pairing.b_rate[t] = 0;
+          runs = runs || pairs_.runs(pairing, t);
         }
-        if (runs) pairs_.push_back(std::move(pair));
+        if (runs) pairs_.pairings.push_back(std::move(pairing));
       }
     }
   }
@@ -485,7 +526,7 @@ class Gavel final : public tessel::AllocationPolicy {
               job->spec, view.cluster().packed_shape(job->spec, planned.gpus, view.cluster().gpu_types()[t]));
       jobs.push_back(std::move(planned));
     }
-    pairs_.clear();
+    pairs_ = {};
     if (packed_) find_pairs(view, jobs);
 
     // Gavel walks its types fastest first (v100, p100, k80). Walking a slow
@@ -519,12 +560,13 @@ class Gavel final : public tessel::AllocationPolicy {
     }
 
     planned_pairs_.clear();
-    for (std::size_t p = 0; p < pair_x_.size(); ++p) {
-      if (std::all_of(pair_x_[p].begin(), pair_x_[p].end(), [](double share) { return share <= 0; })) continue;
-      const std::pair key{jobs[pairs_[p].first].job->spec.id, jobs[pairs_[p].second].job->spec.id};
+    for (const JobPairShares& shares : pair_x_) {
+      // By (smaller id, larger id), as count_rounds finds a pair from its GPUs.
+      const tessel::JobId first = jobs[shares.first].job->spec.id, second = jobs[shares.second].job->spec.id;
+      const std::pair key{std::min(first, second), std::max(first, second)};
       PairRecord& pair = pair_records_[key];
       fit(pair, types);
-      pair.share = pair_x_[p];
+      pair.share = shares.share;
       pair.planned = true;
       planned_pairs_.push_back(key);
     }
@@ -573,10 +615,13 @@ class Gavel final : public tessel::AllocationPolicy {
       scale[j] = jobs[j].gpus / (weight * equal_share);
       fastest_of[j] = fastest;
     }
-    for (const Pair& pair : pairs_)
+    for (const PairClasses::Pairing& pairing : pairs_.pairings)
       for (std::size_t t = 0; t < capacity.size(); ++t) {
-        fastest_of[pair.first] = std::max(fastest_of[pair.first], pair.first_rate[t] * scale[pair.first]);
-        fastest_of[pair.second] = std::max(fastest_of[pair.second], pair.second_rate[t] * scale[pair.second]);
+        if (!pairs_.runs(pairing, t)) continue;
+        for (std::size_t j : pairs_.members[pairing.a])
+          fastest_of[j] = std::max(fastest_of[j], pairing.a_rate[t] * scale[j]);
+        for (std::size_t j : pairs_.members[pairing.b])
+          fastest_of[j] = std::max(fastest_of[j], pairing.b_rate[t] * scale[j]);
       }
     const double ceiling = *std::min_element(fastest_of.begin(), fastest_of.end());
     TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
@@ -655,32 +700,37 @@ class Gavel final : public tessel::AllocationPolicy {
     for (std::size_t j = 0; j < n; ++j)
       if (asks[j]) scale[j] = 1 / jobs[j].job->remaining_work();
     TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
-    auto within = [&](double seconds) {
-      std::vector<double> target(n, 0.0);
-      for (std::size_t j = 0; j < n; ++j)
-        if (asks[j]) target[j] = 1 / seconds;
-      return program.reaches(target);
-    };
-    // Gavel's search, with its constants.
+    // Gavel's search over T (bisection over [100 s, 10^6 s] to 5%, widened
+    // tenfold while nothing in it is feasible), with each step's answer
+    // read off the shortest feasible makespan, 1 / the highest common level,
+    // found by one solve: probing each T by a solve costs as many solves,
+    // most of them on infeasible programs, the slowest kind.
+    const double highest = program.highest_level(asks);
+    auto within = [&](double seconds) { return 1 / seconds <= highest; };
     double shortest = 100, longest = 1e6, widest = longest;
-    Shares best;
-    while (best.empty()) {
+    bool found = false;
+    while (!found) {
       while (1.05 * shortest < longest) {
         const double seconds = (shortest + longest) / 2;
         if (within(seconds)) {
-          best = program.shares();
-          pair_x_ = program.pair_shares();
+          found = true;
           longest = seconds;
         } else {
           shortest = seconds;
         }
       }
-      if (!best.empty()) break;
+      if (found) break;
       if (widest > 1e18) throw tessel::lp::SolverError("gavel min_total_duration: no makespan below 10^18 s is feasible");
       shortest = widest;
       longest = widest * 10;
       widest *= 10;
     }
+    // X at the T the search ends with, as Gavel's (at the optimum, should
+    // the solver find T's program infeasible by a hair).
+    if (!program.fix_level(1 / longest) && !program.fix_level(highest))
+      throw tessel::lp::SolverError("gavel " + policy_name_ + ": the highest level found is not feasible");
+    const Shares best = program.shares();
+    pair_x_ = program.pair_shares();
     summary_ = "; every job can finish within " + decimal(longest) + " s)";
     return best;
   }
@@ -795,8 +845,8 @@ class Gavel final : public tessel::AllocationPolicy {
   Policy policy_;
   std::string policy_name_;
   bool packed_;  // a `_packed` policy: pairs of jobs may share GPUs
-  std::vector<Pair> pairs_;  // the last solve's candidate pairs (indices into its jobs)
-  Shares pair_x_;            // their X
+  PairClasses pairs_;                 // the last solve's candidate pairs, by classes of its jobs
+  std::vector<JobPairShares> pair_x_;  // the pairs with an X in it (indices into its jobs)
   std::map<std::pair<tessel::JobId, tessel::JobId>, PairRecord> pair_records_;  // by (first, second), first < second
   std::vector<std::pair<tessel::JobId, tessel::JobId>> planned_pairs_;  // pairs with a share in the last solve
   tessel::Slot<JobRecord> record_;
