@@ -119,31 +119,10 @@ class Gandiva final : public tessel::AllocationPolicy {
                                                  std::string(view.throughput().name()) +
                                                  "' has no co-location throughputs (gavel-table has them); "
                                                  "set packing = false for time-slicing alone");
-    const tessel::ClusterState& cluster = view.cluster();
-    const std::size_t types = cluster.gpu_types().size();
-    std::vector<int> capacity;
-    tessel::gpus_up_by_type(cluster, capacity);
-    const int largest_type = types == 0 ? 0 : *std::max_element(capacity.begin(), capacity.end());
-
-    rounds_.count(view);
-
-    std::vector<const tessel::JobState*> plannable;
-    for (const tessel::JobState* job : view.active())
-      if (job->spec.gpus <= largest_type) plannable.push_back(job);
-    bool held_back = false;
-    const bool due = !rounds_.allocated() || capacity != allocated_capacity_ || !same_jobs(plannable) ||
-                     introspection_due(view);
-    if (due) {
-      if (throttle_.allow(view.now()))
-        allocate_shares(view, plannable, capacity);
-      else
-        held_back = true;
-    }
-    rounds_.note_unplanned(view, plannable, throttle_.seconds(), "allocated last at");
-
-    tessel::AllocationPlan result = rounds_.plan(view, plannable, capacity, largest_type);
-    if (held_back) result.revisit_at = throttle_.next_allowed();
-    return result;
+    return rounds_.round(view, throttle_, introspection_due(view), "allocated last at",
+                         [&](const std::vector<const tessel::JobState*>& plannable, const std::vector<int>& capacity) {
+                           allocate_shares(view, plannable, capacity);
+                         });
   }
 
  private:
@@ -158,13 +137,6 @@ class Gandiva final : public tessel::AllocationPolicy {
       if (std::find(gpu.jobs.begin(), gpu.jobs.end(), pair.jobs.second) != gpu.jobs.end()) return true;
     }
     return false;
-  }
-
-  bool same_jobs(const std::vector<const tessel::JobState*>& jobs) const {
-    if (jobs.size() != allocated_jobs_.size()) return false;
-    for (std::size_t i = 0; i < jobs.size(); ++i)
-      if (jobs[i]->spec.id != allocated_jobs_[i]) return false;
-    return true;
   }
 
   // Each type's rates of `first` beside `second` and of `second` beside
@@ -308,10 +280,7 @@ class Gandiva final : public tessel::AllocationPolicy {
                       runs_on);
     }
 
-    rounds_.allocated_at(view.now());
-    allocated_capacity_ = capacity;
-    allocated_jobs_.clear();
-    for (const tessel::JobState* job : plannable) allocated_jobs_.push_back(job->spec.id);
+    rounds_.allocated_at(view, plannable, capacity);
   }
 
   bool packing_;
@@ -325,8 +294,6 @@ class Gandiva final : public tessel::AllocationPolicy {
   };
   std::vector<Packed> pairs_;
   std::set<GavelRounds::JobPair> split_;  // pairs introspection split: never packed again
-  std::vector<tessel::JobId> allocated_jobs_;
-  std::vector<int> allocated_capacity_;
   tessel_plugins::AllocationThrottle throttle_;
 };
 

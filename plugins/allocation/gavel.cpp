@@ -314,29 +314,10 @@ class Gavel final : public tessel::AllocationPolicy {
       throw tessel::ArgumentError("policy", "'" + policy_name_ + "' pairs jobs on shared GPUs, but throughput model '" +
                                                 std::string(view.throughput().name()) +
                                                 "' has no co-location throughputs (gavel-table has them)");
-    const tessel::ClusterState& cluster = view.cluster();
-    const std::size_t types = cluster.gpu_types().size();
-    std::vector<int> capacity;
-    tessel::gpus_up_by_type(cluster, capacity);
-    const int largest_type = types == 0 ? 0 : *std::max_element(capacity.begin(), capacity.end());
-
-    rounds_.count(view);
-
-    std::vector<const tessel::JobState*> plannable;
-    for (const tessel::JobState* job : view.active())
-      if (job->spec.gpus <= largest_type) plannable.push_back(job);
-    bool held_back = false;  // a solve is due, but the throttle defers it
-    if (!rounds_.allocated() || capacity != solved_capacity_ || !same_jobs(plannable)) {
-      if (throttle_.allow(view.now()))
-        solve(view, plannable, capacity);
-      else
-        held_back = true;
-    }
-    rounds_.note_unplanned(view, plannable, throttle_.seconds(), "solved last at");
-
-    tessel::AllocationPlan result = rounds_.plan(view, plannable, capacity, largest_type);
-    if (held_back) result.revisit_at = throttle_.next_allowed();
-    return result;
+    return rounds_.round(view, throttle_, false, "solved last at",
+                         [&](const std::vector<const tessel::JobState*>& plannable, const std::vector<int>& capacity) {
+                           solve(view, plannable, capacity);
+                         });
   }
 
  private:
@@ -368,13 +349,6 @@ class Gavel final : public tessel::AllocationPolicy {
         if (runs) pairs_.push_back(std::move(pair));
       }
     }
-  }
-
-  bool same_jobs(const std::vector<const tessel::JobState*>& jobs) const {
-    if (jobs.size() != solved_jobs_.size()) return false;
-    for (std::size_t i = 0; i < jobs.size(); ++i)
-      if (jobs[i]->spec.id != solved_jobs_[i]) return false;
-    return true;
   }
 
   void solve(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
@@ -422,10 +396,7 @@ class Gavel final : public tessel::AllocationPolicy {
       rounds_.set_job(view, *jobs[j].job, x[j], runs_on);
     }
 
-    rounds_.allocated_at(view.now());
-    solved_capacity_ = capacity;
-    solved_jobs_.clear();
-    for (const tessel::JobState* job : plannable) solved_jobs_.push_back(job->spec.id);
+    rounds_.allocated_at(view, plannable, capacity);
   }
 
   // Gavel's LP maximises z subject to every job's normalised throughput
@@ -570,8 +541,6 @@ class Gavel final : public tessel::AllocationPolicy {
   tessel::Slot<JobRecord> record_;
   tessel_plugins::GavelRounds rounds_;  // each job's and pair's shares, and the rounds that realise them
   std::string summary_;  // the last solve's objective, in words
-  std::vector<tessel::JobId> solved_jobs_;
-  std::vector<int> solved_capacity_;
   tessel_plugins::AllocationThrottle throttle_;
 };
 

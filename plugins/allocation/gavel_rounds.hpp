@@ -37,6 +37,8 @@
 
 #include <tessel/tessel.hpp>
 
+#include "allocation_throttle.hpp"
+
 namespace tessel_plugins {
 
 class GavelRounds {
@@ -66,6 +68,39 @@ class GavelRounds {
   explicit GavelRounds(const tessel::PluginContext& context) : record_(context.job_slot<JobShares>()) {}
 
   JobShares& of(const tessel::JobState& job) { return record_(job.slots); }
+
+  // One call of the policy: counts the rounds; when the active jobs or the
+  // GPUs up changed since the last allocation, or `due`, has
+  // `allocate(plannable, capacity)` compute new shares (which ends with
+  // allocated_at), as `throttle` allows; returns this round's plan.
+  // `last` says what an allocation is, for the jobs that wait for one
+  // ("solved last at").
+  template <class Allocate>
+  tessel::AllocationPlan round(const tessel::SchedulerView& view, AllocationThrottle& throttle, bool due,
+                               const std::string& last, Allocate allocate) {
+    const tessel::ClusterState& cluster = view.cluster();
+    std::vector<int> capacity;
+    tessel::gpus_up_by_type(cluster, capacity);
+    const int largest_type = capacity.empty() ? 0 : *std::max_element(capacity.begin(), capacity.end());
+
+    count(view);
+
+    std::vector<const tessel::JobState*> plannable;
+    for (const tessel::JobState* job : view.active())
+      if (job->spec.gpus <= largest_type) plannable.push_back(job);
+    bool held_back = false;  // an allocation is due, but the throttle defers it
+    if (due || !allocated_ || capacity != allocated_capacity_ || !same_jobs(plannable)) {
+      if (throttle.allow(view.now()))
+        allocate(plannable, capacity);
+      else
+        held_back = true;
+    }
+    note_unplanned(view, plannable, throttle.seconds(), last);
+
+    tessel::AllocationPlan result = plan(view, plannable, capacity, largest_type);
+    if (held_back) result.revisit_at = throttle.next_allowed();
+    return result;
+  }
   bool allocated() const { return allocated_; }
   double last_allocation() const { return last_allocation_; }
 
@@ -159,9 +194,8 @@ class GavelRounds {
     planned_pairs_.push_back(key);
   }
 
-  // After reset(): a job's shares in the new allocation, `runs_on[t]` where
-  // it can run at all. `label` names the policy and `summary` ends the
-  // parenthesis it opens ("; every job ...)"), for the reasons.
+  // After reset() and describe(): a job's shares in the new allocation,
+  // `runs_on[t]` where it can run at all.
   void set_job(const tessel::SchedulerView& view, const tessel::JobState& job, const std::vector<double>& share,
                const std::vector<char>& runs_on) {
     JobShares& record = of(job);
@@ -179,11 +213,17 @@ class GavelRounds {
         "waits: " + record.shares_text + "; jobs further below their shares took the GPUs this round");
   }
 
-  // The allocation is complete at view.now(); `label` and `summary` as for set_job.
-  void allocated_at(double now) {
+  // The allocation of `plannable` on `capacity` is complete at view.now().
+  void allocated_at(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
+                    const std::vector<int>& capacity) {
     allocated_ = true;
-    last_allocation_ = now;
+    last_allocation_ = view.now();
+    allocated_capacity_ = capacity;
+    allocated_jobs_.clear();
+    for (const tessel::JobState* job : plannable) allocated_jobs_.push_back(job->spec.id);
   }
+  // `label` names the policy and `summary` ends the parenthesis it opens
+  // ("; every job ...)"), in the reasons set_job and plan give.
   void describe(std::string label, std::string summary) {
     label_ = std::move(label);
     summary_ = std::move(summary);
@@ -289,6 +329,13 @@ class GavelRounds {
   }
 
  private:
+  bool same_jobs(const std::vector<const tessel::JobState*>& jobs) const {
+    if (jobs.size() != allocated_jobs_.size()) return false;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      if (jobs[i]->spec.id != allocated_jobs_[i]) return false;
+    return true;
+  }
+
   struct RoundPair {
     std::size_t first, second;  // into plannable
     const Shares* shares;
@@ -324,6 +371,8 @@ class GavelRounds {
   std::string label_, summary_;
   bool allocated_ = false;
   double last_allocation_ = 0;
+  std::vector<tessel::JobId> allocated_jobs_;  // plannable at the last allocation, in arrival order
+  std::vector<int> allocated_capacity_;        // GPUs up by type then
   bool called_ = false;
   double last_call_ = 0;
 };
