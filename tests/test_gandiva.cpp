@@ -76,21 +76,6 @@ RunResults run(const std::string& table, const std::string& trace, const std::st
   return simulate(dir, experiment(cluster, arguments));
 }
 
-// The reason of `job`'s decision at `time` in `stage`; empty if none.
-std::string reason_of(const RunResults& results, JobId job, double time, PluginKind stage) {
-  for (const DecisionRecord& d : results.decisions)
-    if (d.job == job && d.time == time && d.stage == stage) return d.reason;
-  return "";
-}
-
-// The times at which `job` was placed (started or restarted).
-std::vector<double> placed_at(const RunResults& results, JobId job) {
-  std::vector<double> times;
-  for (const DecisionRecord& d : results.decisions)
-    if (d.job == job && d.code == "place") times.push_back(d.time);
-  return times;
-}
-
 }  // namespace
 
 TEST_CASE("gandiva gives every job the same time share of every type, in proportion to its GPUs") {
