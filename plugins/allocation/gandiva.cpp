@@ -38,16 +38,17 @@
 //    is suspended (preempted) when a picked one needs its GPUs and resumes
 //    when picked again; the simulator charges `[simulation]
 //    preemption_overhead_seconds` for each (Gandiva suspends at a minibatch
-//    boundary, in about a second; Gavel's simulator charges nothing).
+//    boundary, where the job holds least GPU memory; Gavel's simulator
+//    charges nothing).
 //
 // Migration. Gandiva moves jobs to free whole servers for jobs that need
 // them (defragmentation). Here the core does it: when a picked job's type
-// has enough free GPUs but not on nodes the placement plugin accepts
-// (`consolidated`: one node where possible), the core frees running jobs
-// ranked below it, and those of them picked this round are placed again,
-// on other GPUs of their type, in the same round: a migration, charged like
-// a suspend and resume. Gavel's simulator reassigns every worker each round
-// at no cost.
+// has enough free GPUs but not where the placement plugin accepts them
+// (`best_fit` with `span_nodes = false`: on one node; `consolidated` spreads
+// the job instead), the core frees running jobs ranked below it, and those
+// of them picked this round are placed again, on other GPUs of their type,
+// in the same round: a migration, charged like a suspend and resume.
+// Gavel's simulator reassigns every worker each round at no cost.
 //
 // Deterministic for a run's seed: the draws use tessel::Rng seeded with the
 // plugin's seed (PluginContext::seed).
@@ -67,8 +68,9 @@
 //   compares the pair's throughput with the jobs' time-sliced throughput).
 // - Gandiva's packing decision also profiles GPU memory and utilisation;
 //   here, as in Gavel, the pair's table entry stands for both.
-// - Gandiva grows and shrinks jobs and picks GPU types by affinity; Gavel's
-//   baseline does neither, nor does this plugin.
+// - Gandiva also grows jobs onto idle GPUs and shrinks them back, and keeps
+//   servers for jobs of one GPU count (affinity); Gavel's baseline does
+//   neither, nor does this plugin.
 // - An elastic job is planned at the GPU count it asked for; a job needing
 //   more GPUs than any type has up waits, with the reason.
 #include <algorithm>
