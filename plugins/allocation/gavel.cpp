@@ -62,7 +62,8 @@
 // The LP is solved again only when the active jobs or the GPUs up per type
 // change; its X is kept in each job's slot.
 //
-// The rounds (gavel_rounds.hpp, shared with `gandiva`). Each round, for each type, jobs are ranked by priority
+// The rounds (gavel_rounds.hpp, shared with `gandiva`). Each round, for
+// each type, jobs are ranked by priority
 // X[j][t] / rounds received on t since the last solve, ties broken by the
 // rounds owed on t (the deficit), then by X[j][t], then by arrival. Walking
 // the types fastest first and each type's ranking, a job is picked for the
