@@ -155,7 +155,7 @@ TEST_CASE("gandiva introspection: a pair slower than taking turns is split after
   CHECK(finish[0] == doctest::Approx(600));
   CHECK(finish[1] == doctest::Approx(1200));
   CHECK(split.jobs[0].shared_seconds == doctest::Approx(300));
-  CHECK(reason_of(split, 0, 300, PluginKind::allocation).find("1 split by introspection") != std::string::npos);
+  CHECK(reason_of(split, 0, 300, PluginKind::allocation).find("1 pair split by introspection") != std::string::npos);
 
   // With a threshold of 0 the pair stays: Alpha's 2,400 steps at 2/s end at
   // 1,200; Beta has 1,200 done and runs 1,500 alone at 4/s: 1,575.

@@ -266,11 +266,12 @@ class Gandiva final : public tessel::AllocationPolicy {
       for (double& share : x) share = std::round(share / std::max(sum, 1.0) * 1e6) / 1e6;
       return x;
     };
-    std::string summary = "; " + std::to_string(combinations) + (combinations == 1 ? " job or pair" : " jobs or pairs") +
-                          " share every type equally";
+    auto count = [](std::size_t n, const char* one, const char* many) { return std::to_string(n) + (n == 1 ? one : many); };
+    std::string summary = combinations == 1 ? "; 1 job or pair has every type to itself"
+                                            : "; " + std::to_string(combinations) + " jobs or pairs share every type equally";
     if (!oversubscribed) summary += "; the jobs fit, nothing is packed";
-    else if (use_pairs) summary += "; " + std::to_string(pairs_.size()) + " pairs packed";
-    if (split > 0) summary += ", " + std::to_string(split) + " split by introspection";
+    else if (use_pairs) summary += "; " + count(pairs_.size(), " pair", " pairs") + " packed";
+    if (split > 0) summary += ", " + count(static_cast<std::size_t>(split), " pair", " pairs") + " split by introspection";
     rounds_.describe("gandiva", summary + ")");
     if (use_pairs)
       for (const Packed& pair : pairs_)
