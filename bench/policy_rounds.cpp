@@ -26,6 +26,7 @@ namespace {
 // Arguments some policies need to run at all.
 std::string arguments_for(std::string_view plugin) {
   if (plugin == "gittins") return ", distribution = \"../shared/data/tiresias/yarn-gput1000.csv\"";
+  if (plugin == "gandiva") return ", packing = false";  // the synthetic jobs' model has no co-location rates
   return "";
 }
 

@@ -343,6 +343,8 @@ toml::table zoo_arguments(std::string_view plugin, PluginKind kind, const TempDi
         scratch.write("gpu-time.csv", "duration\n1800\n3600\n7200\n14400\n36000\n72000\n144000\n480000\n");
     return toml::table{{"distribution", distribution.string()}};
   }
+  // The quickstart's model has no co-location rates to pack with.
+  if (plugin == "gandiva") return toml::table{{"packing", false}};
   // Enough room that all 120 jobs get in and finish.
   if (plugin == "max_queue") return toml::table{{"max_waiting", 1000}};
   if (plugin == "synthesizer")

@@ -25,21 +25,6 @@ std::vector<double> jcts(const RunResults& results) {
   return out;
 }
 
-// The reason of `job`'s decision at `time` in `stage`; empty if none.
-std::string reason_of(const RunResults& results, JobId job, double time, PluginKind stage) {
-  for (const DecisionRecord& d : results.decisions)
-    if (d.job == job && d.time == time && d.stage == stage) return d.reason;
-  return "";
-}
-
-// The times at which `job` was placed (started or restarted).
-std::vector<double> placed_at(const RunResults& results, JobId job) {
-  std::vector<double> times;
-  for (const DecisionRecord& d : results.decisions)
-    if (d.job == job && d.code == "place") times.push_back(d.time);
-  return times;
-}
-
 // "time share 0.3824 on v100, 0.6176 on k80 (..." -> {v100: 0.3824, k80: 0.6176}.
 std::map<std::string, double> time_shares(const std::string& reason) {
   std::map<std::string, double> shares;

@@ -69,7 +69,8 @@
 // The LP is solved again only when the active jobs or the GPUs up per type
 // change; its X is kept in each job's slot.
 //
-// The rounds. Each round, for each type, jobs are ranked by priority
+// The rounds (gavel_rounds.hpp, shared with `gandiva`). Each round, for
+// each type, jobs are ranked by priority
 // X[j][t] / rounds received on t since the last solve, ties broken by the
 // rounds owed on t (the deficit), then by X[j][t], then by arrival. Walking
 // the types fastest first and each type's ranking, a job is picked for the
@@ -111,12 +112,10 @@
 // - finish_time_fairness ignores priority weights, as Gavel does.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
-#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -126,6 +125,7 @@
 
 #include "allocation_throttle.hpp"
 #include "gavel_pairs.hpp"
+#include "gavel_rounds.hpp"
 
 namespace {
 
@@ -154,38 +154,14 @@ Policy policy_named(const std::string& name) {
   return Policy::max_min_fairness;
 }
 
-std::string decimal(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", value);
-  return text;
-}
+std::string decimal(double value) { return tessel_plugins::GavelRounds::decimal(value); }
 
-// What gavel keeps for each job. Vectors are by GPU type index.
+// finish_time_fairness: Gavel's _cumulative_isolated_time for each job and
+// what it is updated from. (Each job's shares and rounds: GavelRounds.)
 struct JobRecord {
-  std::vector<double> share;     // X[j][t] of the last solve
-  std::vector<double> rounds;    // rounds received on each type since the last solve
-  std::vector<double> deficit;   // rounds owed on each type, summed over solves
-  bool planned = false;          // the last solve gave it shares
-  std::string shares_text;       // "time share 0.6 on v100, 0.4 on k80 ..."
-  tessel::Reason waiting;        // why it waits when it is not picked
-  // finish_time_fairness: Gavel's _cumulative_isolated_time and what it is updated from.
   double isolated_seconds = 0;
   double isolated_rate = 0;
   double remaining_at_solve = -1;  // negative: in no solve yet
-
-  void fit(std::size_t types) {
-    if (share.size() >= types) return;
-    share.resize(types, 0.0);
-    rounds.resize(types, 0.5);
-    deficit.resize(types, 0.0);
-  }
-};
-
-// Space sharing: what gavel keeps for a pair of jobs sharing GPUs, as
-// JobRecord for one job.
-struct PairRecord {
-  std::vector<double> share, rounds, deficit;
-  bool planned = false;
 };
 
 // A job the LP plans for.
@@ -347,6 +323,7 @@ class Gavel final : public tessel::AllocationPolicy {
         policy_name_(context.args().string("policy")),
         packed_(packed(policy_name_)),
         record_(context.job_slot<JobRecord>()),
+        rounds_(context),
         throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {}
 
   bool time_sensitive() const override { return true; }
@@ -356,74 +333,13 @@ class Gavel final : public tessel::AllocationPolicy {
       throw tessel::ArgumentError("policy", "'" + policy_name_ + "' pairs jobs on shared GPUs, but throughput model '" +
                                                 std::string(view.throughput().name()) +
                                                 "' has no co-location throughputs (gavel-table has them)");
-    const tessel::ClusterState& cluster = view.cluster();
-    const std::size_t types = cluster.gpu_types().size();
-    std::vector<int> capacity;
-    tessel::gpus_up_by_type(cluster, capacity);
-    const int largest_type = types == 0 ? 0 : *std::max_element(capacity.begin(), capacity.end());
-
-    count_rounds(view, types);
-
-    std::vector<const tessel::JobState*> plannable;
-    for (const tessel::JobState* job : view.active())
-      if (job->spec.gpus <= largest_type) plannable.push_back(job);
-    bool held_back = false;  // a solve is due, but the throttle defers it
-    if (!solved_ || capacity != solved_capacity_ || !same_jobs(plannable)) {
-      if (throttle_.allow(view.now()))
-        solve(view, plannable, capacity);
-      else
-        held_back = true;
-    }
-    // Jobs that arrived since the last solve (held back by the throttle).
-    for (const tessel::JobState* job : plannable) {
-      JobRecord& record = record_(job->slots);
-      if (record.planned) continue;
-      record.fit(types);
-      if (!record.shares_text.empty()) continue;
-      record.shares_text = "no time share yet (solved last at " + decimal(last_solve_) +
-                           " s; at most every " + decimal(throttle_.seconds()) + " s)";
-      record.waiting = tessel::Reason::text("waits: " + record.shares_text);
-    }
-
-    tessel::AllocationPlan result = plan(view, plannable, capacity, largest_type);
-    if (held_back) result.revisit_at = throttle_.next_allowed();
-    return result;
+    return rounds_.round(view, throttle_, false, "solved last at",
+                         [&](const std::vector<const tessel::JobState*>& plannable, const std::vector<int>& capacity) {
+                           solve(view, plannable, capacity);
+                         });
   }
 
  private:
-  // Credits every running job with the rounds since the last call, on the
-  // type it holds.
-  void count_rounds(const tessel::SchedulerView& view, std::size_t types) {
-    const double elapsed = called_ ? (view.now() - last_call_) / view.settings().round_seconds : 0;
-    called_ = true;
-    last_call_ = view.now();
-    if (elapsed <= 0) return;
-    const tessel::ClusterState& cluster = view.cluster();
-    for (const tessel::JobState* job : view.active()) {
-      if (!job->running()) continue;
-      const tessel::Gpu& gpu = cluster.gpu(job->allocation.gpus.front());
-      const std::size_t type = static_cast<std::size_t>(cluster.node(gpu.node).type);
-      if (gpu.sharers > 0) {  // a pair: its own count, credited once, at its first job
-        const tessel::JobId other = gpu.jobs[0] == job->spec.id ? gpu.jobs[1] : gpu.jobs[0];
-        if (other < job->spec.id) continue;
-        PairRecord& pair = pair_records_[{job->spec.id, other}];
-        fit(pair, types);
-        pair.rounds[type] += elapsed;
-        continue;
-      }
-      JobRecord& record = record_(job->slots);
-      record.fit(types);
-      record.rounds[type] += elapsed;
-    }
-  }
-
-  static void fit(PairRecord& pair, std::size_t types) {
-    if (pair.share.size() >= types) return;
-    pair.share.resize(types, 0.0);
-    pair.rounds.resize(types, 0.5);
-    pair.deficit.resize(types, 0.0);
-  }
-
   // The `_packed` policies' pairs, as Gavel's scheduler forms them
   // (_populate_job_combination_metadata): every two jobs of equal GPU
   // counts, priced on each type by the throughput model's co-located rates
@@ -478,43 +394,10 @@ class Gavel final : public tessel::AllocationPolicy {
     }
   }
 
-  bool same_jobs(const std::vector<const tessel::JobState*>& jobs) const {
-    if (jobs.size() != solved_jobs_.size()) return false;
-    for (std::size_t i = 0; i < jobs.size(); ++i)
-      if (jobs[i]->spec.id != solved_jobs_[i]) return false;
-    return true;
-  }
-
   void solve(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
              const std::vector<int>& capacity) {
     const std::size_t types = capacity.size();
-    // Gavel's reset: settle what each job was owed, restart the counts.
-    const double rounds_since = solved_ ? (view.now() - last_solve_) / view.settings().round_seconds : 0;
-    for (const tessel::JobState* job : view.active()) {
-      JobRecord& record = record_(job->slots);
-      record.fit(types);
-      for (std::size_t t = 0; t < types; ++t) {
-        if (record.planned) record.deficit[t] += record.share[t] * rounds_since - (record.rounds[t] - 0.5);
-        record.rounds[t] = 0.5;
-        record.share[t] = 0;
-      }
-      record.planned = false;
-    }
-    for (auto it = pair_records_.begin(); it != pair_records_.end();) {
-      if (view.job(it->first.first).done() || view.job(it->first.second).done()) {
-        it = pair_records_.erase(it);
-        continue;
-      }
-      PairRecord& pair = it->second;
-      fit(pair, types);
-      for (std::size_t t = 0; t < types; ++t) {
-        if (pair.planned) pair.deficit[t] += pair.share[t] * rounds_since - (pair.rounds[t] - 0.5);
-        pair.rounds[t] = 0.5;
-        pair.share[t] = 0;
-      }
-      pair.planned = false;
-      ++it;
-    }
+    rounds_.reset(view);  // Gavel's reset: settle what each job was owed, restart the counts
 
     std::vector<Planned> jobs;
     jobs.reserve(plannable.size());
@@ -529,25 +412,11 @@ class Gavel final : public tessel::AllocationPolicy {
     pairs_ = {};
     if (packed_) find_pairs(view, jobs);
 
-    // Gavel walks its types fastest first (v100, p100, k80). Walking a slow
-    // type first would hand its spare GPUs to jobs whose share is on a
-    // fast type. Here types are sorted by the mean, over the jobs that can
-    // run there, of their throughput there relative to their fastest type.
-    std::vector<double> speed(types, 0.0);
-    std::vector<int> runnable(types, 0);
-    for (const Planned& job : jobs) {
-      const double fastest = *std::max_element(job.rate.begin(), job.rate.end());
-      for (std::size_t t = 0; t < types; ++t) {
-        if (job.rate[t] <= 0) continue;
-        speed[t] += job.rate[t] / fastest;
-        ++runnable[t];
-      }
-    }
-    for (std::size_t t = 0; t < types; ++t) speed[t] = runnable[t] > 0 ? speed[t] / runnable[t] : 0;
-    type_order_.resize(types);
-    for (std::size_t t = 0; t < types; ++t) type_order_[t] = t;
-    std::stable_sort(type_order_.begin(), type_order_.end(),
-                     [&](std::size_t a, std::size_t b) { return speed[a] > speed[b]; });
+    // Gavel walks its types fastest first (v100, p100, k80).
+    std::vector<std::vector<double>> rates;
+    rates.reserve(jobs.size());
+    for (const Planned& job : jobs) rates.push_back(job.rate);
+    rounds_.order_types(rates, types);
 
     Shares x;
     pair_x_.clear();
@@ -559,38 +428,19 @@ class Gavel final : public tessel::AllocationPolicy {
       }
     }
 
-    planned_pairs_.clear();
+    rounds_.describe(policy_name_, summary_);
     for (const JobPairShares& shares : pair_x_) {
-      // By (smaller id, larger id), as count_rounds finds a pair from its GPUs.
+      // Keyed (smaller id, larger id), as the rounds key every pair.
       const tessel::JobId first = jobs[shares.first].job->spec.id, second = jobs[shares.second].job->spec.id;
-      const std::pair key{std::min(first, second), std::max(first, second)};
-      PairRecord& pair = pair_records_[key];
-      fit(pair, types);
-      pair.share = shares.share;
-      pair.planned = true;
-      planned_pairs_.push_back(key);
+      rounds_.set_pair({std::min(first, second), std::max(first, second)}, shares.share, types);
     }
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      JobRecord& record = record_(jobs[j].job->slots);
-      record.share = x[j];
-      record.planned = true;
-      std::string text = "time share ";
-      bool first = true;
-      for (std::size_t t = 0; t < types; ++t) {
-        if (jobs[j].rate[t] <= 0) continue;
-        text += (first ? "" : ", ") + decimal(x[j][t]) + " on " + view.cluster().gpu_types()[t];
-        first = false;
-      }
-      record.shares_text = text + " (" + policy_name_ + summary_;
-      record.waiting = tessel::Reason::text(
-          "waits: " + record.shares_text + "; jobs further below their shares took the GPUs this round");
+      std::vector<char> runs_on(types);
+      for (std::size_t t = 0; t < types; ++t) runs_on[t] = jobs[j].rate[t] > 0;
+      rounds_.set_job(view, *jobs[j].job, x[j], runs_on);
     }
 
-    solved_ = true;
-    last_solve_ = view.now();
-    solved_capacity_ = capacity;
-    solved_jobs_.clear();
-    for (const tessel::JobState* job : plannable) solved_jobs_.push_back(job->spec.id);
+    rounds_.allocated_at(view, plannable, capacity);
   }
 
   // Gavel's LP maximises z subject to every job's normalised throughput
@@ -735,129 +585,14 @@ class Gavel final : public tessel::AllocationPolicy {
     return best;
   }
 
-  tessel::AllocationPlan plan(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
-                              const std::vector<int>& capacity, int largest_type) {
-    const std::size_t types = capacity.size();
-    struct Entry {
-      double priority, deficit, share;
-      std::size_t job;  // index into plannable, which is in arrival order
-    };
-    // The planned pairs whose jobs are both still plannable.
-    struct RoundPair {
-      std::size_t first, second;  // into plannable
-      const PairRecord* record;
-    };
-    std::vector<RoundPair> round_pairs;
-    if (!planned_pairs_.empty()) {
-      std::unordered_map<tessel::JobId, std::size_t> index;
-      for (std::size_t i = 0; i < plannable.size(); ++i) index.emplace(plannable[i]->spec.id, i);
-      for (const auto& key : planned_pairs_) {
-        const auto first = index.find(key.first), second = index.find(key.second);
-        if (first != index.end() && second != index.end())
-          round_pairs.push_back({first->second, second->second, &pair_records_.at(key)});
-      }
-    }
-    std::vector<std::vector<Entry>> ranking(types);
-    for (std::size_t t = 0; t < types; ++t) {
-      for (std::size_t i = 0; i < plannable.size(); ++i) {
-        if (plannable[i]->spec.gpus > capacity[t]) continue;
-        const JobRecord& record = record_(plannable[i]->slots);
-        ranking[t].push_back({record.share[t] / record.rounds[t], record.deficit[t], record.share[t], i});
-      }
-      // Pairs with a share on t: entries past plannable.size(), beside single jobs.
-      for (std::size_t k = 0; k < round_pairs.size(); ++k) {
-        const PairRecord& pair = *round_pairs[k].record;
-        if (pair.share[t] > 0 && plannable[round_pairs[k].first]->spec.gpus <= capacity[t])
-          ranking[t].push_back({pair.share[t] / pair.rounds[t], pair.deficit[t], pair.share[t], plannable.size() + k});
-      }
-      std::sort(ranking[t].begin(), ranking[t].end(), [](const Entry& a, const Entry& b) {
-        if (a.priority != b.priority) return a.priority > b.priority;
-        if (a.deficit != b.deficit) return a.deficit > b.deficit;
-        if (a.share != b.share) return a.share > b.share;
-        return a.job < b.job;
-      });
-    }
-
-    tessel::AllocationPlan result;
-    result.ranked.reserve(view.active().size());
-    std::vector<char> picked(plannable.size(), 0);
-    std::vector<int> left = capacity;
-    for (std::size_t t : type_order_) {
-      for (const Entry& entry : ranking[t]) {
-        if (left[t] == 0) break;
-        if (entry.job >= plannable.size()) {
-          pick_pair(view, plannable, round_pairs[entry.job - plannable.size()], t, picked, left, result);
-          continue;
-        }
-        const tessel::JobState& job = *plannable[entry.job];
-        if (picked[entry.job] || job.spec.gpus > left[t]) continue;
-        picked[entry.job] = 1;
-        left[t] -= job.spec.gpus;
-        tessel::Resources grant{job.spec.gpus, job.spec.gpu_milli, job.spec.cpus, job.spec.mem_gb,
-                                static_cast<int>(t)};
-        const JobRecord& record = record_(job.slots);
-        const char* why = record.share[t] > 0 ? "; furthest below its share there this round"
-                                              : "; no job with a share there needs these GPUs this round";
-        result.ranked.push_back({job.spec.id, grant,
-                                 tessel::Reason::text("runs on " + view.cluster().gpu_types()[t] + ": " +
-                                                      record.shares_text + why)});
-      }
-    }
-    std::size_t next = 0;
-    for (const tessel::JobState* job : view.active()) {
-      tessel::Resources none{0, job->spec.gpu_milli, job->spec.cpus, job->spec.mem_gb};
-      if (next < plannable.size() && plannable[next] == job) {
-        if (!picked[next]) result.ranked.push_back({job->spec.id, none, record_(job->slots).waiting});
-        ++next;
-      } else {
-        result.ranked.push_back({job->spec.id, none,
-                                 tessel::Reason("needs {} GPUs of one type; no GPU type has more than {} up",
-                                                job->spec.gpus, largest_type)});
-      }
-    }
-    return result;
-  }
-
-  // Grants a pair type t, the second job sharing the first's GPUs, if
-  // neither is picked yet and t has the GPUs left.
-  template <class RoundPair>
-  void pick_pair(const tessel::SchedulerView& view, const std::vector<const tessel::JobState*>& plannable,
-                 const RoundPair& pair, std::size_t t, std::vector<char>& picked, std::vector<int>& left,
-                 tessel::AllocationPlan& result) {
-    const tessel::JobState& first = *plannable[pair.first];
-    const tessel::JobState& second = *plannable[pair.second];
-    if (picked[pair.first] || picked[pair.second] || first.spec.gpus > left[t]) return;
-    picked[pair.first] = picked[pair.second] = 1;
-    left[t] -= first.spec.gpus;
-    const std::string why = " on " + view.cluster().gpu_types()[t] + " (" + policy_name_ + ": the pair's time share " +
-                            decimal(pair.record->share[t]) + " there" + summary_ +
-                            "; furthest below its share there this round";
-    for (const tessel::JobState* job : {&first, &second}) {
-      const tessel::JobState& other = job == &first ? second : first;
-      tessel::Grant grant{job->spec.id,
-                          {job->spec.gpus, job->spec.gpu_milli, job->spec.cpus, job->spec.mem_gb, static_cast<int>(t)},
-                          tessel::Reason::text("runs sharing its GPUs with job " + std::to_string(other.spec.id) + why)};
-      if (job == &second) grant.share_with = first.spec.id;
-      result.ranked.push_back(std::move(grant));
-    }
-  }
-
   Policy policy_;
   std::string policy_name_;
   bool packed_;  // a `_packed` policy: pairs of jobs may share GPUs
   PairClasses pairs_;                 // the last solve's candidate pairs, by classes of its jobs
   std::vector<JobPairShares> pair_x_;  // the pairs with an X in it (indices into its jobs)
-  std::map<std::pair<tessel::JobId, tessel::JobId>, PairRecord> pair_records_;  // by (first, second), first < second
-  std::vector<std::pair<tessel::JobId, tessel::JobId>> planned_pairs_;  // pairs with a share in the last solve
   tessel::Slot<JobRecord> record_;
+  tessel_plugins::GavelRounds rounds_;  // each job's and pair's shares, and the rounds that realise them
   std::string summary_;  // the last solve's objective, in words
-  bool solved_ = false;
-  double last_solve_ = 0;
-  std::vector<tessel::JobId> solved_jobs_;
-  std::vector<int> solved_capacity_;
-  std::vector<std::size_t> type_order_;  // fastest first
-  bool called_ = false;
-  double last_call_ = 0;
   tessel_plugins::AllocationThrottle throttle_;
 };
 

@@ -155,6 +155,19 @@ std::vector<double> finish_times(const RunResults& results) {
   return out;
 }
 
+std::string reason_of(const RunResults& results, JobId job, double time, PluginKind stage) {
+  for (const DecisionRecord& d : results.decisions)
+    if (d.job == job && d.time == time && d.stage == stage) return d.reason;
+  return "";
+}
+
+std::vector<double> placed_at(const RunResults& results, JobId job) {
+  std::vector<double> times;
+  for (const DecisionRecord& d : results.decisions)
+    if (d.job == job && d.code == "place") times.push_back(d.time);
+  return times;
+}
+
 std::int64_t count(const fs::path& db, const std::string& sql) {
   sql::Database database(db.string(), false);
   auto statement = database.prepare(sql);

@@ -74,6 +74,11 @@ RunResults simulate(const TempDir& dir, const std::string& toml, const std::stri
 // Finish time of each job, by id (NaN if it did not finish).
 std::vector<double> finish_times(const RunResults& results);
 
+// The reason of `job`'s decision at `time` in `stage`; empty if none.
+std::string reason_of(const RunResults& results, JobId job, double time, PluginKind stage);
+// The times at which `job` was placed (started or restarted).
+std::vector<double> placed_at(const RunResults& results, JobId job);
+
 // The first column of the first row of `sql` on the database at `db`, read
 // as a count (0 without a row) or as text ("" without a row).
 std::int64_t count(const fs::path& db, const std::string& sql);
