@@ -57,10 +57,10 @@ constexpr Figure kFigures[] = {
     figure<&RunSummary::preemptions>("preemptions", "preemptions", FigureUnit::count, "preemptions of all jobs"),
     // Last, so that the columns before it keep their places in CSV files read by position.
     figure<&RunSummary::avg_jct_bound>("avg_jct_bound_s", "avg JCT bound", FigureUnit::seconds,
-                                       "mean of finish - arrival over tracked finished jobs and of run end - arrival "
-                                       "over tracked jobs still waiting or running at the end (rejected, failed "
-                                       "and cancelled ones left out): a lower bound on the avg JCT of the run continued until "
-                                       "they finish"),
+                                       "mean of finish - arrival over tracked finished jobs and of run end - "
+                                       "arrival over tracked jobs still waiting or running at the end (rejected, "
+                                       "failed and cancelled ones left out): a lower bound on the avg JCT of the "
+                                       "run continued until they finish"),
 };
 
 }  // namespace

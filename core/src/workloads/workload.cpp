@@ -429,7 +429,9 @@ Workload build_workload(const WorkloadSettings& settings, const ClusterState& cl
     auto owned = std::make_shared<const ClusterState>(cluster);
     auto state = std::make_unique<JobStream::State>(parts.source->generate(settings.seed), settings.transforms,
                                                     *settings.track,
-                                                    JobPricer(settings, parts.model, *owned, weights, parts.exact_shares), owned);
+                                                    JobPricer(settings, parts.model, *owned, weights,
+                                                              parts.exact_shares),
+                                                    owned);
     workload.stream.emplace(std::move(state));
     workload.notes.push_back("jobs are generated until the tracked ones (ids " + std::to_string(settings.track->first) +
                              " to " + std::to_string(settings.track->second - 1) + ") are done");
