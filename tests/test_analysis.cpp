@@ -134,14 +134,14 @@ TEST_CASE("report --group vc gives each VC of a run the run's figures, from its 
   const auto lines = lines_of(result.out);
   REQUIRE(lines.size() == 4);
   CHECK(lines[0] == "run,label,axes,status,vc,jobs,finished,unfinished,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,"
-                    "avg_queueing_delay_s,makespan_s,gpu_utilization,gpu_allocation,preemptions");
+                    "avg_queueing_delay_s,makespan_s,gpu_utilization,gpu_allocation,preemptions,avg_jct_bound_s");
   // fifo, seed 1. No VC: one job of 40 s. VC a: JCTs 100 and 200, waits 0 and 100, GPU-seconds 200 of 1000,
   // makespan 200. VC b: 300 s from 50 to 350, GPU-seconds 300.
-  CHECK(lines[1] == "1,exp,allocation=fifo seed=1,complete,-,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
+  CHECK(lines[1] == "1,exp,allocation=fifo seed=1,complete,-,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0,40.000");
   CHECK(lines[2] ==
-        "1,exp,allocation=fifo seed=1,complete,a,2,2,0,150.000,150.000,195.000,199.000,50.000,200.000,0.200000,0.000000,0");
+        "1,exp,allocation=fifo seed=1,complete,a,2,2,0,150.000,150.000,195.000,199.000,50.000,200.000,0.200000,0.000000,0,150.000");
   CHECK(lines[3] ==
-        "1,exp,allocation=fifo seed=1,complete,b,1,1,0,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0");
+        "1,exp,allocation=fifo seed=1,complete,b,1,1,0,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0,300.000");
 
   result = run_tessel({"report", db.string(), "--group", "vc", "--run", "3"});  // a table: share, seed 1
   REQUIRE(result.code == 0);
@@ -171,14 +171,14 @@ TEST_CASE("report --by with --group vc averages each VC over a series' seeds") {
   const auto lines = lines_of(result.out);
   REQUIRE(lines.size() == 7);
   CHECK(lines[0].starts_with("series,scheduler.allocation,vc,runs,jobs,finished,unfinished,avg_jct_s,"));
-  CHECK(lines[1] == "exp,fifo,-,2,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
+  CHECK(lines[1] == "exp,fifo,-,2,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0,40.000");
   // fifo, a: run averages 150 (seed 1) and 200 (seed 2); waits 50 and 100; makespans 200 and 300.
-  CHECK(lines[2] == "exp,fifo,a,2,2,2,0,175.000,175.000,242.500,248.500,75.000,250.000,0.200000,0.000000,0");
-  CHECK(lines[3] == "exp,fifo,b,2,1,1,0,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0");
-  CHECK(lines[4] == "exp,share,-,2,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0");
-  CHECK(lines[5] == "exp,share,a,2,2,2,0,100.000,100.000,100.000,100.000,0.000,100.000,0.200000,0.000000,0");
+  CHECK(lines[2] == "exp,fifo,a,2,2,2,0,175.000,175.000,242.500,248.500,75.000,250.000,0.200000,0.000000,0,175.000");
+  CHECK(lines[3] == "exp,fifo,b,2,1,1,0,300.000,300.000,300.000,300.000,0.000,300.000,0.300000,0.000000,0,300.000");
+  CHECK(lines[4] == "exp,share,-,2,1,1,0,40.000,40.000,40.000,40.000,0.000,40.000,0.040000,0.000000,0,40.000");
+  CHECK(lines[5] == "exp,share,a,2,2,2,0,100.000,100.000,100.000,100.000,0.000,100.000,0.200000,0.000000,0,100.000");
   // share, b: JCTs 400 and 500, waits 100 and 200.
-  CHECK(lines[6] == "exp,share,b,2,1,1,0,450.000,450.000,450.000,450.000,150.000,450.000,0.300000,0.000000,0");
+  CHECK(lines[6] == "exp,share,b,2,1,1,0,450.000,450.000,450.000,450.000,150.000,450.000,0.300000,0.000000,0,450.000");
 }
 
 TEST_CASE("report --over averages over another axis too, as over seeds") {

@@ -219,13 +219,13 @@ placement = { plugin = "first_fit" }
   CHECK(results.end_time == 0);
   CHECK(results.note == "2 jobs never finished: the scheduler could not place them; "
                         "4 jobs were still running when the run ended");
-  CHECK(summarize(results.jobs, results.capacity_gpu_seconds, results.cluster_gpus).gpu_allocation ==
-        doctest::Approx(0.85));
+  CHECK(summarize(results.jobs, results.capacity_gpu_seconds, results.cluster_gpus, results.end_time).gpu_allocation
+        == doctest::Approx(0.85));
   // Without backfill the queue stops at the first pod that does not fit:
   // only p0 runs, 2000 / 4000.
   const RunResults blocked = run("false");
-  CHECK(summarize(blocked.jobs, blocked.capacity_gpu_seconds, blocked.cluster_gpus).gpu_allocation ==
-        doctest::Approx(0.5));
+  CHECK(summarize(blocked.jobs, blocked.capacity_gpu_seconds, blocked.cluster_gpus, blocked.end_time).gpu_allocation
+        == doctest::Approx(0.5));
 
   // A CPU-only pod kept (cpu_only = "keep") takes 30 of the node's 32 CPUs
   // and no GPU share: then a 500-milli pod of 4 CPUs finds too few CPUs, one
@@ -253,8 +253,8 @@ placement = { plugin = "first_fit" }
   std::vector<std::string> statuses;
   for (const JobRecord& job : cpus.jobs) statuses.push_back(job.status);
   CHECK(statuses == std::vector<std::string>{"running", "queued", "running"});
-  CHECK(summarize(cpus.jobs, cpus.capacity_gpu_seconds, cpus.cluster_gpus).gpu_allocation ==
-        doctest::Approx(0.125));
+  CHECK(summarize(cpus.jobs, cpus.capacity_gpu_seconds, cpus.cluster_gpus, cpus.end_time).gpu_allocation
+        == doctest::Approx(0.125));
 }
 
 TEST_CASE("preemption frees GPUs for a higher-priority job and charges the restart") {

@@ -38,10 +38,11 @@ std::vector<RunReport> load_reports(ResultsStore& store, const std::vector<std::
       }
     const std::vector<JobRecord> jobs = store.jobs(run.id);
     if (grouping == JobGrouping::none || jobs.empty()) {
-      reports.push_back({std::move(run), summarize(jobs, run.capacity_gpu_seconds, run.cluster_gpus), {}});
+      reports.push_back(
+          {std::move(run), summarize(jobs, run.capacity_gpu_seconds, run.cluster_gpus, run.end_time), {}});
       continue;
     }
-    for (GroupSummary& vc : summarize_by_vc(jobs, run.capacity_gpu_seconds, run.cluster_gpus))
+    for (GroupSummary& vc : summarize_by_vc(jobs, run.capacity_gpu_seconds, run.cluster_gpus, run.end_time))
       reports.push_back({run, vc.summary, std::move(vc.group)});
   }
   return reports;

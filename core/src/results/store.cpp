@@ -360,7 +360,7 @@ void RunRows::totals(const RunTotals& t, std::span<const JobRecord> jobs) {
   totals_.bind(1, t.wall_seconds).bind(2, t.cluster_gpus).bind(3, t.capacity_gpu_seconds);
   totals_.bind(4, t.end_time).bind(5, static_cast<std::int64_t>(t.events)).bind(6, run_);
   totals_.run();
-  const RunSummary summary = summarize(jobs, t.capacity_gpu_seconds, t.cluster_gpus);
+  const RunSummary summary = summarize(jobs, t.capacity_gpu_seconds, t.cluster_gpus, t.end_time);
   for (const Figure& figure : figures()) {
     metric_.bind(1, run_).bind(2, std::string_view(figure.name)).bind(3, figure.get(summary));
     metric_.run();

@@ -2,6 +2,11 @@
 // and real runs alike, from the rows of the `jobs` table.
 //
 //   JCT               finish - arrival, over tracked finished jobs
+//   JCT bound         the same, with each tracked job still in the system when
+//                     the run ended counted to that end: a lower bound on the
+//                     average of a run continued until they finish, which is
+//                     the average Blox reports (all tracked jobs, run until
+//                     the last of them is done)
 //   queueing delay    first start - arrival, over tracked jobs that started
 //   percentiles       linear interpolation between ranks (numpy's default)
 //   makespan          last finish - first arrival, over all jobs
@@ -28,6 +33,7 @@ struct RunSummary {
   std::size_t finished = 0;    // tracked and finished
   std::size_t unfinished = 0;  // tracked, not finished (rejected, failed, still waiting)
   double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
+  double avg_jct_bound = 0;  // unfinished jobs still in the system counted to the run's end
   double avg_queueing_delay = 0;
   double makespan = 0;
   double gpu_utilization = 0;  // 0..1
@@ -65,8 +71,10 @@ std::string figure_title(const Figure& figure);
 RunSummary average(std::span<const RunSummary> runs);
 
 // `capacity_gpu_seconds` is the GPU time the cluster offered over the run,
-// `cluster_gpus` the GPUs it had when the run ended.
-RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds, int cluster_gpus);
+// `cluster_gpus` the GPUs it had when the run ended, `end_time` the run time
+// when it ended.
+RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_seconds, int cluster_gpus,
+                     double end_time);
 
 // The jobs split by virtual cluster (JobRecord::vc, "" for none), each part
 // summarised by summarize() against the whole run's capacity: a VC's GPU
@@ -78,7 +86,7 @@ struct GroupSummary {
   RunSummary summary;
 };
 std::vector<GroupSummary> summarize_by_vc(std::span<const JobRecord> jobs, double capacity_gpu_seconds,
-                                          int cluster_gpus);
+                                          int cluster_gpus, double end_time);
 
 // Linear-interpolation percentile of sorted values; p in [0, 100].
 double percentile(std::span<const double> sorted, double p);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "models/models.hpp"
@@ -188,7 +189,38 @@ struct ProfileDraw {
   std::vector<const std::string*> names;
   std::vector<double> weights;  // empty: all equally likely
   bool unsuited = false;        // no profile suits the count; drawn among all weighted ones
+  std::vector<std::size_t> given;  // jobs given each name so far (profile_assignment = "exact_shares")
 };
+
+// profile_assignment = "exact_shares", Synergy's ModelAssignment.OVERALL
+// (msr-fiddle/synergy simulator/jobs/model_zoo.py, task.py): the next job
+// gets the profile furthest below its share of the jobs given one so far,
+// the first in the draw's order on a tie (profile_weights' keys in name
+// order, else the model's order), so the split is exact at every point rather
+// than right on average. (Synergy splits by class, then cycles through a
+// class's models; with one weight per profile that is the same split.)
+std::size_t furthest_below_share(ProfileDraw& draw) {
+  const std::size_t n = draw.names.size();
+  if (draw.given.empty()) draw.given.assign(n, 0);
+  double total_weight = 0;
+  std::size_t total_given = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    total_weight += draw.weights.empty() ? 1.0 : draw.weights[i];
+    total_given += draw.given[i];
+  }
+  std::size_t pick = 0;
+  double largest = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double share = (draw.weights.empty() ? 1.0 : draw.weights[i]) / total_weight;
+    const double deficit = share * static_cast<double>(total_given) - static_cast<double>(draw.given[i]);
+    if (deficit > largest) {
+      largest = deficit;
+      pick = i;
+    }
+  }
+  ++draw.given[pick];
+  return pick;
+}
 
 ProfileDraw profile_draw(const ThroughputModel& model, const std::vector<std::pair<std::string, double>>& weights,
                          int gpus) {
@@ -243,6 +275,7 @@ struct WorkloadParts {
   std::unique_ptr<WorkloadSource> source;
   std::shared_ptr<const ThroughputModel> model;
   std::vector<std::pair<std::string, double>> profile_weights;
+  bool exact_shares = false;  // profile_assignment
 };
 
 // Reads what config left in [workload] and builds from it: the kind, the
@@ -263,6 +296,13 @@ WorkloadParts read_parts(const WorkloadSettings& settings, Diagnostics& diagnost
   parts.model = model ? std::move(model) : build_throughput_model(settings.model, diagnostics);
   if (const toml::table* weights = reader.table("profile_weights"))
     parts.profile_weights = read_profile_weights(reader, *weights, parts.model.get());
+  if (auto assignment = reader.choice("profile_assignment", {"random", "exact_shares"}, "random")) {
+    parts.exact_shares = *assignment == "exact_shares";
+    if (parts.exact_shares && parts.model && parts.model->profiles().empty())
+      reader.error("profile_assignment", "throughput model '" + std::string(parts.model->name()) +
+                                             "' has no profiles to assign; 'profile_assignment' needs a model "
+                                             "that has");
+  }
   if (kind == nullptr) return parts;  // which keys are valid is unknown: no unknown-key reports
   parts.source = kind->parse(reader);
   if (parts.source->endless())
@@ -287,8 +327,8 @@ WorkloadParts build_parts(const WorkloadSettings& settings, std::shared_ptr<cons
 struct JobPricer {
   JobPricer(const WorkloadSettings& settings, std::shared_ptr<const ThroughputModel> model,
             const ClusterState& cluster,
-            std::shared_ptr<const std::vector<std::pair<std::string, double>>> weights)
-      : model(std::move(model)), cluster(&cluster), weights(std::move(weights)),
+            std::shared_ptr<const std::vector<std::pair<std::string, double>>> weights, bool exact_shares)
+      : model(std::move(model)), cluster(&cluster), weights(std::move(weights)), exact_shares(exact_shares),
         reference(settings.reference_gpu_type), track(settings.track),
         profile_rng(derive_seed(settings.seed, 0x70726f66)) {}  // "prof"
 
@@ -305,9 +345,10 @@ struct JobPricer {
                         "' has no data for");
       auto found = draws.find(spec.gpus);
       if (found == draws.end()) found = draws.emplace(spec.gpus, profile_draw(m, *weights, spec.gpus)).first;
-      const ProfileDraw& draw = found->second;
-      const std::size_t pick =
-          draw.weights.empty() ? profile_rng.below(draw.names.size()) : profile_rng.weighted(draw.weights);
+      ProfileDraw& draw = found->second;
+      const std::size_t pick = exact_shares          ? furthest_below_share(draw)
+                               : draw.weights.empty() ? profile_rng.below(draw.names.size())
+                                                      : profile_rng.weighted(draw.weights);
       spec.model = *draw.names[pick];
       ++assigned;
       unsuited += draw.unsuited;
@@ -331,6 +372,7 @@ struct JobPricer {
   const ClusterState* cluster;  // outlives the pricer (a stream owns its copy)
   // Shared, so that the draws' names stay valid in copies.
   std::shared_ptr<const std::vector<std::pair<std::string, double>>> weights;
+  bool exact_shares;
   std::string reference;
   std::optional<std::pair<JobId, JobId>> track;
   Rng profile_rng;
@@ -387,7 +429,9 @@ Workload build_workload(const WorkloadSettings& settings, const ClusterState& cl
     auto owned = std::make_shared<const ClusterState>(cluster);
     auto state = std::make_unique<JobStream::State>(parts.source->generate(settings.seed), settings.transforms,
                                                     *settings.track,
-                                                    JobPricer(settings, parts.model, *owned, weights), owned);
+                                                    JobPricer(settings, parts.model, *owned, weights,
+                                                              parts.exact_shares),
+                                                    owned);
     workload.stream.emplace(std::move(state));
     workload.notes.push_back("jobs are generated until the tracked ones (ids " + std::to_string(settings.track->first) +
                              " to " + std::to_string(settings.track->second - 1) + ") are done");
@@ -400,14 +444,17 @@ Workload build_workload(const WorkloadSettings& settings, const ClusterState& cl
   workload.notes = std::move(trace.notes);
   apply_transforms(settings.transforms, settings.seed, cluster.installed_gpus(), trace.jobs, workload.notes);
 
-  JobPricer pricer(settings, parts.model, cluster, weights);
+  JobPricer pricer(settings, parts.model, cluster, weights, parts.exact_shares);
   workload.jobs.reserve(trace.jobs.size());
   for (TraceJob& entry : trace.jobs)
     workload.jobs.push_back(pricer.price(std::move(entry), static_cast<JobId>(workload.jobs.size())));
   if (pricer.assigned > 0)
-    workload.notes.push_back("gave " + count_text(pricer.assigned) + " jobs a random profile of '" +
+    workload.notes.push_back("gave " + count_text(pricer.assigned) + " jobs " +
+                             (parts.exact_shares ? "a profile" : "a random profile") + " of '" +
                              std::string(model.name()) + "'" +
-                             (weights->empty() ? "" : ", drawn by profile_weights"));
+                             (parts.exact_shares ? ", in exact shares" : "") +
+                             (weights->empty() ? "" : parts.exact_shares ? " of profile_weights"
+                                                                          : ", drawn by profile_weights"));
   if (pricer.unsuited > 0)
     workload.notes.push_back(count_text(pricer.unsuited) + " of them have a GPU count no profile suits; they got "
                              "any profile");
