@@ -273,7 +273,10 @@ void SlurmExecutor::submit(Launch& launch) {
   for (std::size_t c = 0; c < components.size(); ++c) {
     if (c > 0) script += "#SBATCH hetjob\n";
     const Component& part = components[c];
-    script += "#SBATCH --nodes=1 --nodelist=" + part.node + " --ntasks=" + std::to_string(part.tasks) + " --overcommit";
+    // One task's worth of CPU per node: the ranks are started by srun,
+    // overcommitted (a rank needs no core of its own; Slurm refuses more
+    // tasks than cores beside GPUs, even with --overcommit on the job).
+    script += "#SBATCH --nodes=1 --nodelist=" + part.node + " --ntasks=1";
     if (part.gpus > 0) script += " --gres=gpu:" + std::to_string(part.gpus);
     if (!partition_.empty()) script += " --partition=" + partition_;
     script += "\n";
@@ -311,7 +314,8 @@ void SlurmExecutor::submit(Launch& launch) {
   for (std::size_t c = 0; c < components.size(); ++c)
     script += "TESSEL_RANK_BASE=" + std::to_string(components[c].base) + " srun" +
               (components.size() > 1 ? " --het-group=" + std::to_string(c) : "") +
-              " --kill-on-bad-exit=0 /bin/sh -c " + shell_quoted(wrapper) + " tessel-rank" + command + " &\n";
+              " --nodes=1 --ntasks=" + std::to_string(components[c].tasks) +
+              " --overcommit --kill-on-bad-exit=0 /bin/sh -c " + shell_quoted(wrapper) + " tessel-rank" + command + " &\n";
   script += "wait\n";
 
   const fs::path path = dir / (stem + ".sbatch");

@@ -9,9 +9,9 @@
 //   nodes     sinfo (the partition's nodes) and scontrol show node (Gres=gpu,
 //             CPUs, memory, address), read once, at start
 //   launch    one Slurm job per launch (sbatch), pinned where placement put
-//             it: per node --nodelist, --gres=gpu:N and --ntasks of its ranks
-//             (a heterogeneous job when the launch spans nodes), --overcommit
-//             (a rank needs no CPU of its own); each rank an srun task whose
+//             it: per node --nodelist and --gres=gpu:N (a heterogeneous job
+//             when the launch spans nodes), its ranks there started by one
+//             srun, overcommitted (a rank needs no core of its own); each rank an srun task whose
 //             environment is an agent's (rank_environment) and whose exit
 //             status it writes beside its log. The job is named
 //             tessel-<tag>-l<launch> and its comment lists its ranks' nodes,
