@@ -71,7 +71,8 @@ class SchedulerDaemon {
   tcp::endpoint listen(const std::string& host_port);
   void start();
   // Closes every connection and marks the run 'interrupted'. Jobs keep
-  // running on their nodes until their agents' leases expire.
+  // running on their nodes until their agents' leases expire (Slurm's, until
+  // they end or a restarted daemon adopts them).
   void stop();
 
   std::int64_t run_id() const { return journal_.run(); }

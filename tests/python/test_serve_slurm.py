@@ -212,6 +212,7 @@ def test_a_restarted_daemon_adopts_the_slurm_jobs_still_running(tmp_path, serve)
                        90, "the adopted jobs did not end")
     assert [job["status"] for job in jobs] == ["finished", "finished"], daemon.log()
     assert [job["attempts"] for job in jobs] == [1, 1]
+    assert [job["iteration"] for job in jobs] == [60, 60]  # progress read on after the restart
     assert daemon.log().count("adopted") >= 2
     # No launch was made again: each job ran once, as the Slurm job it had.
     assert launches(tmp_path / "cluster.db") == [(0, "finished"), (1, "finished")]
@@ -237,7 +238,10 @@ def test_bad_executor_settings_are_refused(tmp_path):
 
 def test_serve_with_slurm_and_no_slurm_answering_is_refused(tmp_path):
     path, env = config(tmp_path)
-    env["SLURM_CONF"] = str(tmp_path / "no-such-slurm.conf")
+    # A controller that refuses connections (a missing file would make sinfo retry for a minute).
+    dead = tmp_path / "slurm.conf"
+    dead.write_text("ClusterName=none\nSlurmctldHost=localhost\nSlurmctldPort=9\n")
+    env["SLURM_CONF"] = str(dead)
     result = subprocess.run([TESSEL, "serve", str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 2, result.stderr
