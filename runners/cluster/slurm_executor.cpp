@@ -208,6 +208,16 @@ void SlurmExecutor::node_closed(const std::string& node) { registered_.erase(nod
 
 void SlurmExecutor::order(const std::string& node, const Message& m) {
   if (stopped_) return;
+  // The daemon gives its orders from deep in its own work (a round, a
+  // dispatch): a bad one is logged here, not thrown into that.
+  try {
+    carry_out(node, m);
+  } catch (const std::exception& e) {
+    log("the order '" + m.type() + "' for " + node + " was not carried out: " + e.what());
+  }
+}
+
+void SlurmExecutor::carry_out(const std::string& node, const Message& m) {
   if (m.type() == "launch") {
     const LaunchOrder order = LaunchOrder::from(m);
     Launch& launch = launches_[order.launch];

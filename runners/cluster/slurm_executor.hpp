@@ -87,7 +87,7 @@ class SlurmExecutor {
   void start(const std::filesystem::path& folder, const std::string& tag, double poll_seconds);
   // No more polls or orders; the Slurm jobs go on, for a restart to adopt.
   void stop();
-  // An order the daemon gave `node`'s agent. Throws ProtocolError.
+  // An order the daemon gave `node`'s agent; one it cannot carry out is logged.
   void order(const std::string& node, const Message& order);
   // The daemon dropped the node (silent too long): it registers again, with
   // what runs there, once Slurm answers.
@@ -116,6 +116,7 @@ class SlurmExecutor {
     std::int64_t reported_iteration = -1;
   };
 
+  void carry_out(const std::string& node, const Message& order);  // throws ProtocolError
   // Runs `work` on the worker thread, then `done` with its result on the io_context.
   void off_loop(std::vector<std::string> argv, std::function<void(const CommandResult&)> done);
   void submit(Launch& launch);

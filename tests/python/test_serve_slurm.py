@@ -175,6 +175,19 @@ def wait_running_in_slurm(daemon, launch_count, seconds=60):
 
 def test_a_job_cancelled_with_scancel_is_a_failed_attempt_and_retried(tmp_path, serve):
     daemon = serve()
+    # Slurm runs the jobs: an agent that comes anyway is refused.
+    agent = subprocess.Popen([TESSEL, "agent", "--fake-gpus", "2", "--name", "stray", "--log-dir", tmp_path / "agent"],
+                             cwd=tmp_path, env=daemon.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while "refused agent stray" not in daemon.log() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "this scheduler runs its jobs through Slurm" in daemon.log()
+        status = daemon.run("status")
+        assert status.returncode == 0 and "stray" not in status.stdout, status.stdout
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
     job = daemon.submit(2, 40, "cancelled")
     [slurm_id] = wait_running_in_slurm(daemon, 1)
     daemon.wait(lambda jobs: jobs[0]["iteration"] >= 3, 60, "no progress")
