@@ -278,8 +278,7 @@ void SlurmExecutor::submit(Launch& launch) {
   std::string script = "#!/bin/sh\n";
   script += "#SBATCH --job-name=tessel-" + tag_ + "-l" + std::to_string(launch.id) + "\n";
   script += "#SBATCH --comment=" + comment + "\n";
-  script += "#SBATCH --output=" + (dir / (stem + ".slurm.out")).string() + "\n";
-  script += "#SBATCH --chdir=" + first.workdir + "\n";
+  script += "#SBATCH --output=\"" + (dir / (stem + ".slurm.out")).string() + "\"\n";
   for (std::size_t c = 0; c < components.size(); ++c) {
     if (c > 0) script += "#SBATCH hetjob\n";
     const Component& part = components[c];
@@ -313,9 +312,14 @@ void SlurmExecutor::submit(Launch& launch) {
       // TERM (a stop) is passed on and waited for, so that the exit status is
       // the job's and is written down.
       "child=; trap 'kill -TERM $child 2>/dev/null' TERM\n"
+      // As an agent, it refuses a working directory that is not there
+      // (Slurm would run the job in /tmp instead).
+      "if cd " + shell_quoted(first.workdir) + " 2>/dev/null; then\n"
       "\"$@\" >> \"$log\" 2>&1 < /dev/null &\n"
       "child=$!\n"
       "while :; do wait $child; status=$?; kill -0 $child 2>/dev/null || break; done\n"
+      "else printf 'tessel: cannot enter working directory %s on %s\\n' " + shell_quoted(first.workdir) +
+      " \"$SLURMD_NODENAME\" >> \"$log\"; status=127; fi\n"
       "echo \"tessel: $(date +%s.%N) exited with status $status\" >> \"$log\"\n"
       "echo $status > " + exit_file + ".tmp && mv " + exit_file + ".tmp " + exit_file + "\n"
       "exit $status\n";
