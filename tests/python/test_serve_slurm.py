@@ -233,6 +233,52 @@ def test_a_restarted_daemon_adopts_the_slurm_jobs_still_running(tmp_path, serve)
     daemon.end()
 
 
+def test_ranks_get_the_agents_environment_and_their_logs_and_cancel_work(tmp_path, serve):
+    daemon = serve()
+    names = "RANK|LOCAL_RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|TESSEL_JOB_ID|TESSEL_LAUNCH_ID|TESSEL_PROGRESS|" \
+            "TESSEL_RESUME|CUDA_VISIBLE_DEVICES|FROM_JOB"
+    done = daemon.run("submit", "--gpus", 3, "--env", "FROM_JOB=yes", "--", "sh", "-c",
+                      f"env | grep -E '^({names})=' | sort > env-$RANK.txt; echo rank $RANK wrote")
+    assert done.returncode == 0, done.stderr
+    daemon.wait(lambda jobs: jobs[0]["status"] == "finished", 60, "the job did not finish")
+    envs = [dict(line.split("=", 1) for line in (tmp_path / f"env-{rank}.txt").read_text().splitlines())
+            for rank in range(3)]
+    progress = str(tmp_path / "cluster.db.slurm" / "run-1" / "job-0" / "launch-1.progress")
+    for rank, env in enumerate(envs):
+        assert env.pop("TESSEL_PROGRESS") == (progress if rank == 0 else "/dev/null")
+        assert env.pop("MASTER_PORT").isdigit()
+        assert env.pop("MASTER_ADDR")
+        # Slurm's GPUs: the launch's three on this node, for every rank, as an agent gives them.
+        assert len(env.pop("CUDA_VISIBLE_DEVICES").split(",")) == 3
+        assert env == {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "3", "TESSEL_JOB_ID": "0",
+                       "TESSEL_LAUNCH_ID": "1", "FROM_JOB": "yes"}  # no TESSEL_RESUME on a first launch
+    logs = daemon.run("logs", 0, "--rank", 2)
+    assert logs.returncode == 0 and "rank 2 wrote" in logs.stdout, logs.stdout + logs.stderr
+
+    # `tessel cancel`: the Slurm job is stopped (TERM, checkpoint) and ends.
+    daemon.submit(1, 400, "cancelled")
+    [slurm_id] = wait_running_in_slurm(daemon, 1)
+    assert daemon.run("cancel", 1).returncode == 0
+    daemon.wait(lambda jobs: jobs[1]["status"] == "cancelled", 30, "not cancelled")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(job_id == slurm_id and state in ("PENDING", "RUNNING")
+                                              for job_id, state in slurm_jobs().values()):
+        time.sleep(0.3)
+    assert "SIGTERM at iteration" in (tmp_path / "cluster.db.slurm" / "run-1" / "job-1" / "rank-0.log").read_text()
+    daemon.end()
+
+
+def test_a_missing_workdir_is_a_failed_launch(tmp_path, serve):
+    daemon = serve("max_retries = 0\n")
+    done = daemon.run("submit", "--gpus", 1, "--workdir", tmp_path / "nowhere", "--", "true")
+    assert done.returncode == 0, done.stderr
+    jobs = daemon.wait(lambda jobs: jobs[0]["status"] == "failed", 60, "the job did not fail")
+    assert "exited with code 127" in jobs[0]["last_error"], jobs
+    log = (tmp_path / "cluster.db.slurm" / "run-1" / "job-0" / "rank-0.log").read_text()
+    assert f"cannot enter working directory {tmp_path / 'nowhere'} on " in log, log
+    daemon.end()
+
+
 def test_bad_executor_settings_are_refused(tmp_path):
     path, env = config(tmp_path)
     text = path.read_text().replace('executor = "slurm"', 'executor = "kubernetes"')
