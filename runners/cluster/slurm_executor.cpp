@@ -1,5 +1,6 @@
 #include "slurm_executor.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -467,13 +468,7 @@ void SlurmExecutor::on_polled(const CommandResult& result) {
       ended(launch, found->second);
       continue;
     }
-    if (!launch.started && launch.state != "PENDING" && launch.state != "CONFIGURING") {
-      launch.started = true;
-      // A rank's pid, to the journal, is its Slurm job's id.
-      for (const Rank& rank : launch.ranks)
-        if (registered_.contains(rank.node))
-          send(rank.node, message("started", {{"launch", id}, {"rank", rank.rank}, {"pid", std::stoll(launch.slurm_id)}}));
-    }
+    if (!launch.started && launch.state != "PENDING" && launch.state != "CONFIGURING") report_started(launch);
   }
 
   for (const SlurmNode& node : nodes_) {
@@ -516,12 +511,21 @@ void SlurmExecutor::ended(Launch& launch, const std::map<std::string, std::strin
     if (parts.size() == 2) job_code = std::atoi(parts[0].c_str()), job_signal = std::atoi(parts[1].c_str());
   }
   if (launch.progress) launch.progress->read();
+  std::vector<std::optional<int>> statuses;  // as each rank wrote it
   for (const Rank& rank : launch.ranks) {
-    int code = -1, signal = 0;
     std::ifstream in(job_folder(launch.job) / ("launch-" + std::to_string(launch.id) + ".rank-" +
                                                 std::to_string(rank.rank) + ".exit"));
-    if (int status = 0; in >> status && status >= 0 && status <= 255) {
-      code = status;
+    int status = 0;
+    statuses.push_back(in >> status && status >= 0 && status <= 255 ? std::optional(status) : std::nullopt);
+  }
+  // A job too short for any poll to see it running still started.
+  if (!launch.started && std::any_of(statuses.begin(), statuses.end(), [](auto s) { return s.has_value(); }))
+    report_started(launch);
+  for (std::size_t i = 0; i < launch.ranks.size(); ++i) {
+    const Rank& rank = launch.ranks[i];
+    int code = -1, signal = 0;
+    if (statuses[i]) {
+      code = *statuses[i];
     } else if (job_signal > 0) {
       signal = job_signal;
     } else if (job_code != 0) {
@@ -544,6 +548,14 @@ void SlurmExecutor::ended(Launch& launch, const std::map<std::string, std::strin
     keep_exit(launch, rank, std::move(report));
   }
   launches_.erase(launch.id);
+}
+
+void SlurmExecutor::report_started(Launch& launch) {
+  launch.started = true;
+  // A rank's pid, to the journal, is its Slurm job's id.
+  for (const Rank& rank : launch.ranks)
+    if (registered_.contains(rank.node))
+      send(rank.node, message("started", {{"launch", launch.id}, {"rank", rank.rank}, {"pid", std::stoll(launch.slurm_id)}}));
 }
 
 void SlurmExecutor::exit_all(Launch& launch, int code, int signal, const std::string& error) {

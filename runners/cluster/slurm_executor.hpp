@@ -126,6 +126,7 @@ class SlurmExecutor {
   void on_polled(const CommandResult& result);
   // The launch's Slurm job ended: its ranks' exits, kept until recorded.
   void ended(Launch& launch, const std::map<std::string, std::string>& fields);
+  void report_started(Launch& launch);
   void exit_all(Launch& launch, int code, int signal, const std::string& error);
   void keep_exit(const Launch& launch, const Rank& rank, json report);
   void send(const std::string& node, const json& report);

@@ -252,6 +252,11 @@ def test_ranks_get_the_agents_environment_and_their_logs_and_cancel_work(tmp_pat
         assert len(env.pop("CUDA_VISIBLE_DEVICES").split(",")) == 3
         assert env == {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "3", "TESSEL_JOB_ID": "0",
                        "TESSEL_LAUNCH_ID": "1", "FROM_JOB": "yes"}  # no TESSEL_RESUME on a first launch
+    # The journal keeps the Slurm job's id as its ranks' pid.
+    [slurm_id] = re.findall(r"launch 1 of job 0 is Slurm job (\d+)", daemon.log())
+    with closing(sqlite3.connect(tmp_path / "cluster.db")) as connection:
+        pids = connection.execute("SELECT pid FROM cluster_ranks WHERE launch_id = 1 ORDER BY rank").fetchall()
+    assert pids == [(int(slurm_id),)] * 3
     logs = daemon.run("logs", 0, "--rank", 2)
     assert logs.returncode == 0 and "rank 2 wrote" in logs.stdout, logs.stdout + logs.stderr
 
