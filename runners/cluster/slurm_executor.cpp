@@ -168,7 +168,7 @@ void SlurmExecutor::off_loop(std::vector<std::string> argv, std::function<void(c
       CommandResult result;
       try {
         result = run_command(argv, folder_);
-      } catch (const UserError& e) {
+      } catch (const std::exception& e) {  // nothing escapes the worker thread
         result.status = -1;
         result.err = e.what();
       }
