@@ -97,7 +97,9 @@ int serve(const ServeOptions& options) {
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code error, int) {
     if (error) return;
-    log_line("tessel serve", "stopping; jobs keep running until their agents' leases expire");
+    log_line("tessel serve", config.serve.executor == "slurm"
+                                 ? "stopping; its Slurm jobs keep running, for the next `tessel serve` to adopt"
+                                 : "stopping; jobs keep running until their agents' leases expire");
     daemon.stop();
     io.stop();
   });

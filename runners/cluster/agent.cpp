@@ -28,12 +28,6 @@ Clock::duration seconds(double s) {
 
 void say(const std::string& line) { log_line("tessel agent", line); }
 
-// A log holds whatever the job printed; a message carries JSON strings,
-// which must be UTF-8: invalid bytes become U+FFFD.
-std::string as_utf8(const std::string& bytes) {
-  return json::parse(json(bytes).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
-}
-
 }  // namespace
 
 std::string gpu_type_from_name(const std::string& name) {
@@ -275,23 +269,8 @@ void NodeAgent::on_read_log(const Message& m) {
   const auto job = static_cast<std::uint32_t>(m.integer("job", 0, 0xfffffffe));
   const int rank = static_cast<int>(m.integer("rank", 0, 1 << 20));
   const auto max_bytes = m.integer("max_bytes", 0, kMaxLogBytes);
-  const std::filesystem::path path = rank_log_path(options_.log_dir, job, rank);
-  json reply = {{"request", m.integer("request", 0)}, {"path", path.string()}};
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    reply["error"] = "node " + options_.name + " has no log at " + path.string();
-  } else {
-    const std::int64_t size = in.tellg();
-    const std::int64_t from = std::max<std::int64_t>(0, size - max_bytes);
-    std::string text(static_cast<std::size_t>(size - from), '\0');
-    in.seekg(from);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    reply["size"] = size;
-    reply["from"] = from;
-    reply["text"] = as_utf8(text);
-  }
-  send(message("log", std::move(reply)));
+  send(message("log", log_tail(static_cast<std::uint64_t>(m.integer("request", 0)),
+                                 rank_log_path(options_.log_dir, job, rank), max_bytes, options_.name)));
 }
 
 void NodeAgent::report_exit(const Key& key, json exit) {

@@ -14,6 +14,7 @@
 #include "job_process.hpp"
 #include "log_line.hpp"
 #include "results/summary.hpp"
+#include "slurm_executor.hpp"
 
 namespace tessel::cluster {
 
@@ -44,6 +45,17 @@ TlsSettings tls_settings(const ServeConfig& serve) {
   return tls;
 }
 
+// Names this run's Slurm jobs: the same for the same database and run after
+// a restart, and another for every other run (FNV-1a of the database's path).
+std::string slurm_tag(const std::string& database, std::int64_t run) {
+  std::uint32_t hash = 2166136261u;
+  for (const char c : std::filesystem::absolute(database).lexically_normal().string())
+    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  char text[16];
+  std::snprintf(text, sizeof text, "%08x", hash);
+  return text + ("r" + std::to_string(run));
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -54,6 +66,12 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
                                  Secret secret, DaemonOptions options)
     : io_(io), config_(config), serve_(config.serve), secret_(std::move(secret)),
       tls_(make_tls(tls_settings(config.serve), secret_, TlsContext::Side::server)),
+      slurm_(config.serve.executor != "slurm"
+                 ? nullptr
+                 : std::make_unique<SlurmExecutor>(io, config.serve.slurm_partition,
+                                                   [this](const std::string& node, const json& report) {
+                                                     on_slurm_report(node, report);
+                                                   })),
       journal_(options.database, RunInfo{options.label.empty() ? config.output.label : options.label, "{}",
                                          config.document->text(), 0, "cluster",
                                          configuration_fingerprint(*config.document)},
@@ -134,6 +152,12 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
     // their grace has passed.
     recovery_deadline_ = t + serve_.node_timeout_seconds + longest_grace + 1;
   }
+  if (slurm_) {
+    // Its reports wait for the event loop, which start() precedes.
+    const std::string folder = serve_.slurm_log_dir.empty() ? options.database + ".slurm" : serve_.slurm_log_dir;
+    slurm_->start(std::filesystem::absolute(folder) / ("run-" + std::to_string(journal_.run())),
+                  slurm_tag(options.database, journal_.run()), serve_.heartbeat_seconds);
+  }
 }
 
 SchedulerDaemon::~SchedulerDaemon() = default;
@@ -171,6 +195,33 @@ RoundTimes SchedulerDaemon::round_times() const {
 }
 
 // ------------------------------------------------------------------ connections
+
+void SchedulerDaemon::Peer::send(const json& order) {
+  if (slurm != nullptr) return slurm->order(slurm_node, Message(order));
+  connection->send(order);
+}
+
+void SchedulerDaemon::Peer::close(const std::string& why) {
+  if (slurm != nullptr) return slurm->node_closed(slurm_node);
+  connection->close(why);
+}
+
+std::string SchedulerDaemon::Peer::where() const { return slurm != nullptr ? "Slurm" : connection->peer(); }
+
+void SchedulerDaemon::on_slurm_report(const std::string& node, const json& report) {
+  std::shared_ptr<Peer>& peer = slurm_peers_[node];
+  if (peer == nullptr) {
+    peer = std::make_shared<Peer>(nullptr, secret_);
+    peer->role = Peer::Role::agent;
+    peer->slurm = slurm_.get();
+    peer->slurm_node = node;
+  }
+  try {
+    on_message(peer, Message(report));
+  } catch (const ProtocolError& e) {
+    log("the Slurm executor's report for " + node + " was refused: " + e.what());
+  }
+}
 
 tcp::endpoint SchedulerDaemon::listen(const std::string& host_port) {
   const auto [host, port] = split_host_port(host_port, "--listen");
@@ -210,6 +261,7 @@ void SchedulerDaemon::stop() {
   accept_timer_.cancel();
   if (acceptor_) acceptor_->close();
   for (const auto& peer : std::set(peers_)) peer->connection->close("scheduler stopping");
+  if (slurm_) slurm_->stop();  // its jobs go on, for the next `tessel serve` to adopt
   save_running_jobs();
   journal_.run_ended(totals());
   journal_.mark_run("interrupted", "the scheduler stopped; `tessel serve` on this database resumes the run");
@@ -521,7 +573,7 @@ void SchedulerDaemon::on_logs(const std::shared_ptr<Peer>& client, const Message
   const std::uint64_t request = next_log_request_++;
   log_requests_[request] = {client, node_name,
                             {{"job", id}, {"launch", launch->id}, {"rank", rank}, {"node", node_name}}};
-  node->agent->connection->send(message("read_log", {{"request", request}, {"job", id}, {"rank", rank},
+  node->agent->send(message("read_log", {{"request", request}, {"job", id}, {"rank", rank},
                                                      {"max_bytes", max_bytes}}));
 }
 
@@ -658,7 +710,7 @@ void SchedulerDaemon::retry_writes() {
   if (!journal_.retry()) return;
   for (const auto& [name, launch, rank] : std::exchange(held_exit_acks_, {}))
     if (NodeEntry* node = node_named(name); node != nullptr && node->agent != nullptr)
-      node->agent->connection->send(message("exit_recorded", {{"launch", launch}, {"rank", rank}}));
+      node->agent->send(message("exit_recorded", {{"launch", launch}, {"rank", rank}}));
   open_gate();
 }
 

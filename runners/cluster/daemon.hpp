@@ -45,6 +45,8 @@
 
 namespace tessel::cluster {
 
+class SlurmExecutor;
+
 struct DaemonOptions {
   std::string database;
   bool new_run = false;  // begin a new run even if an unfinished one exists
@@ -69,7 +71,8 @@ class SchedulerDaemon {
   tcp::endpoint listen(const std::string& host_port);
   void start();
   // Closes every connection and marks the run 'interrupted'. Jobs keep
-  // running on their nodes until their agents' leases expire.
+  // running on their nodes until their agents' leases expire (Slurm's, until
+  // they end or a restarted daemon adopts them).
   void stop();
 
   std::int64_t run_id() const { return journal_.run(); }
@@ -102,6 +105,8 @@ class SchedulerDaemon {
   // The node is lost: the core decides what that means for its jobs.
   void node_down(NodeEntry& node, const std::string& why);
   void save_node(const NodeEntry& node);
+  // What the Slurm executor reports for `node`, taken as that node's agent's word.
+  void on_slurm_report(const std::string& node, const json& report);
 
   // Clients.
   // A submission (one job, or a batch) is checked at once and then waits
@@ -180,6 +185,10 @@ class SchedulerDaemon {
   // Before the journal: bad TLS files are refused before a run is opened.
   // Null when [serve] insecure = true.
   std::shared_ptr<TlsContext> tls_;
+  // [serve] executor = "slurm": before the journal too, so that a Slurm
+  // that does not answer is refused before a run is opened. Null for agents.
+  std::unique_ptr<SlurmExecutor> slurm_;
+  std::map<std::string, std::shared_ptr<Peer>> slurm_peers_;  // by node
   Journal journal_;
   DecisionLog decisions_;
   std::unique_ptr<Scheduler> core_;

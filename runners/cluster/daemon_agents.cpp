@@ -28,6 +28,13 @@ bool training_done(const Message& exit, const JobRequest& request) {
 }  // namespace
 
 void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Message& m) {
+  if (slurm_ && peer->slurm == nullptr) {
+    log("refused agent " + m.text("name").substr(0, 64) + " from " + peer->connection->peer() +
+        ": this scheduler runs its jobs through Slurm");
+    peer->connection->send(message("refused", {{"reason", "this scheduler runs its jobs through Slurm ([serve] executor = \"slurm\"); it takes no agents"}}));
+    peer->connection->close_after_sending("agent refused: Slurm executes");
+    return;
+  }
   const std::string name = m.text("name");
   if (!valid_node_name(name)) throw ProtocolError("node name '" + name.substr(0, 64) + "' is not 1-64 of [A-Za-z0-9._-]");
   std::vector<int> indices;
@@ -51,7 +58,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
     // Two live agents under one name would each disown the other's
     // processes. A restarted agent whose old connection lingers (the host
     // lost power) gets in once that connection has been silent a node timeout.
-    const std::string holder = node->agent->connection->peer();
+    const std::string holder = node->agent->where();
     log("refused agent " + name + " from " + peer->connection->peer() + ": the name is in use by " + holder);
     peer->connection->send(message("refused", {{"reason", "node name '" + name + "' is in use by the agent at " + holder}}));
     peer->connection->close_after_sending("duplicate node name");
@@ -97,7 +104,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
   if (m.has("log_dir")) node->log_dir = m.text("log_dir").substr(0, 4096);
   // Registered first: an agent takes no order before it hears this, and
   // reconciling below may send it some (stops for launches we no longer count).
-  peer->connection->send(message("registered", {{"heartbeat_seconds", serve_.heartbeat_seconds},
+  peer->send(message("registered", {{"heartbeat_seconds", serve_.heartbeat_seconds},
                                                 {"node_timeout_seconds", serve_.node_timeout_seconds}}));
 
   // What exited while we were apart, then what still runs.
@@ -115,7 +122,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
         if (candidate.record.rank == rank_index && candidate.record.node == name && !candidate.gone) rank = &candidate;
     if (rank == nullptr) {
       // A process we do not count on (superseded, or from another run): stop it.
-      peer->connection->send(message("stop", {{"launch", launch_id}, {"grace_seconds", serve_.grace_seconds}}));
+      peer->send(message("stop", {{"launch", launch_id}, {"grace_seconds", serve_.grace_seconds}}));
       continue;
     }
     Launch& launch = *it->second;
@@ -126,7 +133,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
       if (at != node->gpu_indices.end()) node->occupant[at - node->gpu_indices.begin()] = launch.id;
     }
     if (!launch.stop_reason.empty())
-      peer->connection->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
+      peer->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
   }
   // What we sent here and the agent no longer has: gone without a word.
   for (auto& [id, launch] : launches_)
@@ -139,7 +146,7 @@ void SchedulerDaemon::on_register(const std::shared_ptr<Peer>& peer, const Messa
 }
 
 void SchedulerDaemon::on_heartbeat(NodeEntry& node, const Message& m) {
-  node.agent->connection->send(message("ack"));
+  node.agent->send(message("ack"));
   const double t = now();
   for (const json& entry : m.array("progress")) {
     const Message p = Message::of(entry, "progress");
@@ -179,7 +186,7 @@ void SchedulerDaemon::on_exited(NodeEntry& node, const Message& m) {
   const int rank = static_cast<int>(m.integer("rank", 0, 1 << 20));
   // Durable: the agent may forget it. Not yet: it hears so after retry_writes.
   if (journal_.writable())
-    node.agent->connection->send(message("exit_recorded", {{"launch", launch}, {"rank", rank}}));
+    node.agent->send(message("exit_recorded", {{"launch", launch}, {"rank", rank}}));
   else
     held_exit_acks_.emplace_back(node.name, launch, rank);
   open_gate();
@@ -238,7 +245,7 @@ void SchedulerDaemon::node_down(NodeEntry& node, const std::string& why) {
     auto agent = node.agent;
     node.agent = nullptr;
     agent->node = nullptr;
-    agent->connection->close("node timed out");
+    agent->close("node timed out");
   }
   const double t = now();
   save_node(node);

@@ -112,7 +112,7 @@ void SchedulerDaemon::dispatch(Launch& launch) {
       node->occupant[at - node->gpu_indices.begin()] = launch.id;
     }
     rank.sent = true;
-    node->agent->connection->send(message("launch", {{"launch", launch.id},
+    node->agent->send(message("launch", {{"launch", launch.id},
                                                      {"job", launch.job},
                                                      {"rank", rank.record.rank},
                                                      {"local_rank", rank.local_rank},
@@ -164,7 +164,7 @@ void SchedulerDaemon::abandon(Launch& launch, const std::string& reason) {
     }
     NodeEntry* node = node_named(rank.record.node);
     if (node != nullptr && node->agent != nullptr)
-      node->agent->connection->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
+      node->agent->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
   }
 }
 
@@ -366,7 +366,7 @@ void SchedulerDaemon::resolve_recovered(Launch& launch) {
     for (Rank& rank : launch.ranks)
       if (!rank.gone)
         if (NodeEntry* node = node_named(rank.record.node); node && node->agent)
-          node->agent->connection->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
+          node->agent->send(message("stop", {{"launch", launch.id}, {"grace_seconds", grace_of(launch.job)}}));
   end_if_done(launch.id);
 }
 

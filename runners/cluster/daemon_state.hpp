@@ -15,12 +15,20 @@ inline std::chrono::steady_clock::duration seconds(double s) {
 
 struct SchedulerDaemon::Peer {
   enum class Role { handshaking, agent, client };
-  std::shared_ptr<Connection> connection;
+  std::shared_ptr<Connection> connection;  // null for a node of the Slurm executor
   ServerHandshake handshake;
   Role role = Role::handshaking;
   NodeEntry* node = nullptr;  // agents, once registered
+  // A Slurm node's agent is the Slurm executor, in this process: its
+  // orders go there instead of over a connection.
+  SlurmExecutor* slurm = nullptr;
+  std::string slurm_node;
 
   Peer(std::shared_ptr<Connection> c, const Secret& secret) : connection(std::move(c)), handshake(secret) {}
+  // An order to the agent, wherever it is.
+  void send(const json& order);
+  void close(const std::string& why);
+  std::string where() const;  // "127.0.0.1:5433", or "Slurm"
 };
 
 struct SchedulerDaemon::NodeEntry {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -33,6 +34,12 @@ std::string join(const std::vector<int>& values) {
   std::string text;
   for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
   return text;
+}
+
+// A log holds whatever the job printed; a message carries JSON strings,
+// which must be UTF-8: invalid bytes become U+FFFD.
+std::string as_utf8(const std::string& bytes) {
+  return json::parse(json(bytes).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
 }
 
 // Writes to the log from the child between fork and exec, where only
@@ -112,15 +119,53 @@ std::optional<Progress> parse_progress_line(std::string_view line) {
   return std::nullopt;
 }
 
+std::filesystem::path progress_path(const std::filesystem::path& log_dir, std::uint32_t job, std::uint64_t launch) {
+  return log_dir / ("job-" + std::to_string(job)) / ("launch-" + std::to_string(launch) + ".progress");
+}
+
+std::map<std::string, std::string> rank_environment(const LaunchOrder& order, const std::filesystem::path& progress) {
+  std::map<std::string, std::string> env;
+  env["CUDA_VISIBLE_DEVICES"] = join(order.gpus);
+  env["TESSEL_JOB_ID"] = std::to_string(order.job);
+  env["TESSEL_LAUNCH_ID"] = std::to_string(order.launch);
+  env["TESSEL_PROGRESS"] = progress.string();
+  env["RANK"] = std::to_string(order.rank);
+  env["WORLD_SIZE"] = std::to_string(order.world_size);
+  env["LOCAL_RANK"] = std::to_string(order.local_rank);
+  env["MASTER_ADDR"] = order.master_addr;
+  env["MASTER_PORT"] = std::to_string(order.master_port);
+  if (order.resume) env["TESSEL_RESUME"] = "1";
+  return env;
+}
+
+json log_tail(std::uint64_t request, const std::filesystem::path& path, std::int64_t max_bytes, const std::string& node) {
+  json reply = {{"request", request}, {"path", path.string()}};
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    reply["error"] = "node " + node + " has no log at " + path.string();
+    return reply;
+  }
+  const std::int64_t size = in.tellg();
+  const std::int64_t from = std::max<std::int64_t>(0, size - max_bytes);
+  std::string text(static_cast<std::size_t>(size - from), '\0');
+  in.seekg(from);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  reply["size"] = size;
+  reply["from"] = from;
+  reply["text"] = as_utf8(text);
+  return reply;
+}
+
 JobProcess::JobProcess(asio::io_context& io, const LaunchOrder& order, const std::filesystem::path& log_dir,
                        const std::string& node)
-    : order_(order), kill_timer_(io) {
+    : order_(order),
+      // Only rank 0 speaks for the job's progress; the others write nowhere.
+      progress_path_(order.rank == 0 ? progress_path(log_dir, order.job, order.launch) : "/dev/null"),
+      progress_(progress_path_), kill_timer_(io) {
   log_path_ = rank_log_path(log_dir, order.job, order.rank);
   const std::filesystem::path dir = log_path_.parent_path();
   std::filesystem::create_directories(dir);
-  // Only rank 0 speaks for the job's progress; the others write nowhere.
-  progress_path_ = order.rank == 0 ? dir / ("launch-" + std::to_string(order.launch) + ".progress")
-                                   : std::filesystem::path("/dev/null");
 
   // Everything the child needs is built before fork().
   std::map<std::string, std::string> env;
@@ -130,19 +175,9 @@ JobProcess::JobProcess(asio::io_context& io, const LaunchOrder& order, const std
     if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   for (const auto& [name, value] : order.env) env[name] = value;
-  env["CUDA_VISIBLE_DEVICES"] = join(order.gpus);
-  env["TESSEL_JOB_ID"] = std::to_string(order.job);
-  env["TESSEL_LAUNCH_ID"] = std::to_string(order.launch);
-  env["TESSEL_PROGRESS"] = progress_path_.string();
-  env["RANK"] = std::to_string(order.rank);
-  env["WORLD_SIZE"] = std::to_string(order.world_size);
-  env["LOCAL_RANK"] = std::to_string(order.local_rank);
-  env["MASTER_ADDR"] = order.master_addr;
-  env["MASTER_PORT"] = std::to_string(order.master_port);
-  if (order.resume)
-    env["TESSEL_RESUME"] = "1";
-  else
-    env.erase("TESSEL_RESUME");
+  // The agent's own TESSEL_RESUME must not make a first launch resume.
+  env.erase("TESSEL_RESUME");
+  for (const auto& [name, value] : rank_environment(order, progress_path_)) env[name] = value;
   std::vector<std::string> env_entries;
   for (const auto& [name, value] : env) env_entries.push_back(name + "=" + value);
   std::vector<char*> envp;
@@ -224,19 +259,23 @@ void JobProcess::stop(double grace_seconds) {
 
 std::optional<Progress> JobProcess::read_progress() {
   if (order_.rank != 0) return std::nullopt;
-  std::ifstream in(progress_path_, std::ios::binary);
+  return progress_.read();
+}
+
+std::optional<Progress> ProgressReader::read() {
+  std::ifstream in(path_, std::ios::binary);
   if (!in) return std::nullopt;
-  in.seekg(static_cast<std::streamoff>(progress_offset_));
+  in.seekg(static_cast<std::streamoff>(offset_));
   std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  progress_offset_ += chunk.size();
-  progress_partial_ += chunk;
+  offset_ += chunk.size();
+  partial_ += chunk;
   std::optional<Progress> latest;
   std::size_t start = 0;
-  for (std::size_t end; (end = progress_partial_.find('\n', start)) != std::string::npos; start = end + 1)
-    if (auto p = parse_progress_line(std::string_view(progress_partial_).substr(start, end - start))) latest = p;
-  progress_partial_.erase(0, start);
-  if (progress_partial_.size() > 4096) progress_partial_.clear();  // not a progress file
-  if (latest) last_progress_ = latest;
+  for (std::size_t end; (end = partial_.find('\n', start)) != std::string::npos; start = end + 1)
+    if (auto p = parse_progress_line(std::string_view(partial_).substr(start, end - start))) latest = p;
+  partial_.erase(0, start);
+  if (partial_.size() > 4096) partial_.clear();  // not a progress file
+  if (latest) last_ = latest;
   return latest;
 }
 

@@ -64,6 +64,35 @@ std::string describe_exit(int code, int signal);
 // "iteration 120 of 1000" or "iteration 120"; nothing for anything else.
 std::optional<Progress> parse_progress_line(std::string_view line);
 
+// A rank 0's progress file, read as it grows: an agent's JobProcess and the
+// Slurm executor (over a shared filesystem) read it the same way.
+class ProgressReader {
+ public:
+  explicit ProgressReader(std::filesystem::path path) : path_(std::move(path)) {}
+  // The new latest progress line since the last call, if any.
+  std::optional<Progress> read();
+  const std::optional<Progress>& last() const { return last_; }
+
+ private:
+  std::filesystem::path path_;
+  std::uint64_t offset_ = 0;
+  std::string partial_;
+  std::optional<Progress> last_;
+};
+
+// Where a launch's rank 0 writes its progress: beside its log.
+std::filesystem::path progress_path(const std::filesystem::path& log_dir, std::uint32_t job, std::uint64_t launch);
+
+// What tessel sets in a rank's environment, over the job's own `env`:
+// CUDA_VISIBLE_DEVICES, TESSEL_JOB_ID, TESSEL_LAUNCH_ID, TESSEL_PROGRESS,
+// RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and, when the job
+// ran before, TESSEL_RESUME=1 (absent otherwise: see resumes()).
+std::map<std::string, std::string> rank_environment(const LaunchOrder& order, const std::filesystem::path& progress);
+
+// The reply to a `read_log` order: the last `max_bytes` of the log at
+// `path` on `node`, or an error naming it.
+json log_tail(std::uint64_t request, const std::filesystem::path& path, std::int64_t max_bytes, const std::string& node);
+
 class JobProcess {
  public:
   // Forks and execs. Throws std::runtime_error, with the reason also in the
@@ -83,7 +112,7 @@ class JobProcess {
   std::optional<Progress> read_progress();
   // The latest progress line read so far, new or not: what an exit report
   // says, though a heartbeat may have sent it already.
-  const std::optional<Progress>& last_progress() const { return last_progress_; }
+  const std::optional<Progress>& last_progress() const { return progress_.last(); }
   // Called once the process was reaped, with its waitpid status.
   void exited(int status);
 
@@ -93,9 +122,7 @@ class JobProcess {
   LaunchOrder order_;
   std::filesystem::path log_path_;
   std::filesystem::path progress_path_;
-  std::uint64_t progress_offset_ = 0;
-  std::string progress_partial_;
-  std::optional<Progress> last_progress_;
+  ProgressReader progress_;
   pid_t pid_ = -1;
   bool stopping_ = false;
   asio::steady_timer kill_timer_;

@@ -11,7 +11,8 @@
 //   cluster_launches  each launch of a job: when decided, resumed or not, its
 //                     MASTER_PORT once dispatched, and once stopped or ended,
 //                     its outcome and end time
-//   cluster_ranks     each process of a launch: node, GPUs, pid, exit
+//   cluster_ranks     each process of a launch: node, GPUs, pid (under the
+//                     Slurm executor, its Slurm job's id), exit
 //   cluster_nodes     the agents: address, GPUs, up or down, last heard
 //
 // Writes are write-ahead: a launch is recorded before any agent hears of it,

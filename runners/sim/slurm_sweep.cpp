@@ -21,24 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CommandResult {
-  int status = 0;  // exit code; -1 when killed by a signal
-  std::string out, err;
-};
-
-// Runs a Slurm command, its output into files in `folder`, and waits for it.
-CommandResult run_command(const std::vector<std::string>& words, const fs::path& folder) {
-  // Named by pid: two tessels may submit or wait on one shards folder.
-  const std::string stem = ".command." + std::to_string(getpid());
-  const fs::path out = folder / (stem + ".out"), err = folder / (stem + ".err");
-  const ProgramExit exit = run_program(words, out, err);
-  if (exit.spawn_error != 0) throw UserError("cannot run " + words.front() + ": " + std::strerror(exit.spawn_error));
-  CommandResult result{exit.code, file_text(out), file_text(err)};
-  fs::remove(out);
-  fs::remove(err);
-  return result;
-}
-
 // Is `program` an executable file in a folder of $PATH?
 bool on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
@@ -46,31 +28,6 @@ bool on_path(const std::string& program) {
   for (std::string folder; std::getline(folders, folder, ':');)
     if (!folder.empty() && access((fs::path(folder) / program).c_str(), X_OK) == 0) return true;
   return false;
-}
-
-// A word the shell reads back as it is.
-std::string shell_quoted(const std::string& word) {
-  std::string text = "'";
-  for (const char c : word) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return text + "'";
-}
-
-std::string trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
-}
-
-// Submits a script; returns its job id.
-std::string sbatch(const fs::path& script, const fs::path& folder) {
-  const CommandResult result = run_command({"sbatch", "--parsable", script.string()}, folder);
-  if (result.status != 0)
-    throw UserError("sbatch refused " + script.string() + ": " + trimmed(result.err.empty() ? result.out : result.err));
-  // --parsable prints "id" or "id;cluster".
-  std::string id = trimmed(result.out);
-  id = id.substr(0, id.find(';'));
-  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-    throw UserError("sbatch answered '" + trimmed(result.out) + "' for " + script.string() + ", not a job id");
-  return id;
 }
 
 // The job's tasks still pending or running: squeue lists finished jobs only

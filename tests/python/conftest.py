@@ -8,6 +8,7 @@ by hand it assumes ./build: PYTHONPATH=build/python python3 -m pytest tests/pyth
 import json
 import os
 import pathlib
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -79,3 +80,22 @@ def cli(*args, cwd=None):
 def query(database, sql, *params):
     with closing(sqlite3.connect(database)) as connection:
         return connection.execute(sql, params).fetchall()
+
+
+def slurm_reachable():
+    if shutil.which("sinfo") is None:
+        return False
+    try:
+        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=20).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def need_slurm():
+    """Skips a test that needs a Slurm controller when none answers sinfo;
+    under scripts/test.sh (TESSEL_REQUIRE_SLURM=1) fails it instead."""
+    if slurm_reachable():
+        return
+    if os.environ.get("TESSEL_REQUIRE_SLURM") == "1":
+        pytest.fail("TESSEL_REQUIRE_SLURM=1 but no Slurm controller answers sinfo (scripts/slurm-local.sh start)")
+    pytest.skip("no Slurm controller answers sinfo; scripts/test.sh starts one")

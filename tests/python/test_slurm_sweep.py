@@ -9,7 +9,6 @@ TESSEL_REQUIRE_SLURM=1, which turns their skip into a failure.
 import json
 import os
 import shlex
-import shutil
 import sqlite3
 import subprocess
 import time
@@ -17,7 +16,7 @@ from contextlib import closing
 
 import pytest
 
-from conftest import cli, query
+from conftest import cli, need_slurm, query
 
 SWEEP = """\
 [cluster]
@@ -198,23 +197,6 @@ def test_merge_refuses_bad_shards(tmp_path, sweep, mistake):
 
 
 # --- against a real Slurm -------------------------------------------------
-
-def slurm_reachable():
-    if shutil.which("sinfo") is None:
-        return False
-    try:
-        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=20).returncode == 0
-    except subprocess.TimeoutExpired:
-        return False
-
-
-def need_slurm():
-    if slurm_reachable():
-        return
-    if os.environ.get("TESSEL_REQUIRE_SLURM") == "1":
-        pytest.fail("TESSEL_REQUIRE_SLURM=1 but no Slurm controller answers sinfo (scripts/slurm-local.sh start)")
-    pytest.skip("no Slurm controller answers sinfo; scripts/test.sh starts one")
-
 
 def points_in_id_order(db):
     """Each run's point as --list-points writes it ("jobs_per_hour=5 plugin=las seed=2"), by run id."""

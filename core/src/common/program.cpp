@@ -4,9 +4,16 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "engine/errors.hpp"
 
 extern char** environ;
 
@@ -38,6 +45,42 @@ std::string file_text(const std::filesystem::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& folder) {
+  static std::atomic<unsigned> count{0};
+  const std::string stem = ".command." + std::to_string(getpid()) + "." + std::to_string(count++);
+  const std::filesystem::path out = folder / (stem + ".out"), err = folder / (stem + ".err");
+  const ProgramExit exit = run_program(argv, out, err);
+  if (exit.spawn_error != 0) throw UserError("cannot run " + argv.front() + ": " + std::strerror(exit.spawn_error));
+  CommandResult result{exit.code, file_text(out), file_text(err)};
+  std::error_code ignored;
+  std::filesystem::remove(out, ignored);
+  std::filesystem::remove(err, ignored);
+  return result;
+}
+
+std::string sbatch(const std::filesystem::path& script, const std::filesystem::path& folder) {
+  const CommandResult result = run_command({"sbatch", "--parsable", script.string()}, folder);
+  if (result.status != 0)
+    throw UserError("sbatch refused " + script.string() + ": " + trimmed(result.err.empty() ? result.out : result.err));
+  // --parsable prints "id" or "id;cluster".
+  std::string id = trimmed(result.out);
+  id = id.substr(0, id.find(';'));
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
+    throw UserError("sbatch answered '" + trimmed(result.out) + "' for " + script.string() + ", not a job id");
+  return id;
+}
+
+std::string shell_quoted(const std::string& word) {
+  std::string text = "'";
+  for (const char c : word) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return text + "'";
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
 }
 
 }  // namespace tessel

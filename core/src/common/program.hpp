@@ -1,5 +1,5 @@
-// Running another program to its end: gnuplot for `plot`, sbatch and squeue
-// for sweeps on Slurm.
+// Running another program to its end: gnuplot for `plot`; sbatch, squeue,
+// scontrol and scancel for sweeps on Slurm and for `tessel serve`'s Slurm executor.
 #pragma once
 
 #include <filesystem>
@@ -20,5 +20,26 @@ ProgramExit run_program(const std::vector<std::string>& argv, const std::filesys
 
 // A whole file's text; empty if it cannot be read.
 std::string file_text(const std::filesystem::path& path);
+
+struct CommandResult {
+  int status = 0;  // exit code; -1 when killed by a signal
+  std::string out, err;
+};
+
+// run_program with its output read back: the files are made in `folder`,
+// named by pid and a per-process count (so that threads and processes
+// sharing the folder do not collide), and removed. Throws UserError when the
+// program cannot start.
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& folder);
+
+// Submits a batch script with `sbatch --parsable`; returns its job id.
+// Throws UserError with sbatch's own words when it refuses.
+std::string sbatch(const std::filesystem::path& script, const std::filesystem::path& folder);
+
+// A word the shell reads back as it is.
+std::string shell_quoted(const std::string& word);
+
+// The text without its trailing white space.
+std::string trimmed(std::string text);
 
 }  // namespace tessel

@@ -153,6 +153,15 @@ ServeConfig read_serve(TableReader reader, std::shared_ptr<const TomlDocument> d
     reader.error("master_ports", "'master_ports' in [serve] must be [first, last] with first <= last");
   else if (ports)
     config.master_port_first = static_cast<int>((*ports)[0]), config.master_port_last = static_cast<int>((*ports)[1]);
+  config.executor = reader.choice("executor", {"agents", "slurm"}, config.executor).value_or(config.executor);
+  config.slurm_partition = reader.string("slurm_partition", "").value_or("");
+  config.slurm_log_dir = reader.string("slurm_log_dir", "").value_or("");
+  // Slurm settings beside agents contradict each other: refused, not ignored.
+  if (config.executor != "slurm")
+    for (const char* key : {"slurm_partition", "slurm_log_dir"})
+      if (reader.present(key))
+        reader.error(key, "'" + std::string(key) + "' in [serve] applies to executor = \"slurm\" only; this one's is \"" +
+                              config.executor + "\"");
   config.model = read_model_settings(reader, std::move(document));
   reader.finish();
   return config;

@@ -143,6 +143,15 @@ struct ServeConfig {
   double retry_max_seconds = 60;
   int master_port_first = 29500;  // MASTER_PORT comes from this range
   int master_port_last = 29999;
+  // Who runs the ranks the scheduler decides: "agents" (`tessel agent` on
+  // each node) or "slurm" (a Slurm job per launch: runners/cluster/slurm_executor.hpp).
+  std::string executor = "agents";
+  // Slurm only. The partition whose nodes the scheduler uses (empty: all
+  // nodes sinfo lists), and the folder, on a filesystem every node shares,
+  // that holds the ranks' logs, progress files and batch scripts (empty:
+  // `<database>.slurm`, beside the database).
+  std::string slurm_partition;
+  std::string slurm_log_dir;
   // Prices remaining work for size-aware policies (work is in iterations).
   ModelSettings model;
 };
