@@ -370,12 +370,13 @@ void SlurmExecutor::on_submitted(std::uint64_t id, const std::string& slurm_id, 
 void SlurmExecutor::stop_launch(Launch& launch) {
   if (launch.term_sent) return;
   launch.term_sent = true;
-  if (launch.state.empty() || launch.state == "PENDING") {
-    off_loop({"scancel", launch.slurm_id}, [](const CommandResult&) {});  // nothing runs yet
-    return;
-  }
-  // The ranks (the job's steps) hear TERM and have the grace period to
-  // checkpoint; then everything is killed.
+  // The polled state may lag Slurm's, so both cases are asked for, in order
+  // on the one worker: a job still pending is cancelled outright
+  // (`--state=PENDING` touches nothing that runs), and the steps of a running
+  // one hear TERM and have the grace period to checkpoint; then everything
+  // is killed. A plain scancel of a running job would end its batch script
+  // too, and Slurm then kills every step at once, before any checkpoint.
+  off_loop({"scancel", "--state=PENDING", launch.slurm_id}, [](const CommandResult&) {});
   off_loop({"scancel", "--signal=TERM", launch.slurm_id}, [](const CommandResult&) {});
   launch.kill_timer = std::make_unique<asio::steady_timer>(io_);
   launch.kill_timer->expires_after(seconds(launch.grace));
