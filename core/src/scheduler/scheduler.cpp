@@ -14,6 +14,17 @@ namespace {
 constexpr std::size_t kUnranked = std::numeric_limits<std::size_t>::max();
 
 std::string job_name(JobId id) { return "job " + std::to_string(id); }
+
+// Lists of jobs kept in arrival (id) order; a newcomer is usually the newest.
+void insert_by_id(std::vector<JobState*>& list, JobState* job) {
+  if (list.empty() || list.back()->spec.id < job->spec.id) {
+    list.push_back(job);
+    return;
+  }
+  auto at = std::lower_bound(list.begin(), list.end(), job->spec.id,
+                             [](const JobState* a, JobId id) { return a->spec.id < id; });
+  list.insert(at, job);
+}
 }  // namespace
 
 Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
@@ -38,6 +49,8 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   for (const JobState* job : active_)
     if (!job->done()) copy->active_.push_back(copy->all_[job->spec.id]);
   for (const JobState* job : pending_) copy->pending_.push_back(copy->all_[job->spec.id]);
+  for (const JobState* job : waiting_) copy->waiting_.push_back(copy->all_[job->spec.id]);
+  copy->waiting_stale_ = waiting_stale_;
   return copy;
 }
 
@@ -98,6 +111,7 @@ void Scheduler::end_run(JobState& job, double now, JobStatus status) {
   --running_;
   if (status == JobStatus::preempted) {
     job.waiting_since = now;
+    enqueue(job);
   } else {
     job.finish = now;
     needs_compaction_ = true;
@@ -118,6 +132,7 @@ void Scheduler::complete(JobId id, double now, JobStatus status, std::optional<d
     job.status = status;
     job.finish = now;
     needs_compaction_ = true;
+    waiting_stale_ = true;
   }
   if (work_done_at) job.finish = *work_done_at;
 }
@@ -143,6 +158,7 @@ JobState& Scheduler::restore(const JobState& saved) {
   book.new_attempt = job.attempts == 0;
   if (job.status == JobStatus::pending) pending_.push_back(&job);
   if (job.active()) active_.push_back(&job);
+  if (job.waiting()) enqueue(job);
   return job;
 }
 
@@ -229,9 +245,25 @@ void Scheduler::repair_node(NodeId node) { cluster_.set_up(node, true); }
 
 
 void Scheduler::compact() {
-  if (!needs_compaction_) return;
-  std::erase_if(active_, [](const JobState* job) { return job->done(); });
-  needs_compaction_ = false;
+  if (needs_compaction_) {
+    std::erase_if(active_, [](const JobState* job) { return job->done(); });
+    needs_compaction_ = false;
+  }
+  if (waiting_stale_) {
+    std::erase_if(waiting_, [&](const JobState* job) {
+      if (job->waiting()) return false;
+      books_[job->spec.id].listed_waiting = false;
+      return true;
+    });
+    waiting_stale_ = false;
+  }
+}
+
+void Scheduler::enqueue(JobState& job) {
+  Book& book = books_[job.spec.id];
+  if (book.listed_waiting) return;
+  book.listed_waiting = true;
+  insert_by_id(waiting_, &job);
 }
 
 std::span<JobState* const> Scheduler::active() {
@@ -243,7 +275,7 @@ std::span<JobState* const> Scheduler::pending() { return pending_; }
 
 SchedulerView Scheduler::view(double now) {
   compact();
-  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, now, lab_);
+  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, waiting_, now, lab_);
 }
 
 void Scheduler::log(double now, JobId job, PluginKind stage, std::string_view code,
@@ -357,17 +389,11 @@ void Scheduler::admit(const SchedulerView& v, RoundOutcome& outcome) {
     }
   }
   if (outcome.admitted == 0 && outcome.rejected == 0) return;
-  // Admitted jobs join the active list in arrival (id) order; usually they
-  // are the newest, so this is an append.
+  // Admitted jobs join the active and waiting lists in arrival (id) order.
   for (JobState* job : pending_) {
     if (job->status != JobStatus::queued) continue;
-    if (active_.empty() || active_.back()->spec.id < job->spec.id) {
-      active_.push_back(job);
-    } else {
-      auto at = std::lower_bound(active_.begin(), active_.end(), job->spec.id,
-                                 [](const JobState* a, JobId id) { return a->spec.id < id; });
-      active_.insert(at, job);
-    }
+    insert_by_id(active_, job);
+    enqueue(*job);
   }
   std::erase_if(pending_, [](const JobState* job) { return job->status != JobStatus::pending; });
 }
@@ -494,6 +520,7 @@ void Scheduler::begin_run(JobState& job, Allocation allocation, double now, bool
   else
     cluster_.assign(job.spec.id, job.allocation);
   job.status = JobStatus::running;
+  waiting_stale_ = true;  // its entry in waiting_ goes at the next view
   if (!job.first_start) job.first_start = now;
   Book& book = books_[job.spec.id];
   book.accounted_until = now;
@@ -570,8 +597,31 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
   return true;
 }
 
+AllocationPlan Scheduler::with_kept_listed(const AllocationPlan& plan) {
+  AllocationPlan full;
+  full.stop_at_first_unplaced = plan.stop_at_first_unplaced;
+  full.revisit_at = plan.revisit_at;
+  std::vector<JobId> listed;
+  listed.reserve(plan.ranked.size());
+  for (const Grant& grant : plan.ranked) listed.push_back(grant.job);
+  std::sort(listed.begin(), listed.end());
+  full.ranked.reserve(running_ + plan.ranked.size());
+  for (const JobState* job : active_)
+    if (job->running() && !std::binary_search(listed.begin(), listed.end(), job->spec.id))
+      full.ranked.push_back({job->spec.id, job->held(), *plan.keep_running});
+  full.ranked.insert(full.ranked.end(), plan.ranked.begin(), plan.ranked.end());
+  return full;
+}
+
 void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                            RoundOutcome& outcome) {
+  // The jobs an incremental plan keeps are protected, never a victim, and
+  // rank before every listed job: nothing below needs to visit them, except
+  // where a rule or the decision log looks at every running job.
+  if (plan.keep_running &&
+      (rules_.stop_left_out || rules_.place_every_round || sharing_ > 0 || (log_ != nullptr && log_->enabled()) ||
+       std::any_of(plan.ranked.begin(), plan.ranked.end(), [](const Grant& g) { return g.share_with != kNoJob; })))
+    return place_plan(v, with_kept_listed(plan), outcome);
   // Check the whole plan first, and stamp ranks for the preemption order.
   std::unordered_map<JobId, int> group_members;  // space sharing: jobs naming each host
   for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
@@ -625,13 +675,18 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
   if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
   round_running_.clear();
   reclaimable_gpus_ = 0;
-  for (JobState* job : active_) {
-    if (!job->running() || rules_.place_every_round) continue;  // placed again: nobody's victim
+  auto may_be_victim = [&](JobState* job) {
+    if (!job->running() || rules_.place_every_round) return;  // placed again: nobody's victim
     round_running_.push_back(job);
     Book& book = books_[job->spec.id];
     book.reclaimable_in = round_;
     book.reclaimable_gpus = job->allocation.gpu_count();
     reclaimable_gpus_ += book.reclaimable_gpus;
+  };
+  if (plan.keep_running) {  // only the listed running jobs: the others are kept
+    for (const Grant& grant : plan.ranked) may_be_victim(all_[grant.job]);
+  } else {
+    for (JobState* job : active_) may_be_victim(job);
   }
 
   const JobState* blocker = nullptr;

@@ -173,6 +173,7 @@ class Scheduler {
     std::uint64_t reclaimable_in = 0;  // round in which its GPUs count in reclaimable_gpus_
     int reclaimable_gpus = 0;
     bool new_attempt = true;         // the next launch starts an attempt
+    bool listed_waiting = false;     // it has an entry in waiting_ (stale while it runs)
     double held_until = 0;           // hold_until: not placed before then
     std::vector<JobId> partners;     // the jobs sharing its GPUs now
   };
@@ -180,9 +181,15 @@ class Scheduler {
   SchedulerView view(double now);
   void accrue(JobState& job, double now);
   void compact();
+  // The job waits (admitted, preempted, restored): it joins waiting_, unless
+  // the entry it had before it ran is still there, in place.
+  void enqueue(JobState& job);
 
   void admit(const SchedulerView& view, RoundOutcome& outcome);
   void place_plan(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
+  // An incremental plan (keep_running) with every running job it keeps
+  // listed, for the rules that look at every running job anyway.
+  AllocationPlan with_kept_listed(const AllocationPlan& plan);
   // RoundRules: stops the running jobs the plan gives no GPUs; with
   // place_every_round, releases the others' GPUs for placing them again.
   void stop_left_out(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
@@ -275,6 +282,10 @@ class Scheduler {
   std::vector<Book> books_;       // by id
   std::vector<JobState*> active_;
   std::vector<JobState*> pending_;
+  // The active jobs that wait, in id order; entries of jobs that ran or
+  // ended since are dropped when a view is made (waiting_stale_).
+  std::vector<JobState*> waiting_;
+  bool waiting_stale_ = false;
   // During placement: the jobs running when the round began, and the GPUs
   // they hold that a preemption could still free. They keep the preemption
   // search linear in running jobs, and skip it when it cannot succeed.
