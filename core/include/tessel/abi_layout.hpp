@@ -129,7 +129,7 @@
   FIELD(Shape, gpu_mem_gb, 72) \
   FIELD(Shape, layout, 80) \
   FIELD(Shape, node_gpus, 96) \
-  TYPE(ClusterState, 136, 8) \
+  TYPE(ClusterState, 160, 8) \
   TYPE(SchedulerSettings, 24, 8) \
   FIELD(SchedulerSettings, round_seconds, 0) \
   FIELD(SchedulerSettings, service, 8) \
