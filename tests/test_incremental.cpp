@@ -3,14 +3,20 @@
 // queue the core keeps, so that a round costs what the queue costs. Checked
 // by hand on a small trace, against the same plan without it, and, for FIFO,
 // against the plan with every running job listed (what the decision log
-// makes the core build).
+// makes the core build). And the index of nodes by free GPUs that placement
+// reads instead of a pass over every node.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "results/store.hpp"
 #include "support.hpp"
+#include "tessel/cluster.hpp"
+#include "tessel/rng.hpp"
 
 using namespace tessel;
 using namespace tessel::test;
@@ -143,4 +149,47 @@ TEST_CASE("FIFO's incremental plan decides as its plan with every running job li
       kept_granted |= d.code == "grant" && d.reason == "running; FIFO never preempts";
     CHECK(kept_granted);
   }
+}
+
+TEST_CASE("tightest_node is the node a pass over fits_on picks, through assigns, releases and nodes going down") {
+  // Nodes of 2, 4 and 8 GPUs; jobs of 1 to 8 whole GPUs come and go at random.
+  std::vector<NodeSpec> specs;
+  for (int i = 0; i < 70; ++i)
+    specs.push_back({.name = "n" + std::to_string(i), .gpus = i % 3 == 0 ? 8 : i % 3 == 1 ? 4 : 2});
+  ClusterState cluster(specs);
+  auto scan = [&](int gpus) -> std::optional<NodeId> {
+    const Resources want{gpus, 1000, 0, 0};
+    std::optional<NodeId> best;
+    for (const Node& node : cluster.nodes()) {
+      const int fits = cluster.fits_on(node.id, want);
+      if (fits >= gpus && (!best || fits < cluster.fits_on(*best, want))) best = node.id;
+    }
+    return best;
+  };
+  Rng rng(7);
+  std::vector<std::pair<JobId, Allocation>> running;
+  for (int step = 0; step < 3000; ++step) {
+    const int gpus = 1 + static_cast<int>(rng.below(8));
+    CAPTURE(step);
+    CAPTURE(gpus);
+    REQUIRE(cluster.tightest_node(gpus) == scan(gpus));
+    if (rng.below(10) == 0) {  // a node goes down or comes back
+      const NodeId node = static_cast<NodeId>(rng.below(specs.size()));
+      bool busy = false;
+      for (const Gpu& gpu : cluster.gpus_of(node)) busy |= !gpu.jobs.empty();
+      if (!busy) cluster.set_up(node, !cluster.node(node).up);
+    } else if (const std::optional<NodeId> node = cluster.tightest_node(gpus); node && rng.below(3) != 0) {
+      Allocation allocation;
+      std::vector<GpuId> chosen;
+      cluster.take(*node, Resources{gpus, 1000, 0, 0}, gpus, chosen);
+      allocation.gpus = chosen;
+      cluster.assign(static_cast<JobId>(step), allocation);
+      running.emplace_back(static_cast<JobId>(step), allocation);
+    } else if (!running.empty()) {
+      const std::size_t i = rng.below(running.size());
+      cluster.release(running[i].first, running[i].second);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  CHECK(cluster.tightest_node(9) == std::nullopt);  // no node has 9 GPUs
 }
