@@ -80,23 +80,6 @@ JobState& Scheduler::submit(JobSpec spec, double now) {
   return job;
 }
 
-void Scheduler::accrue(JobState& job, double now) {
-  Book& book = books_[job.spec.id];
-  const double elapsed = now - book.accounted_until;
-  if (!job.running() || elapsed <= 0) return;
-  const double gpus = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
-  job.gpu_seconds += elapsed * gpus;
-  job.attained_service += settings_.service == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
-  if (!book.partners.empty()) job.shared_seconds += elapsed;
-  book.accounted_until = now;
-}
-
-void Scheduler::report_progress(JobId id, double executed_work, double now) {
-  JobState& job = *all_[id];
-  accrue(job, now);
-  job.executed_work = std::min(executed_work, job.spec.total_work);
-}
-
 void Scheduler::stop(JobState& job, double now, JobStatus status) {
   cluster_.release(job.spec.id, job.allocation);
   end_run(job, now, status);

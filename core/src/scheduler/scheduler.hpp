@@ -12,6 +12,7 @@
 // if the job's GPUs are actually needed (see PlacementPolicy in stages.hpp).
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -94,7 +95,12 @@ class Scheduler {
 
   // The runner reports a running job's progress at `now`; attained service
   // and GPU time grow with the time it held its GPUs.
-  void report_progress(JobId id, double executed_work, double now);
+  // Inline: the simulator reports every running job's progress each round.
+  void report_progress(JobId id, double executed_work, double now) {
+    JobState& job = *all_[id];
+    accrue(job, now);
+    job.executed_work = std::min(executed_work, job.spec.total_work);
+  }
 
   // A job ends (finished or failed). A running job's GPUs are freed; a job
   // that is not running leaves its queue (a user cancels it, or a daemon
@@ -179,7 +185,16 @@ class Scheduler {
   };
 
   SchedulerView view(double now);
-  void accrue(JobState& job, double now);
+  void accrue(JobState& job, double now) {
+    Book& book = books_[job.spec.id];
+    const double elapsed = now - book.accounted_until;
+    if (!job.running() || elapsed <= 0) return;
+    const double gpus = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
+    job.gpu_seconds += elapsed * gpus;
+    job.attained_service += settings_.service == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
+    if (!book.partners.empty()) job.shared_seconds += elapsed;
+    book.accounted_until = now;
+  }
   void compact();
   // The job waits (admitted, preempted, restored): it joins waiting_, unless
   // the entry it had before it ran is still there, in place.
