@@ -403,18 +403,6 @@ PlacementChoice Scheduler::ask_placement(const SchedulerView& v, const JobState&
   return choice;
 }
 
-void Scheduler::protect(JobState& job) {
-  unreclaimable(job);
-  books_[job.spec.id].protected_in = round_;
-}
-
-void Scheduler::unreclaimable(JobState& job) {
-  Book& book = books_[job.spec.id];
-  if (book.reclaimable_in != round_) return;
-  reclaimable_gpus_ -= book.reclaimable_gpus;
-  book.reclaimable_in = 0;
-}
-
 PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Resources& want,
                                  bool may_preempt, RoundOutcome& outcome) {
   // A whole-GPU job needs that many entirely free GPUs, whatever the plugin;
@@ -525,15 +513,6 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
   protect(job);
   outcome.started.push_back(job.spec.id);
   record(now, job.spec.id, PluginKind::placement, "place", reason);
-}
-
-int Scheduler::gpu_type_of(const Allocation& held) const {
-  return cluster_.node(cluster_.gpu(held.gpus.front()).node).type;
-}
-
-bool Scheduler::grants_held(const Allocation& held, const Resources& want) const {
-  const bool right_type = want.gpu_type == kAnyGpuType || held.gpus.empty() || gpu_type_of(held) == want.gpu_type;
-  return want.gpus == held.gpu_count() && want.cpus == held.cpus && want.mem_gb == held.mem_gb && right_type;
 }
 
 bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want, const JobLayout& layout,

@@ -245,14 +245,26 @@ class Scheduler {
   // Records a decision of the stage's plugin, or of the core itself when
   // `by_core` (rejections at arrival, preemptions, head-of-line blocking).
   // A running job keeps (or got) its GPUs this round: no later job may take them.
-  void protect(JobState& job);
+  // Inline, as the next three: a round calls them for every job it ranks.
+  void protect(JobState& job) {
+    unreclaimable(job);
+    books_[job.spec.id].protected_in = round_;
+  }
   // The GPU type of a non-empty allocation (an allocation is of one type).
-  int gpu_type_of(const Allocation& held) const;
+  int gpu_type_of(const Allocation& held) const { return cluster_.node(cluster_.gpu(held.gpus.front()).node).type; }
   // Whether `held` already is what `want` grants: as many GPUs, the CPUs,
   // memory, and the type asked for (if any).
-  bool grants_held(const Allocation& held, const Resources& want) const;
+  bool grants_held(const Allocation& held, const Resources& want) const {
+    const bool right_type = want.gpu_type == kAnyGpuType || held.gpus.empty() || gpu_type_of(held) == want.gpu_type;
+    return want.gpus == held.gpu_count() && want.cpus == held.cpus && want.mem_gb == held.mem_gb && right_type;
+  }
   // Its GPUs stop counting as reclaimable by preemption this round.
-  void unreclaimable(JobState& job);
+  void unreclaimable(JobState& job) {
+    Book& book = books_[job.spec.id];
+    if (book.reclaimable_in != round_) return;
+    reclaimable_gpus_ -= book.reclaimable_gpus;
+    book.reclaimable_in = 0;
+  }
 
   void record(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason,
               bool by_core = false) {
