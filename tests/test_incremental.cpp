@@ -7,7 +7,6 @@
 // reads instead of a pass over every node.
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,12 +48,6 @@ const char* kTrace =
     "100,2,500\n"  // job 1
     "200,2,300\n";  // job 2
 
-std::vector<double> jcts(const RunResults& results) {
-  std::vector<double> out;
-  for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN) - job.arrival);
-  return out;
-}
-
 // A synthetic mix on 6 nodes with node failures and crashing jobs: jobs
 // wait, run, are stopped and wait again.
 std::string busy(const std::string& allocation, bool decisions) {
@@ -93,7 +86,7 @@ TEST_CASE("an incremental plan keeps its running jobs, ranked first, as if it li
   TempDir dir;
   dir.write("trace.csv", kTrace);
   const RunResults kept = simulate(dir, queue_only(true));
-  CHECK(jcts(kept) == std::vector<double>{1000, 1400, 1100});
+  CHECK(finish_times(kept) == std::vector<double>{1000, 1500, 1300});
   for (const JobRecord& job : kept.jobs) CHECK(job.preemptions == 0);
 
   // The same plan without keep_running leaves job 0 unranked: job 1 takes
