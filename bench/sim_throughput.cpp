@@ -7,10 +7,11 @@
 // peak RSS, and how time grows with the job count.
 // Targets (issue 17): 100k jobs under 1 us an event and 0.3 s in all; 1M jobs
 // under 3 s and 1 GiB peak RSS; 100x the jobs (10k to 1M) for at most 110x
-// the time. Measured (27 November, 2-core machine under load): 100k jobs
-// 0.45 s, 2.0 us an event (0.27-0.29x the build before issue 17, same run);
-// 1M jobs 5.0 s, 2.3 us an event, 1,005 MiB; growth 108-116x. What is left
-// each round is accounting every running job's progress.
+// the time. Measured (27 November, shared 2-core machine): 100k jobs
+// 0.42-0.46 s, 1.9-2.1 us an event (0.27-0.29x the build before issue 17 in
+// the same runs); 1M jobs 4.5-5.0 s, 2.0-2.3 us an event, 1,005 MiB; growth
+// 76-116x over three runs. What is left each round is accounting every
+// running job's progress.
 //
 //   build/bench/sim_throughput [--million] [--jobs N] [jobs/h]
 // --jobs N runs that one size alone (for `valgrind --tool=callgrind`, whose
