@@ -50,6 +50,7 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
     if (!job->done()) copy->active_.push_back(copy->all_[job->spec.id]);
   for (const JobState* job : pending_) copy->pending_.push_back(copy->all_[job->spec.id]);
   for (const JobState* job : waiting_) copy->waiting_.push_back(copy->all_[job->spec.id]);
+  for (const JobState* job : requeued_) copy->requeued_.push_back(copy->all_[job->spec.id]);
   copy->waiting_stale_ = waiting_stale_;
   return copy;
 }
@@ -240,13 +241,22 @@ void Scheduler::compact() {
     });
     waiting_stale_ = false;
   }
+  if (!requeued_.empty()) {
+    std::sort(requeued_.begin(), requeued_.end(),
+              [](const JobState* a, const JobState* b) { return a->spec.id < b->spec.id; });
+    for (JobState* job : requeued_) {
+      Book& book = books_[job->spec.id];
+      // Still waiting, and not listed already (its entry from before it ran stayed).
+      if (!job->waiting() || book.listed_waiting) continue;
+      book.listed_waiting = true;
+      insert_by_id(waiting_, job);
+    }
+    requeued_.clear();
+  }
 }
 
 void Scheduler::enqueue(JobState& job) {
-  Book& book = books_[job.spec.id];
-  if (book.listed_waiting) return;
-  book.listed_waiting = true;
-  insert_by_id(waiting_, &job);
+  if (!books_[job.spec.id].listed_waiting) requeued_.push_back(&job);
 }
 
 std::span<JobState* const> Scheduler::active() {

@@ -196,7 +196,8 @@ class Scheduler {
     book.accounted_until = now;
   }
   void compact();
-  // The job waits (admitted, preempted, restored): it joins waiting_, unless
+  // The job waits (admitted, preempted, restored): it joins waiting_ when
+  // the next view is made (a view made before keeps its list whole), unless
   // the entry it had before it ran is still there, in place.
   void enqueue(JobState& job);
 
@@ -309,9 +310,11 @@ class Scheduler {
   std::vector<Book> books_;       // by id
   std::vector<JobState*> active_;
   std::vector<JobState*> pending_;
-  // The active jobs that wait, in id order; entries of jobs that ran or
-  // ended since are dropped when a view is made (waiting_stale_).
+  // The active jobs that wait, in id order. It changes only when a view is
+  // made: entries of jobs that ran or ended since are dropped
+  // (waiting_stale_), and the jobs that began to wait join (requeued_).
   std::vector<JobState*> waiting_;
+  std::vector<JobState*> requeued_;
   bool waiting_stale_ = false;
   // During placement: the jobs running when the round began, and the GPUs
   // they hold that a preemption could still free. They keep the preemption
