@@ -166,7 +166,7 @@ Rounds rounds(const PluginEntry& entry, const char* policy, const ThroughputMode
     const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
     auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
     auto view_at = [&](double now) {
-      return SchedulerView(settings, world.cluster, model, world.all, {}, world.active, now);
+      return SchedulerView(settings, world.cluster, model, world.all, {}, world.active, world.active, now);  // all queued
     };
     measure(gavel, view_at(0), result.first);
     result.pairs = measure(gavel, view_at(300), result.cached);

@@ -118,7 +118,7 @@ int main() {
       const auto filling = std::chrono::steady_clock::now();
       while (used_milli < fill * capacity_milli && next < known_jobs) {
         JobState& job = jobs[next++];
-        const SchedulerView view(settings, cluster, model, all, {}, {}, 0);
+        const SchedulerView view(settings, cluster, model, all, {}, {}, {}, 0);
         const PlacementChoice choice = placement.place(view, job, job.spec.request());
         if (!choice.placed()) continue;
         cluster.assign(job.spec.id, Allocation{choice.gpus, job.spec.gpu_milli, job.spec.cpus, 0, {}});
@@ -126,7 +126,7 @@ int main() {
       }
       const std::chrono::duration<double, std::micro> filled = std::chrono::steady_clock::now() - filling;
       if (fill == 0.5) std::printf(" %9.1f us", filled.count() / static_cast<double>(next - first));
-      const SchedulerView view(settings, cluster, model, all, {}, {}, 0);
+      const SchedulerView view(settings, cluster, model, all, {}, {}, {}, 0);
       std::size_t placed = 0;
       const auto start = std::chrono::steady_clock::now();
       for (std::size_t i = 0; i < asked; ++i) {
@@ -146,7 +146,7 @@ int main() {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < asked; ++i) {
       const std::span<JobState* const> known(all.data(), known_jobs - asked + i + 1);
-      const SchedulerView view(settings, arrivals_cluster, model, known, {}, {}, 0);
+      const SchedulerView view(settings, arrivals_cluster, model, known, {}, {}, {}, 0);
       const JobState& job = jobs[i];
       fresh_placement.place(view, job, job.spec.request());
     }

@@ -300,8 +300,10 @@ AllocationPlan plan_of(const std::string& plugin_name, const PluginArgs& args, c
   const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
   auto& policy = dynamic_cast<AllocationPolicy&>(*plugin);
   const SchedulerSettings settings;
-  std::vector<JobState*> active = world.all;
-  const SchedulerView view(settings, world.cluster, model, world.all, {}, active, 0);
+  std::vector<JobState*> active = world.all, waiting;
+  for (JobState* job : active)
+    if (job->waiting()) waiting.push_back(job);
+  const SchedulerView view(settings, world.cluster, model, world.all, {}, active, waiting, 0);
   return policy.allocate(view);
 }
 

@@ -96,7 +96,7 @@ class Scene {
   }
 
   PlacementChoice place(Placer& placer, const JobState& job, double now = 0) {
-    const SchedulerView view(settings_, cluster, model_, all_, {}, {}, now);
+    const SchedulerView view(settings_, cluster, model_, all_, {}, {}, {}, now);
     return placer.policy().place(view, job, job.spec.request());
   }
 

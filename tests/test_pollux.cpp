@@ -123,10 +123,13 @@ class Scene {
     job.allocation = Allocation{std::move(gpus), 1000, 0, 0, JobLayout{batch_size, 0, 0}};
     if (job.running()) cluster.assign(job.spec.id, job.allocation);
     all_.push_back(&job);
+    if (job.waiting()) waiting_.push_back(&job);
     return job;
   }
 
-  SchedulerView view(double now) const { return SchedulerView(settings_, cluster, model_, all_, {}, all_, now); }
+  SchedulerView view(double now) const {
+    return SchedulerView(settings_, cluster, model_, all_, {}, all_, waiting_, now);
+  }
 
   ClusterState cluster;
 
@@ -135,6 +138,7 @@ class Scene {
   SchedulerSettings settings_;
   std::deque<JobState> jobs_;
   std::vector<JobState*> all_;
+  std::vector<JobState*> waiting_;  // the queued ones
 };
 
 std::map<JobId, int> granted(const AllocationPlan& plan) {

@@ -141,7 +141,7 @@ struct OneJobView {
   SchedulerView view;
 
   OneJobView(const ClusterState& cluster, const ThroughputModel& model, JobSpec spec)
-      : view(settings, cluster, model, all, {}, {}, 0) {
+      : view(settings, cluster, model, all, {}, {}, {}, 0) {
     settings.restart_seconds = 0;
     job.spec = std::move(spec);
   }

@@ -158,19 +158,25 @@ class Fifo final : public tessel::AllocationPolicy {
   tessel::AllocationPlan compute(const tessel::SchedulerView& view) {
     tessel::AllocationPlan plan;
     plan.stop_at_first_unplaced = !backfill_;
-    plan.ranked.reserve(view.active().size());
-    if (type_choice_ != TypeChoice::fastest_reassigned)
-      for (const tessel::JobState* job : view.active())  // arrival order
-        if (job->running())
-          plan.ranked.push_back({job->spec.id, job->held(), tessel::Reason("running; FIFO never preempts")});
+    const tessel::Reason kept("running; FIFO never preempts");
+    if (type_choice_ != TypeChoice::fastest_reassigned) {
+      if (throttle_.enabled()) {
+        // The last plan stands for a while, and must still grant a job it
+        // found running when that job is stopped meanwhile: it lists them.
+        for (const tessel::JobState* job : view.active())  // arrival order
+          if (job->running()) plan.ranked.push_back({job->spec.id, job->held(), kept});
+      } else {
+        plan.keep_running = kept;  // the core keeps them: the plan lists the queue alone
+      }
+    }
     if (type_choice_ != TypeChoice::any) {
       rank_typed(view, plan);
       return plan;
     }
-    for (const tessel::JobState* job : view.active())
-      if (job->waiting())
-        plan.ranked.push_back({job->spec.id, job->spec.request(),
-                               tessel::Reason("arrived at {} s; served in arrival order", job->spec.arrival)});
+    plan.ranked.reserve(plan.ranked.size() + view.waiting().size());
+    for (const tessel::JobState* job : view.waiting())  // arrival order
+      plan.ranked.push_back({job->spec.id, job->spec.request(),
+                             tessel::Reason("arrived at {} s; served in arrival order", job->spec.arrival)});
     return plan;
   }
 
@@ -216,8 +222,7 @@ class Fifo final : public tessel::AllocationPolicy {
     const tessel::JobState* blocker = nullptr;
     std::size_t queue_from = 0;  // packing: the first plan entry of the queue left
     assigned_.clear();
-    for (const tessel::JobState* job : view.active()) {
-      if (!job->waiting() && !reassign) continue;
+    for (const tessel::JobState* job : reassign ? view.active() : view.waiting()) {
       tessel::Resources want = job->spec.request();
       if (blocker != nullptr) {
         want.gpus = 0;

@@ -108,6 +108,7 @@ class Synthesizer final : public tessel::AllocationPolicy {
     if (rounds_++ % every_ == 0) choose(*lab);
     tessel::AllocationPlan plan = lab->allocation(candidates_[chosen_].allocation).allocate(view);
     for (tessel::Grant& grant : plan.ranked) grant.reason = grant.reason.attributed_to(names_[chosen_]);
+    if (plan.keep_running) plan.keep_running = plan.keep_running->attributed_to(names_[chosen_]);
     return plan;
   }
 

@@ -24,6 +24,16 @@ class Consolidated final : public tessel::PlacementPolicy {
       choice.reason = tessel::Reason("needs {} GPUs, {} free in the cluster", want.gpus, cluster.free_gpus());
       return choice;
     }
+    // Whole GPUs alone: the index of nodes by free GPUs has the best single
+    // node, as the pass below would find it.
+    if (want.gpu_milli == 1000 && want.gpus > 0 && want.cpus <= 0 && want.mem_gb <= 0 &&
+        want.gpu_type == tessel::kAnyGpuType)
+      if (const std::optional<tessel::NodeId> node = cluster.tightest_node(want.gpus)) {
+        cluster.take(*node, want, want.gpus, choice.gpus);
+        choice.reason = tessel::Reason("best fit on one node, {} GPUs left there",
+                                       cluster.node(*node).free_gpus - want.gpus);
+        return choice;
+      }
     // One pass finds the best single node; most jobs need nothing more.
     free_.clear();
     int total = 0;

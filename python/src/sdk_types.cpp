@@ -355,6 +355,7 @@ void bind_sdk(py::module_& m) {
       .def("throughput", [](const PolicyView& v) { return &v.get().throughput(); }, kRef)
       .def("pending", [](const PolicyView& v) { return JobList(v.get().pending(), v); })
       .def("active", [](const PolicyView& v) { return JobList(v.get().active(), v); })
+      .def("waiting", [](const PolicyView& v) { return JobList(v.get().waiting(), v); })
       .def("jobs", [](const PolicyView& v) { return JobList(v.get().jobs(), v); })
       .def("job",
            [](const PolicyView& v, JobId id) {

@@ -678,6 +678,10 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
 
 RunResults Simulation::collect(double end_time) {
   std::size_t unfinished = 0, still_running = 0;
+  // The rows are made while every job's state is still held: the progress
+  // of each, no longer needed, makes room for them (72 bytes a job).
+  std::vector<JobProgress>().swap(progress_);
+  sink_.expect_jobs(scheduler_->job_count());
   for (const JobState* job : scheduler_->jobs()) {
     sink_.job_changed(job_record(*job));
     if (job->running())  // a job that never ends (infinite duration) holds its GPUs to the end

@@ -37,6 +37,7 @@ class ForecastProbe final : public tessel::AllocationPolicy {
                     f.mean_time_in_system, f.mean_queueing_delay, f.jobs, f.finished, f.end);
       tessel::AllocationPlan plan = lab.allocation(allocation_).allocate(view);
       for (tessel::Grant& grant : plan.ranked) grant.reason = tessel::Reason::text(text);
+      if (plan.keep_running) plan.keep_running = tessel::Reason::text(text);
       return plan;
     }
     return lab.allocation(round_ > at_round_ ? allocation_ : before_).allocate(view);

@@ -129,12 +129,12 @@
   FIELD(Shape, gpu_mem_gb, 72) \
   FIELD(Shape, layout, 80) \
   FIELD(Shape, node_gpus, 96) \
-  TYPE(ClusterState, 136, 8) \
+  TYPE(ClusterState, 160, 8) \
   TYPE(SchedulerSettings, 24, 8) \
   FIELD(SchedulerSettings, round_seconds, 0) \
   FIELD(SchedulerSettings, service, 8) \
   FIELD(SchedulerSettings, restart_seconds, 16) \
-  TYPE(SchedulerView, 88, 8) \
+  TYPE(SchedulerView, 104, 8) \
   TYPE(BatchSizeRange, 8, 4) \
   FIELD(BatchSizeRange, smallest, 0) \
   FIELD(BatchSizeRange, largest, 4) \
@@ -148,10 +148,11 @@
   FIELD(Grant, resources, 8) \
   FIELD(Grant, reason, 40) \
   FIELD(Grant, share_with, 120) \
-  TYPE(AllocationPlan, 40, 8) \
+  TYPE(AllocationPlan, 128, 8) \
   FIELD(AllocationPlan, ranked, 0) \
   FIELD(AllocationPlan, stop_at_first_unplaced, 24) \
   FIELD(AllocationPlan, revisit_at, 32) \
+  FIELD(AllocationPlan, keep_running, 40) \
   TYPE(PlacementChoice, 104, 8) \
   FIELD(PlacementChoice, gpus, 0) \
   FIELD(PlacementChoice, reason, 24) \
@@ -200,8 +201,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 7,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 7; check that they describe the new "
+static_assert(kAbiVersion == 8,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 8; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

@@ -5,6 +5,8 @@
 // mutates it; plugins receive `const ClusterState&` through the view.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -104,6 +106,11 @@ class ClusterState {
   // job's per-GPU share of `want.cpus` and `want.mem_gb`. 0 if the node is
   // down or of another GPU type than `want.gpu_type` asks for.
   int fits_on(NodeId id, const Resources& want) const;
+  // The up node with the fewest whole free GPUs among those with at least
+  // `gpus` (the lowest id among ties), or none: what a scan of fits_on finds
+  // for a whole-GPU request of any type and no CPUs or memory, from an index
+  // of the nodes by free GPUs rather than a pass over every node.
+  std::optional<NodeId> tightest_node(int gpus) const;
   // Appends `count` GPUs of node `id` that can take `want.gpu_milli`, lowest first.
   void take(NodeId id, const Resources& want, int count, std::vector<GpuId>& out) const;
 
@@ -132,6 +139,7 @@ class ClusterState {
   std::vector<Node> nodes_;
   std::vector<Gpu> gpus_;
   std::vector<int> nodes_with_free_;  // [k] = up nodes with exactly k free GPUs
+  std::vector<std::vector<std::uint64_t>> nodes_by_free_;  // [k]: bit set of those nodes, by id
   std::vector<std::string> gpu_types_;
   std::vector<int> largest_node_of_type_;  // most GPUs on one node, by type
   int total_gpus_ = 0;

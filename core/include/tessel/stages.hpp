@@ -8,6 +8,7 @@
 #pragma once
 
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "tessel/job.hpp"
@@ -72,6 +73,13 @@ struct AllocationPlan {
   // (`[simulation] rounds = "events"`), where it is when the next round with
   // no event behind it is held; it must then be later than view.now().
   double revisit_at = std::numeric_limits<double>::infinity();
+  // An incremental plan: when set, every running job that `ranked` does not
+  // list keeps what it holds, with this reason, ranked before all of
+  // `ranked` in arrival order, exactly as if listed so (FIFO's running
+  // jobs). A plan then lists only the jobs whose grants may change (with
+  // view.waiting(), the queue), and a round costs what the queue costs, not
+  // what every running job costs.
+  std::optional<Reason> keep_running;
 };
 
 // Which jobs should run, with how many GPUs (and CPUs, memory), in what order?

@@ -31,10 +31,10 @@ class SchedulerView {
  public:
   SchedulerView(const SchedulerSettings& settings, const ClusterState& cluster,
                 const ThroughputModel& throughput, std::span<JobState* const> all_jobs,
-                std::span<JobState* const> pending, std::span<JobState* const> active, double now,
-                PolicyLab* lab = nullptr)
+                std::span<JobState* const> pending, std::span<JobState* const> active,
+                std::span<JobState* const> waiting, double now, PolicyLab* lab = nullptr)
       : settings_(settings), cluster_(cluster), throughput_(throughput), all_(all_jobs),
-        pending_(pending), active_(active), now_(now), lab_(lab) {}
+        pending_(pending), active_(active), waiting_(waiting), now_(now), lab_(lab) {}
 
   double now() const { return now_; }
   const SchedulerSettings& settings() const { return settings_; }
@@ -45,6 +45,9 @@ class SchedulerView {
   std::span<const JobState* const> pending() const { return pending_; }
   // Admitted jobs that are not done (queued, running, preempted), in arrival order.
   std::span<const JobState* const> active() const { return active_; }
+  // The active jobs that wait (queued or preempted), in arrival order: for a
+  // policy that ranks only these, without walking every running job.
+  std::span<const JobState* const> waiting() const { return waiting_; }
   // Any job the core knows, by id; all of them, done ones included, by id.
   const JobState& job(JobId id) const { return *all_[id]; }
   std::span<const JobState* const> jobs() const { return all_; }
@@ -67,6 +70,7 @@ class SchedulerView {
   std::span<const JobState* const> all_;
   std::span<const JobState* const> pending_;
   std::span<const JobState* const> active_;
+  std::span<const JobState* const> waiting_;
   double now_;
   PolicyLab* lab_;
 };

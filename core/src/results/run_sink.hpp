@@ -77,6 +77,9 @@ class BatchSink final : public RunSink {
   // Starts the wall clock of RunTotals::wall_seconds.
   void run_started() override { started_ = std::chrono::steady_clock::now(); }
   void job_changed(const JobRecord& job) override;  // keeps each job's latest row
+  // Room for `count` jobs' rows at once: a run of a million jobs then holds
+  // no second, half-size copy of them while the rows grow.
+  void expect_jobs(std::size_t count) { results_.jobs.reserve(count); }
   void launched(const LaunchRecord&) override {}     // simulated jobs run no processes
   void resized(const ResizeRecord& resize) override { results_.resizes.push_back(resize); }
   void node_changed(const NodeRecord&) override {}   // nodes are the experiment's [cluster]

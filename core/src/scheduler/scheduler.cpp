@@ -14,6 +14,17 @@ namespace {
 constexpr std::size_t kUnranked = std::numeric_limits<std::size_t>::max();
 
 std::string job_name(JobId id) { return "job " + std::to_string(id); }
+
+// Lists of jobs kept in arrival (id) order; a newcomer is usually the newest.
+void insert_by_id(std::vector<JobState*>& list, JobState* job) {
+  if (list.empty() || list.back()->spec.id < job->spec.id) {
+    list.push_back(job);
+    return;
+  }
+  auto at = std::lower_bound(list.begin(), list.end(), job->spec.id,
+                             [](const JobState* a, JobId id) { return a->spec.id < id; });
+  list.insert(at, job);
+}
 }  // namespace
 
 Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
@@ -38,6 +49,9 @@ std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   for (const JobState* job : active_)
     if (!job->done()) copy->active_.push_back(copy->all_[job->spec.id]);
   for (const JobState* job : pending_) copy->pending_.push_back(copy->all_[job->spec.id]);
+  for (const JobState* job : waiting_) copy->waiting_.push_back(copy->all_[job->spec.id]);
+  for (const JobState* job : requeued_) copy->requeued_.push_back(copy->all_[job->spec.id]);
+  copy->waiting_stale_ = waiting_stale_;
   return copy;
 }
 
@@ -67,23 +81,6 @@ JobState& Scheduler::submit(JobSpec spec, double now) {
   return job;
 }
 
-void Scheduler::accrue(JobState& job, double now) {
-  Book& book = books_[job.spec.id];
-  const double elapsed = now - book.accounted_until;
-  if (!job.running() || elapsed <= 0) return;
-  const double gpus = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
-  job.gpu_seconds += elapsed * gpus;
-  job.attained_service += settings_.service == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
-  if (!book.partners.empty()) job.shared_seconds += elapsed;
-  book.accounted_until = now;
-}
-
-void Scheduler::report_progress(JobId id, double executed_work, double now) {
-  JobState& job = *all_[id];
-  accrue(job, now);
-  job.executed_work = std::min(executed_work, job.spec.total_work);
-}
-
 void Scheduler::stop(JobState& job, double now, JobStatus status) {
   cluster_.release(job.spec.id, job.allocation);
   end_run(job, now, status);
@@ -98,6 +95,7 @@ void Scheduler::end_run(JobState& job, double now, JobStatus status) {
   --running_;
   if (status == JobStatus::preempted) {
     job.waiting_since = now;
+    enqueue(job);
   } else {
     job.finish = now;
     needs_compaction_ = true;
@@ -118,6 +116,7 @@ void Scheduler::complete(JobId id, double now, JobStatus status, std::optional<d
     job.status = status;
     job.finish = now;
     needs_compaction_ = true;
+    waiting_stale_ = true;
   }
   if (work_done_at) job.finish = *work_done_at;
 }
@@ -143,6 +142,7 @@ JobState& Scheduler::restore(const JobState& saved) {
   book.new_attempt = job.attempts == 0;
   if (job.status == JobStatus::pending) pending_.push_back(&job);
   if (job.active()) active_.push_back(&job);
+  if (job.waiting()) enqueue(job);
   return job;
 }
 
@@ -229,9 +229,34 @@ void Scheduler::repair_node(NodeId node) { cluster_.set_up(node, true); }
 
 
 void Scheduler::compact() {
-  if (!needs_compaction_) return;
-  std::erase_if(active_, [](const JobState* job) { return job->done(); });
-  needs_compaction_ = false;
+  if (needs_compaction_) {
+    std::erase_if(active_, [](const JobState* job) { return job->done(); });
+    needs_compaction_ = false;
+  }
+  if (waiting_stale_) {
+    std::erase_if(waiting_, [&](const JobState* job) {
+      if (job->waiting()) return false;
+      books_[job->spec.id].listed_waiting = false;
+      return true;
+    });
+    waiting_stale_ = false;
+  }
+  if (!requeued_.empty()) {
+    std::sort(requeued_.begin(), requeued_.end(),
+              [](const JobState* a, const JobState* b) { return a->spec.id < b->spec.id; });
+    for (JobState* job : requeued_) {
+      Book& book = books_[job->spec.id];
+      // Still waiting, and not listed already (its entry from before it ran stayed).
+      if (!job->waiting() || book.listed_waiting) continue;
+      book.listed_waiting = true;
+      insert_by_id(waiting_, job);
+    }
+    requeued_.clear();
+  }
+}
+
+void Scheduler::enqueue(JobState& job) {
+  if (!books_[job.spec.id].listed_waiting) requeued_.push_back(&job);
 }
 
 std::span<JobState* const> Scheduler::active() {
@@ -243,7 +268,7 @@ std::span<JobState* const> Scheduler::pending() { return pending_; }
 
 SchedulerView Scheduler::view(double now) {
   compact();
-  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, now, lab_);
+  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, waiting_, now, lab_);
 }
 
 void Scheduler::log(double now, JobId job, PluginKind stage, std::string_view code,
@@ -357,17 +382,11 @@ void Scheduler::admit(const SchedulerView& v, RoundOutcome& outcome) {
     }
   }
   if (outcome.admitted == 0 && outcome.rejected == 0) return;
-  // Admitted jobs join the active list in arrival (id) order; usually they
-  // are the newest, so this is an append.
+  // Admitted jobs join the active and waiting lists in arrival (id) order.
   for (JobState* job : pending_) {
     if (job->status != JobStatus::queued) continue;
-    if (active_.empty() || active_.back()->spec.id < job->spec.id) {
-      active_.push_back(job);
-    } else {
-      auto at = std::lower_bound(active_.begin(), active_.end(), job->spec.id,
-                                 [](const JobState* a, JobId id) { return a->spec.id < id; });
-      active_.insert(at, job);
-    }
+    insert_by_id(active_, job);
+    enqueue(*job);
   }
   std::erase_if(pending_, [](const JobState* job) { return job->status != JobStatus::pending; });
 }
@@ -392,18 +411,6 @@ PlacementChoice Scheduler::ask_placement(const SchedulerView& v, const JobState&
                                           ", not of the type it was granted (" +
                                           cluster_.gpu_types()[want.gpu_type] + ")");
   return choice;
-}
-
-void Scheduler::protect(JobState& job) {
-  unreclaimable(job);
-  books_[job.spec.id].protected_in = round_;
-}
-
-void Scheduler::unreclaimable(JobState& job) {
-  Book& book = books_[job.spec.id];
-  if (book.reclaimable_in != round_) return;
-  reclaimable_gpus_ -= book.reclaimable_gpus;
-  book.reclaimable_in = 0;
 }
 
 PlacementChoice Scheduler::place(const SchedulerView& v, JobState& job, const Resources& want,
@@ -494,6 +501,7 @@ void Scheduler::begin_run(JobState& job, Allocation allocation, double now, bool
   else
     cluster_.assign(job.spec.id, job.allocation);
   job.status = JobStatus::running;
+  waiting_stale_ = true;  // its entry in waiting_ goes at the next view
   if (!job.first_start) job.first_start = now;
   Book& book = books_[job.spec.id];
   book.accounted_until = now;
@@ -515,15 +523,6 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
   protect(job);
   outcome.started.push_back(job.spec.id);
   record(now, job.spec.id, PluginKind::placement, "place", reason);
-}
-
-int Scheduler::gpu_type_of(const Allocation& held) const {
-  return cluster_.node(cluster_.gpu(held.gpus.front()).node).type;
-}
-
-bool Scheduler::grants_held(const Allocation& held, const Resources& want) const {
-  const bool right_type = want.gpu_type == kAnyGpuType || held.gpus.empty() || gpu_type_of(held) == want.gpu_type;
-  return want.gpus == held.gpu_count() && want.cpus == held.cpus && want.mem_gb == held.mem_gb && right_type;
 }
 
 bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want, const JobLayout& layout,
@@ -570,8 +569,31 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
   return true;
 }
 
+AllocationPlan Scheduler::with_kept_listed(const AllocationPlan& plan) {
+  AllocationPlan full;
+  full.stop_at_first_unplaced = plan.stop_at_first_unplaced;
+  full.revisit_at = plan.revisit_at;
+  std::vector<JobId> listed;
+  listed.reserve(plan.ranked.size());
+  for (const Grant& grant : plan.ranked) listed.push_back(grant.job);
+  std::sort(listed.begin(), listed.end());
+  full.ranked.reserve(running_ + plan.ranked.size());
+  for (const JobState* job : active_)
+    if (job->running() && !std::binary_search(listed.begin(), listed.end(), job->spec.id))
+      full.ranked.push_back({job->spec.id, job->held(), *plan.keep_running});
+  full.ranked.insert(full.ranked.end(), plan.ranked.begin(), plan.ranked.end());
+  return full;
+}
+
 void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                            RoundOutcome& outcome) {
+  // The jobs an incremental plan keeps are protected, never a victim, and
+  // rank before every listed job: nothing below needs to visit them, except
+  // where a rule or the decision log looks at every running job.
+  if (plan.keep_running &&
+      (rules_.stop_left_out || rules_.place_every_round || sharing_ > 0 || (log_ != nullptr && log_->enabled()) ||
+       std::any_of(plan.ranked.begin(), plan.ranked.end(), [](const Grant& g) { return g.share_with != kNoJob; })))
+    return place_plan(v, with_kept_listed(plan), outcome);
   // Check the whole plan first, and stamp ranks for the preemption order.
   std::unordered_map<JobId, int> group_members;  // space sharing: jobs naming each host
   for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
@@ -625,13 +647,18 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
   if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
   round_running_.clear();
   reclaimable_gpus_ = 0;
-  for (JobState* job : active_) {
-    if (!job->running() || rules_.place_every_round) continue;  // placed again: nobody's victim
+  auto may_be_victim = [&](JobState* job) {
+    if (!job->running() || rules_.place_every_round) return;  // placed again: nobody's victim
     round_running_.push_back(job);
     Book& book = books_[job->spec.id];
     book.reclaimable_in = round_;
     book.reclaimable_gpus = job->allocation.gpu_count();
     reclaimable_gpus_ += book.reclaimable_gpus;
+  };
+  if (plan.keep_running) {  // only the listed running jobs: the others are kept
+    for (const Grant& grant : plan.ranked) may_be_victim(all_[grant.job]);
+  } else {
+    for (JobState* job : active_) may_be_victim(job);
   }
 
   const JobState* blocker = nullptr;

@@ -12,6 +12,7 @@
 // if the job's GPUs are actually needed (see PlacementPolicy in stages.hpp).
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -94,7 +95,12 @@ class Scheduler {
 
   // The runner reports a running job's progress at `now`; attained service
   // and GPU time grow with the time it held its GPUs.
-  void report_progress(JobId id, double executed_work, double now);
+  // Inline: the simulator reports every running job's progress each round.
+  void report_progress(JobId id, double executed_work, double now) {
+    JobState& job = *all_[id];
+    accrue(job, now);
+    job.executed_work = std::min(executed_work, job.spec.total_work);
+  }
 
   // A job ends (finished or failed). A running job's GPUs are freed; a job
   // that is not running leaves its queue (a user cancels it, or a daemon
@@ -173,16 +179,33 @@ class Scheduler {
     std::uint64_t reclaimable_in = 0;  // round in which its GPUs count in reclaimable_gpus_
     int reclaimable_gpus = 0;
     bool new_attempt = true;         // the next launch starts an attempt
+    bool listed_waiting = false;     // it has an entry in waiting_ (stale while it runs)
     double held_until = 0;           // hold_until: not placed before then
     std::vector<JobId> partners;     // the jobs sharing its GPUs now
   };
 
   SchedulerView view(double now);
-  void accrue(JobState& job, double now);
+  void accrue(JobState& job, double now) {
+    Book& book = books_[job.spec.id];
+    const double elapsed = now - book.accounted_until;
+    if (!job.running() || elapsed <= 0) return;
+    const double gpus = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
+    job.gpu_seconds += elapsed * gpus;
+    job.attained_service += settings_.service == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
+    if (!book.partners.empty()) job.shared_seconds += elapsed;
+    book.accounted_until = now;
+  }
   void compact();
+  // The job waits (admitted, preempted, restored): it joins waiting_ when
+  // the next view is made (a view made before keeps its list whole), unless
+  // the entry it had before it ran is still there, in place.
+  void enqueue(JobState& job);
 
   void admit(const SchedulerView& view, RoundOutcome& outcome);
   void place_plan(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
+  // An incremental plan (keep_running) with every running job it keeps
+  // listed, for the rules that look at every running job anyway.
+  AllocationPlan with_kept_listed(const AllocationPlan& plan);
   // RoundRules: stops the running jobs the plan gives no GPUs; with
   // place_every_round, releases the others' GPUs for placing them again.
   void stop_left_out(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
@@ -223,14 +246,26 @@ class Scheduler {
   // Records a decision of the stage's plugin, or of the core itself when
   // `by_core` (rejections at arrival, preemptions, head-of-line blocking).
   // A running job keeps (or got) its GPUs this round: no later job may take them.
-  void protect(JobState& job);
+  // Inline, as the next three: a round calls them for every job it ranks.
+  void protect(JobState& job) {
+    unreclaimable(job);
+    books_[job.spec.id].protected_in = round_;
+  }
   // The GPU type of a non-empty allocation (an allocation is of one type).
-  int gpu_type_of(const Allocation& held) const;
+  int gpu_type_of(const Allocation& held) const { return cluster_.node(cluster_.gpu(held.gpus.front()).node).type; }
   // Whether `held` already is what `want` grants: as many GPUs, the CPUs,
   // memory, and the type asked for (if any).
-  bool grants_held(const Allocation& held, const Resources& want) const;
+  bool grants_held(const Allocation& held, const Resources& want) const {
+    const bool right_type = want.gpu_type == kAnyGpuType || held.gpus.empty() || gpu_type_of(held) == want.gpu_type;
+    return want.gpus == held.gpu_count() && want.cpus == held.cpus && want.mem_gb == held.mem_gb && right_type;
+  }
   // Its GPUs stop counting as reclaimable by preemption this round.
-  void unreclaimable(JobState& job);
+  void unreclaimable(JobState& job) {
+    Book& book = books_[job.spec.id];
+    if (book.reclaimable_in != round_) return;
+    reclaimable_gpus_ -= book.reclaimable_gpus;
+    book.reclaimable_in = 0;
+  }
 
   void record(double now, JobId job, PluginKind stage, std::string_view code, const Reason& reason,
               bool by_core = false) {
@@ -275,6 +310,12 @@ class Scheduler {
   std::vector<Book> books_;       // by id
   std::vector<JobState*> active_;
   std::vector<JobState*> pending_;
+  // The active jobs that wait, in id order. It changes only when a view is
+  // made: entries of jobs that ran or ended since are dropped
+  // (waiting_stale_), and the jobs that began to wait join (requeued_).
+  std::vector<JobState*> waiting_;
+  std::vector<JobState*> requeued_;
+  bool waiting_stale_ = false;
   // During placement: the jobs running when the round began, and the GPUs
   // they hold that a preemption could still free. They keep the preemption
   // search linear in running jobs, and skip it when it cannot succeed.

@@ -1,6 +1,7 @@
 #include "tessel/cluster.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,10 @@ NodeId ClusterState::add_node(const NodeSpec& spec) {
   node.free_mem_gb = spec.mem_gb;
   for (int i = 0; i < spec.gpus; ++i) gpus_.push_back(Gpu{node.id, 0, {}});
   if (static_cast<int>(nodes_with_free_.size()) <= spec.gpus) nodes_with_free_.resize(spec.gpus + 1, 0);
+  if (nodes_by_free_.size() < nodes_with_free_.size()) nodes_by_free_.resize(nodes_with_free_.size());
+  const std::size_t words = node.id / 64 + 1;
+  for (std::vector<std::uint64_t>& bits : nodes_by_free_)
+    if (bits.size() < words) bits.resize(words, 0);
   auto type = std::find(gpu_types_.begin(), gpu_types_.end(), spec.gpu_type);
   if (type == gpu_types_.end()) {
     gpu_types_.push_back(spec.gpu_type);
@@ -42,8 +47,21 @@ NodeId ClusterState::add_node(const NodeSpec& spec) {
 void ClusterState::count_free(const Node& node, int delta) {
   if (!node.up) return;
   nodes_with_free_[node.free_gpus] += delta;
+  std::uint64_t& word = nodes_by_free_[node.free_gpus][node.id / 64];
+  const std::uint64_t bit = std::uint64_t{1} << (node.id % 64);
+  word = delta > 0 ? word | bit : word & ~bit;
   free_gpus_ += delta * node.free_gpus;
   total_gpus_ += delta * node.spec.gpus;
+}
+
+std::optional<NodeId> ClusterState::tightest_node(int gpus) const {
+  for (std::size_t k = static_cast<std::size_t>(std::max(gpus, 1)); k < nodes_by_free_.size(); ++k) {
+    if (nodes_with_free_[k] == 0) continue;
+    const std::vector<std::uint64_t>& bits = nodes_by_free_[k];
+    for (std::size_t w = 0; w < bits.size(); ++w)
+      if (bits[w] != 0) return static_cast<NodeId>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits[w])));
+  }
+  return std::nullopt;
 }
 
 int ClusterState::largest_free_block() const {
