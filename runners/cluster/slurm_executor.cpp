@@ -29,29 +29,39 @@ std::vector<std::string> split(const std::string& text, char by) {
 
 std::string first_line(const std::string& text) { return trimmed(text.substr(0, text.find('\n'))); }
 
-// States in which a job's processes may still run (or are about to).
-bool alive(const std::string& state) {
-  return state == "PENDING" || state == "CONFIGURING" || state == "RUNNING" || state == "COMPLETING" ||
-         state == "SUSPENDED" || state == "REQUEUED" || state == "RESIZING" || state == "SIGNALING" ||
-         state == "STAGE_OUT";
-}
-
 // Ended by Slurm's doing, not the job's: its processes were lost as with a
 // node's agent, not failed.
 bool lost_by_slurm(const std::string& state) {
   return state == "NODE_FAIL" || state == "BOOT_FAIL" || state == "PREEMPTED";
 }
 
-// "tessel-<tag>-l<launch>" -> launch; nothing for another name.
-std::optional<std::uint64_t> launch_of(const std::string& name, const std::string& tag) {
-  const std::string prefix = "tessel-" + tag + "-l";
-  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) return std::nullopt;
-  const std::string digits = name.substr(prefix.size());
-  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) return std::nullopt;
+// "123" -> 123; nothing for anything but 1-18 digits (std::stoull would throw).
+std::optional<std::uint64_t> number_of(const std::string& digits) {
+  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
   return std::stoull(digits);
 }
 
+// "tessel-<tag>-l<launch>" -> launch; nothing for another name.
+std::optional<std::uint64_t> launch_of(const std::string& name, const std::string& tag) {
+  const std::string prefix = "tessel-" + tag + "-l";
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  return number_of(name.substr(prefix.size()));
+}
+
 }  // namespace
+
+bool slurm_job_ended(const std::string& state) {
+  // Slurm's end states (job_state_string, slurm_protocol_defs.c): a job
+  // shows one only when its processes are gone (while they end it shows
+  // COMPLETING). Any other state, including ones a newer Slurm adds, keeps
+  // the job counted as running: its GPUs are not handed on while it may
+  // still hold them.
+  for (const char* end : {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+                          "DEADLINE", "OUT_OF_MEMORY"})
+    if (state == end) return true;
+  return false;
+}
 
 std::map<std::string, std::string> scontrol_fields(const std::string& line) {
   std::map<std::string, std::string> fields;
@@ -167,7 +177,7 @@ void SlurmExecutor::off_loop(std::vector<std::string> argv, std::function<void(c
     tasks_.push_back([this, argv = std::move(argv), done = std::move(done), alive = alive_] {
       CommandResult result;
       try {
-        result = run_command(argv, folder_);
+        result = run_command(argv, folder_, command_seconds_);
       } catch (const std::exception& e) {  // nothing escapes the worker thread
         result.status = -1;
         result.err = e.what();
@@ -180,10 +190,12 @@ void SlurmExecutor::off_loop(std::vector<std::string> argv, std::function<void(c
   wake_.notify_one();
 }
 
-void SlurmExecutor::start(const fs::path& folder, const std::string& tag, double poll_seconds) {
+void SlurmExecutor::start(const fs::path& folder, const std::string& tag, double poll_seconds,
+                          double command_seconds) {
   folder_ = folder;
   tag_ = tag;
   poll_seconds_ = poll_seconds;
+  command_seconds_ = command_seconds;
   fs::create_directories(folder_);
   log("running jobs through Slurm on " + std::to_string(nodes_.size()) + " nodes; logs, progress and scripts in " +
       folder_.string());
@@ -444,6 +456,16 @@ void SlurmExecutor::on_polled(const CommandResult& result) {
     }
   }
 
+  // A job of this run that no launch accounts for: its sbatch was killed
+  // after submitting it (the launch failed meanwhile), or it came back after
+  // its end was reported. Nothing may run that the daemon does not count.
+  for (auto& [id, fields] : ours)
+    if (!launches_.contains(id) && !slurm_job_ended(fields["JobState"]) && strays_.insert(fields["JobId"]).second) {
+      log("Slurm job " + fields["JobId"] + " (launch " + std::to_string(id) +
+          ") belongs to no launch of this run: cancelling it");
+      off_loop({"scancel", fields["JobId"]}, [](const CommandResult&) {});
+    }
+
   std::vector<std::uint64_t> ids;
   for (auto& [id, launch] : launches_) ids.push_back(id);
   std::map<std::string, json> progress;  // by node
@@ -465,7 +487,7 @@ void SlurmExecutor::on_polled(const CommandResult& result) {
         progress[launch.ranks.front().node].push_back(
             {{"launch", id}, {"rank", 0}, {"iteration", p->iteration}, {"total", p->total}});
       }
-    if (!alive(launch.state)) {
+    if (slurm_job_ended(launch.state)) {
       ended(launch, found->second);
       continue;
     }

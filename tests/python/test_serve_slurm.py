@@ -9,6 +9,7 @@ short, so that the whole file runs in about a minute on a loaded machine.
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -22,7 +23,7 @@ from conftest import BUILD, TESSEL, need_slurm
 TRAIN = BUILD / "examples" / "jobs" / "train"
 
 
-def config(tmp_path, extra="", round_seconds=0.5):
+def config(tmp_path, extra="", round_seconds=0.5, node_timeout=30):
     secret = tmp_path / "secret"
     secret.write_text("a secret shared by the daemon and its clients\n")
     secret.chmod(0o600)
@@ -37,7 +38,7 @@ placement = {{ plugin = "consolidated" }}
 listen = "127.0.0.1:0"
 executor = "slurm"
 heartbeat_seconds = 0.5
-node_timeout_seconds = 30
+node_timeout_seconds = {node_timeout}
 grace_seconds = 3
 retry_seconds = 0.5
 {extra}
@@ -115,8 +116,10 @@ def serve(tmp_path):
     need_slurm()
     started = []
 
-    def start(extra="", round_seconds=0.5):
-        path, env = config(tmp_path, extra, round_seconds)
+    def start(extra="", round_seconds=0.5, node_timeout=30, path_first=None):
+        path, env = config(tmp_path, extra, round_seconds, node_timeout)
+        if path_first is not None:
+            env["PATH"] = f"{path_first}:{env['PATH']}"
         started.append(Serve(tmp_path, path, env))
         return started[-1]
 
@@ -311,3 +314,36 @@ def test_serve_with_slurm_and_no_slurm_answering_is_refused(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "[serve] executor = \"slurm\"" in result.stderr and "Slurm" in result.stderr, result.stderr
     assert not (tmp_path / "cluster.db").exists()  # refused before a run was opened
+
+
+def test_a_hung_sbatch_is_given_up_and_the_job_it_submitted_cancelled(tmp_path, serve):
+    # The first sbatch submits its job, then never answers (as when the
+    # controller took the job and the reply was lost). Each Slurm command may
+    # take half of node_timeout_seconds: this one is killed after 3 s, its
+    # launch fails, and the job it submitted, which no launch accounts for,
+    # is cancelled; the retry runs. Without the limit every later command
+    # (polls, stops, sbatch) waited behind it, and so did the daemon's exit.
+    real = shutil.which("sbatch")
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    marker = tmp_path / "hung-once"
+    fake = folder / "sbatch"
+    fake.write_text(f"#!/bin/sh\n{real} \"$@\" || exit $?\n"
+                    f"if [ ! -e {marker} ]; then touch {marker}; exec sleep 600; fi\n")
+    fake.chmod(0o755)
+    daemon = serve("max_retries = 2\n", node_timeout=6, path_first=folder)
+    daemon.submit(1, 60, "hung")  # 6 s: the stray still runs when the sbatch is given up
+    jobs = daemon.wait(lambda jobs: jobs[0]["status"] in ("finished", "failed"), 60, "the job did not end")
+    assert marker.exists()
+    assert jobs[0]["status"] == "finished" and jobs[0]["attempts"] == 2, daemon.log()
+    assert "sbatch did not answer within 3 s: killed" in daemon.log()
+    [stray] = re.findall(r"Slurm job (\d+) \(launch 1\) belongs to no launch of this run: cancelling it",
+                         daemon.log())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(job_id == stray and state in ("PENDING", "RUNNING")
+                                              for job_id, state in slurm_jobs().values()):
+        time.sleep(0.3)
+    assert all(state not in ("PENDING", "RUNNING") for job_id, state in slurm_jobs().values() if job_id == stray)
+    started = time.monotonic()
+    daemon.end()
+    assert time.monotonic() - started < 10
