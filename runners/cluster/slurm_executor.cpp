@@ -435,18 +435,30 @@ void SlurmExecutor::on_polled(const CommandResult& result) {
     adopted_ = true;
     for (auto& [id, fields] : ours) {
       if (launches_.contains(id)) continue;
+      // A comment submit() did not write (the job only bears this run's
+      // name) is not adopted: read with std::stoul it threw out of the
+      // event loop and ended the daemon. Unadopted, it is a stray below.
       const std::vector<std::string> parts = split(fields["Comment"], ';');
-      if (parts.empty() || parts[0].size() < 2 || parts[0][0] != 'j') continue;
+      const auto job = parts.empty() || parts[0].empty() || parts[0][0] != 'j' ? std::nullopt
+                                                                                : number_of(parts[0].substr(1));
       Launch launch;
       launch.id = id;
-      launch.job = static_cast<std::uint32_t>(std::stoul(parts[0].substr(1)));
-      for (std::size_t i = 1; i < parts.size(); ++i) {
+      launch.job = static_cast<std::uint32_t>(job.value_or(0));
+      bool readable = job.value_or(0xffffffffu) < 0xffffffffu;
+      for (std::size_t i = 1; readable && i < parts.size(); ++i) {
         const auto eq = parts[i].find('=');
-        if (eq == std::string::npos) continue;
-        for (const std::string& rank : split(parts[i].substr(eq + 1), ','))
-          launch.ranks.push_back({std::stoi(rank), parts[i].substr(0, eq)});
+        readable = eq != std::string::npos;
+        for (const std::string& rank : readable ? split(parts[i].substr(eq + 1), ',') : std::vector<std::string>{}) {
+          const auto number = number_of(rank);
+          readable = readable && number && *number <= (1u << 20);
+          if (readable) launch.ranks.push_back({static_cast<int>(*number), parts[i].substr(0, eq)});
+        }
       }
-      if (launch.ranks.empty()) continue;
+      if (!readable || launch.ranks.empty()) {
+        log("Slurm job " + fields["JobId"] + " bears launch " + std::to_string(id) +
+            "'s name but not a comment tessel wrote ('" + fields["Comment"].substr(0, 64) + "'): not adopted");
+        continue;
+      }
       launch.slurm_id = fields["JobId"];
       launch.started = true;
       launch.progress = std::make_unique<ProgressReader>(progress_path(folder_, launch.job, id));

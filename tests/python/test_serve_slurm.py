@@ -347,3 +347,43 @@ def test_a_hung_sbatch_is_given_up_and_the_job_it_submitted_cancelled(tmp_path, 
     started = time.monotonic()
     daemon.end()
     assert time.monotonic() - started < 10
+
+
+def slurm_tag(database, run):
+    """The daemon's tag for a run's Slurm jobs (slurm_tag in daemon.cpp):
+    FNV-1a of the database's absolute path, then the run."""
+    value = 2166136261
+    for byte in os.path.normpath(os.path.abspath(database)).encode():
+        value = ((value ^ byte) * 16777619) & 0xFFFFFFFF
+    return f"{value:08x}r{run}"
+
+
+def test_a_job_bearing_the_runs_name_with_a_foreign_comment_is_not_adopted_but_cancelled(tmp_path, serve):
+    # A Slurm job named as this run's launch 7 whose comment tessel did not
+    # write: adoption read its job id with std::stoul, which threw out of the
+    # event loop and ended the daemon at its first poll.
+    need_slurm()
+    name = f"tessel-{slurm_tag(tmp_path / 'cluster.db', 1)}-l7"
+    submitted = subprocess.run(["sbatch", "--parsable", f"--job-name={name}", "--comment=jnot-a-number",
+                                "--output=/dev/null", "--wrap", "sleep 120"], capture_output=True, text=True,
+                               timeout=60)
+    assert submitted.returncode == 0, submitted.stderr
+    foreign = submitted.stdout.strip().split(";")[0]
+    try:
+        daemon = serve()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "belongs to no launch of this run" not in daemon.log():
+            time.sleep(0.3)
+        assert f"Slurm job {foreign} bears launch 7's name but not a comment tessel wrote" in daemon.log(), \
+            daemon.log()
+        assert f"Slurm job {foreign} (launch 7) belongs to no launch of this run: cancelling it" in daemon.log()
+        assert daemon.process.poll() is None and daemon.run("status").returncode == 0, daemon.log()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(job_id == foreign and state in ("PENDING", "RUNNING")
+                                                  for job_id, state in slurm_jobs().values()):
+            time.sleep(0.3)
+        assert all(state not in ("PENDING", "RUNNING") for job_id, state in slurm_jobs().values()
+                   if job_id == foreign)
+        daemon.end()
+    finally:
+        subprocess.run(["scancel", foreign], timeout=30)
