@@ -48,3 +48,11 @@ TEST_CASE("a Slurm job ends only in one of Slurm's end states") {
         "UPDATE_DB", "LAUNCH_FAILED", "SOME_FUTURE_STATE"})
     CHECK_MESSAGE(!slurm_job_ended(running), running);
 }
+
+TEST_CASE("sbatch --parsable's answer is read by one function, for sweeps and the Slurm executor") {
+  CHECK(parsable_job_id("412\n") == "412");
+  CHECK(parsable_job_id("412;tessel\n") == "412");
+  CHECK_FALSE(parsable_job_id("").has_value());
+  CHECK_FALSE(parsable_job_id("sbatch: error: Batch job submission failed\n").has_value());
+  CHECK_FALSE(parsable_job_id(";tessel").has_value());
+}

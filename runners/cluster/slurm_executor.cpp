@@ -355,13 +355,11 @@ void SlurmExecutor::submit(Launch& launch) {
     }
   }
   off_loop({"sbatch", "--parsable", path.string()}, [this, id = launch.id, path](const CommandResult& result) {
-    // --parsable prints "id" or "id;cluster".
-    std::string slurm_id = trimmed(result.out);
-    slurm_id = slurm_id.substr(0, slurm_id.find(';'));
-    if (result.status != 0 || slurm_id.empty() || slurm_id.find_first_not_of("0123456789") != std::string::npos)
+    const std::optional<std::string> slurm_id = parsable_job_id(result.out);
+    if (result.status != 0 || !slurm_id)
       return on_submitted(id, "", "sbatch refused " + path.string() + ": " +
                                       first_line(result.err.empty() ? result.out : result.err));
-    on_submitted(id, slurm_id, "");
+    on_submitted(id, *slurm_id, "");
   });
 }
 

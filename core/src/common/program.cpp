@@ -91,11 +91,16 @@ std::string sbatch(const std::filesystem::path& script, const std::filesystem::p
   const CommandResult result = run_command({"sbatch", "--parsable", script.string()}, folder);
   if (result.status != 0)
     throw UserError("sbatch refused " + script.string() + ": " + trimmed(result.err.empty() ? result.out : result.err));
+  const std::optional<std::string> id = parsable_job_id(result.out);
+  if (!id) throw UserError("sbatch answered '" + trimmed(result.out) + "' for " + script.string() + ", not a job id");
+  return *id;
+}
+
+std::optional<std::string> parsable_job_id(const std::string& out) {
   // --parsable prints "id" or "id;cluster".
-  std::string id = trimmed(result.out);
+  std::string id = trimmed(out);
   id = id.substr(0, id.find(';'));
-  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-    throw UserError("sbatch answered '" + trimmed(result.out) + "' for " + script.string() + ", not a job id");
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return id;
 }
 

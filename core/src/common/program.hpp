@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::files
 // Submits a batch script with `sbatch --parsable`; returns its job id.
 // Throws UserError with sbatch's own words when it refuses.
 std::string sbatch(const std::filesystem::path& script, const std::filesystem::path& folder);
+
+// The job id in what `sbatch --parsable` printed ("12" or "12;cluster");
+// nothing when it printed something else.
+std::optional<std::string> parsable_job_id(const std::string& out);
 
 // A word the shell reads back as it is.
 std::string shell_quoted(const std::string& word);
