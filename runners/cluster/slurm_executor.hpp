@@ -130,7 +130,8 @@ class SlurmExecutor {
   };
 
   void carry_out(const std::string& node, const Message& order);  // throws ProtocolError
-  // Runs `work` on the worker thread, then `done` with its result on the io_context.
+  // Runs Slurm command `argv` on the worker thread (within the time limit),
+  // then `done` with its result on the io_context.
   void off_loop(std::vector<std::string> argv, std::function<void(const CommandResult&)> done);
   void submit(Launch& launch);
   void on_submitted(std::uint64_t launch, const std::string& slurm_id, const std::string& error);
