@@ -29,6 +29,11 @@ std::vector<std::string> split(const std::string& text, char by) {
 
 std::string first_line(const std::string& text) { return trimmed(text.substr(0, text.find('\n'))); }
 
+std::string last_line(std::string text) {
+  text = trimmed(std::move(text));
+  return text.substr(text.rfind('\n') + 1);  // npos + 1 = 0: the only line
+}
+
 // Ended by Slurm's doing, not the job's: its processes were lost as with a
 // node's agent, not failed.
 bool lost_by_slurm(const std::string& state) {
@@ -342,8 +347,14 @@ void SlurmExecutor::submit(Launch& launch) {
     script += "TESSEL_RANK_BASE=" + std::to_string(components[c].base) + " srun" +
               (components.size() > 1 ? " --het-group=" + std::to_string(c) : "") +
               " --nodes=1 --ntasks=" + std::to_string(components[c].tasks) +
-              " --overcommit --kill-on-bad-exit=0 /bin/sh -c " + shell_quoted(wrapper) + " tessel-rank" + command + " &\n";
-  script += "wait\n";
+              " --overcommit --kill-on-bad-exit=0 /bin/sh -c " + shell_quoted(wrapper) + " tessel-rank" + command +
+              " &\nstep" + std::to_string(c) + "=$!\n";
+  // The job ends with srun's status: an srun that could not start its
+  // ranks (they wrote none) fails the job with it, where a plain `wait`
+  // (always 0) let it pass for a job killed without a word.
+  script += "status=0\nfor step in";
+  for (std::size_t c = 0; c < components.size(); ++c) script += " $step" + std::to_string(c);
+  script += "; do wait $step || status=$?; done\nexit $status\n";
 
   const fs::path path = dir / (stem + ".sbatch");
   {
@@ -557,12 +568,16 @@ void SlurmExecutor::ended(Launch& launch, const std::map<std::string, std::strin
   for (std::size_t i = 0; i < launch.ranks.size(); ++i) {
     const Rank& rank = launch.ranks[i];
     int code = -1, signal = 0;
+    std::string error;
     if (statuses[i]) {
       code = *statuses[i];
     } else if (job_signal > 0) {
       signal = job_signal;
     } else if (job_code != 0) {
+      // Its srun failed before it ran (srun's status): Slurm's own words
+      // are the last line of the job's output.
       code = job_code;
+      error = last_line(file_text(job_folder(launch.job) / ("launch-" + std::to_string(launch.id) + ".slurm.out")));
     } else {
       // Killed before it could write its status: never a clean end.
       signal = state == "CANCELLED" ? SIGTERM : SIGKILL;
@@ -574,6 +589,7 @@ void SlurmExecutor::ended(Launch& launch, const std::map<std::string, std::strin
                                      {"code", code},
                                      {"signal", signal},
                                      {"stopped", launch.stop_asked || lost_by_slurm(state)}});
+    if (!error.empty()) report["error"] = "no exit status; the Slurm job's output ends: " + error.substr(0, 1024);
     if (rank.rank == 0 && launch.progress && launch.progress->last()) {
       report["iteration"] = launch.progress->last()->iteration;
       report["total"] = launch.progress->last()->total;

@@ -387,3 +387,24 @@ def test_a_job_bearing_the_runs_name_with_a_foreign_comment_is_not_adopted_but_c
         daemon.end()
     finally:
         subprocess.run(["scancel", foreign], timeout=30)
+
+
+def test_an_srun_that_cannot_start_the_ranks_fails_the_launch_with_slurms_words(tmp_path, serve):
+    # The batch script's srun refuses (here a stand-in on PATH, which the job
+    # inherits). The script ended with a plain `wait`, always 0: the job
+    # COMPLETED, the ranks wrote no status, and the launch read as killed
+    # by SIGKILL.
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "srun"
+    fake.write_text("#!/bin/sh\necho \"srun: error: Unable to create step for job $SLURM_JOB_ID: "
+                    "Requested node configuration is not available\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    daemon = serve("max_retries = 0\n", path_first=folder)
+    done = daemon.run("submit", "--gpus", 1, "--", "true")
+    assert done.returncode == 0, done.stderr
+    jobs = daemon.wait(lambda jobs: jobs[0]["status"] in ("finished", "failed"), 60, "the job did not end")
+    assert jobs[0]["status"] == "failed", daemon.log()
+    error = jobs[0]["last_error"]
+    assert "srun: error: Unable to create step" in error and "SIGKILL" not in error, error
+    daemon.end()
