@@ -156,7 +156,10 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
     // Its reports wait for the event loop, which start() precedes.
     const std::string folder = serve_.slurm_log_dir.empty() ? options.database + ".slurm" : serve_.slurm_log_dir;
     slurm_->start(std::filesystem::absolute(folder) / ("run-" + std::to_string(journal_.run())),
-                  slurm_tag(options.database, journal_.run()), serve_.heartbeat_seconds);
+                  slurm_tag(options.database, journal_.run()), serve_.heartbeat_seconds,
+                  // A command given up by then leaves the next poll time to
+                  // report before the daemon counts the nodes down.
+                  serve_.node_timeout_seconds / 2);
   }
 }
 

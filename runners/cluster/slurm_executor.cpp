@@ -29,11 +29,9 @@ std::vector<std::string> split(const std::string& text, char by) {
 
 std::string first_line(const std::string& text) { return trimmed(text.substr(0, text.find('\n'))); }
 
-// States in which a job's processes may still run (or are about to).
-bool alive(const std::string& state) {
-  return state == "PENDING" || state == "CONFIGURING" || state == "RUNNING" || state == "COMPLETING" ||
-         state == "SUSPENDED" || state == "REQUEUED" || state == "RESIZING" || state == "SIGNALING" ||
-         state == "STAGE_OUT";
+std::string last_line(std::string text) {
+  text = trimmed(std::move(text));
+  return text.substr(text.rfind('\n') + 1);  // npos + 1 = 0: the only line
 }
 
 // Ended by Slurm's doing, not the job's: its processes were lost as with a
@@ -42,16 +40,33 @@ bool lost_by_slurm(const std::string& state) {
   return state == "NODE_FAIL" || state == "BOOT_FAIL" || state == "PREEMPTED";
 }
 
-// "tessel-<tag>-l<launch>" -> launch; nothing for another name.
-std::optional<std::uint64_t> launch_of(const std::string& name, const std::string& tag) {
-  const std::string prefix = "tessel-" + tag + "-l";
-  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) return std::nullopt;
-  const std::string digits = name.substr(prefix.size());
-  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) return std::nullopt;
+// "123" -> 123; nothing for anything but 1-18 digits (std::stoull would throw).
+std::optional<std::uint64_t> number_of(const std::string& digits) {
+  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
   return std::stoull(digits);
 }
 
+// "tessel-<tag>-l<launch>" -> launch; nothing for another name.
+std::optional<std::uint64_t> launch_of(const std::string& name, const std::string& tag) {
+  const std::string prefix = "tessel-" + tag + "-l";
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  return number_of(name.substr(prefix.size()));
+}
+
 }  // namespace
+
+bool slurm_job_ended(const std::string& state) {
+  // Slurm's end states (job_state_string, slurm_protocol_defs.c): a job
+  // shows one only when its processes are gone (while they end it shows
+  // COMPLETING). Any other state, including ones a newer Slurm adds, keeps
+  // the job counted as running: its GPUs are not handed on while it may
+  // still hold them.
+  for (const char* end : {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+                          "DEADLINE", "OUT_OF_MEMORY"})
+    if (state == end) return true;
+  return false;
+}
 
 std::map<std::string, std::string> scontrol_fields(const std::string& line) {
   std::map<std::string, std::string> fields;
@@ -167,7 +182,7 @@ void SlurmExecutor::off_loop(std::vector<std::string> argv, std::function<void(c
     tasks_.push_back([this, argv = std::move(argv), done = std::move(done), alive = alive_] {
       CommandResult result;
       try {
-        result = run_command(argv, folder_);
+        result = run_command(argv, folder_, command_seconds_);
       } catch (const std::exception& e) {  // nothing escapes the worker thread
         result.status = -1;
         result.err = e.what();
@@ -180,10 +195,12 @@ void SlurmExecutor::off_loop(std::vector<std::string> argv, std::function<void(c
   wake_.notify_one();
 }
 
-void SlurmExecutor::start(const fs::path& folder, const std::string& tag, double poll_seconds) {
+void SlurmExecutor::start(const fs::path& folder, const std::string& tag, double poll_seconds,
+                          double command_seconds) {
   folder_ = folder;
   tag_ = tag;
   poll_seconds_ = poll_seconds;
+  command_seconds_ = command_seconds;
   fs::create_directories(folder_);
   log("running jobs through Slurm on " + std::to_string(nodes_.size()) + " nodes; logs, progress and scripts in " +
       folder_.string());
@@ -330,8 +347,14 @@ void SlurmExecutor::submit(Launch& launch) {
     script += "TESSEL_RANK_BASE=" + std::to_string(components[c].base) + " srun" +
               (components.size() > 1 ? " --het-group=" + std::to_string(c) : "") +
               " --nodes=1 --ntasks=" + std::to_string(components[c].tasks) +
-              " --overcommit --kill-on-bad-exit=0 /bin/sh -c " + shell_quoted(wrapper) + " tessel-rank" + command + " &\n";
-  script += "wait\n";
+              " --overcommit --kill-on-bad-exit=0 /bin/sh -c " + shell_quoted(wrapper) + " tessel-rank" + command +
+              " &\nstep" + std::to_string(c) + "=$!\n";
+  // The job ends with srun's status: an srun that could not start its
+  // ranks (they wrote none) fails the job with it, where a plain `wait`
+  // (always 0) let it pass for a job killed without a word.
+  script += "status=0\nfor step in";
+  for (std::size_t c = 0; c < components.size(); ++c) script += " $step" + std::to_string(c);
+  script += "; do wait $step || status=$?; done\nexit $status\n";
 
   const fs::path path = dir / (stem + ".sbatch");
   {
@@ -343,13 +366,11 @@ void SlurmExecutor::submit(Launch& launch) {
     }
   }
   off_loop({"sbatch", "--parsable", path.string()}, [this, id = launch.id, path](const CommandResult& result) {
-    // --parsable prints "id" or "id;cluster".
-    std::string slurm_id = trimmed(result.out);
-    slurm_id = slurm_id.substr(0, slurm_id.find(';'));
-    if (result.status != 0 || slurm_id.empty() || slurm_id.find_first_not_of("0123456789") != std::string::npos)
+    const std::optional<std::string> slurm_id = parsable_job_id(result.out);
+    if (result.status != 0 || !slurm_id)
       return on_submitted(id, "", "sbatch refused " + path.string() + ": " +
                                       first_line(result.err.empty() ? result.out : result.err));
-    on_submitted(id, slurm_id, "");
+    on_submitted(id, *slurm_id, "");
   });
 }
 
@@ -423,18 +444,30 @@ void SlurmExecutor::on_polled(const CommandResult& result) {
     adopted_ = true;
     for (auto& [id, fields] : ours) {
       if (launches_.contains(id)) continue;
+      // A comment submit() did not write (the job only bears this run's
+      // name) is not adopted: read with std::stoul it threw out of the
+      // event loop and ended the daemon. Unadopted, it is a stray below.
       const std::vector<std::string> parts = split(fields["Comment"], ';');
-      if (parts.empty() || parts[0].size() < 2 || parts[0][0] != 'j') continue;
+      const auto job = parts.empty() || parts[0].empty() || parts[0][0] != 'j' ? std::nullopt
+                                                                                : number_of(parts[0].substr(1));
       Launch launch;
       launch.id = id;
-      launch.job = static_cast<std::uint32_t>(std::stoul(parts[0].substr(1)));
-      for (std::size_t i = 1; i < parts.size(); ++i) {
+      launch.job = static_cast<std::uint32_t>(job.value_or(0));
+      bool readable = job.value_or(0xffffffffu) < 0xffffffffu;
+      for (std::size_t i = 1; readable && i < parts.size(); ++i) {
         const auto eq = parts[i].find('=');
-        if (eq == std::string::npos) continue;
-        for (const std::string& rank : split(parts[i].substr(eq + 1), ','))
-          launch.ranks.push_back({std::stoi(rank), parts[i].substr(0, eq)});
+        readable = eq != std::string::npos;
+        for (const std::string& rank : readable ? split(parts[i].substr(eq + 1), ',') : std::vector<std::string>{}) {
+          const auto number = number_of(rank);
+          readable = readable && number && *number <= (1u << 20);
+          if (readable) launch.ranks.push_back({static_cast<int>(*number), parts[i].substr(0, eq)});
+        }
       }
-      if (launch.ranks.empty()) continue;
+      if (!readable || launch.ranks.empty()) {
+        log("Slurm job " + fields["JobId"] + " bears launch " + std::to_string(id) +
+            "'s name but not a comment tessel wrote ('" + fields["Comment"].substr(0, 64) + "'): not adopted");
+        continue;
+      }
       launch.slurm_id = fields["JobId"];
       launch.started = true;
       launch.progress = std::make_unique<ProgressReader>(progress_path(folder_, launch.job, id));
@@ -443,6 +476,16 @@ void SlurmExecutor::on_polled(const CommandResult& result) {
       launches_.emplace(id, std::move(launch));
     }
   }
+
+  // A job of this run that no launch accounts for: its sbatch was killed
+  // after submitting it (the launch failed meanwhile), or it came back after
+  // its end was reported. Nothing may run that the daemon does not count.
+  for (auto& [id, fields] : ours)
+    if (!launches_.contains(id) && !slurm_job_ended(fields["JobState"]) && strays_.insert(fields["JobId"]).second) {
+      log("Slurm job " + fields["JobId"] + " (launch " + std::to_string(id) +
+          ") belongs to no launch of this run: cancelling it");
+      off_loop({"scancel", fields["JobId"]}, [](const CommandResult&) {});
+    }
 
   std::vector<std::uint64_t> ids;
   for (auto& [id, launch] : launches_) ids.push_back(id);
@@ -465,7 +508,7 @@ void SlurmExecutor::on_polled(const CommandResult& result) {
         progress[launch.ranks.front().node].push_back(
             {{"launch", id}, {"rank", 0}, {"iteration", p->iteration}, {"total", p->total}});
       }
-    if (!alive(launch.state)) {
+    if (slurm_job_ended(launch.state)) {
       ended(launch, found->second);
       continue;
     }
@@ -525,12 +568,16 @@ void SlurmExecutor::ended(Launch& launch, const std::map<std::string, std::strin
   for (std::size_t i = 0; i < launch.ranks.size(); ++i) {
     const Rank& rank = launch.ranks[i];
     int code = -1, signal = 0;
+    std::string error;
     if (statuses[i]) {
       code = *statuses[i];
     } else if (job_signal > 0) {
       signal = job_signal;
     } else if (job_code != 0) {
+      // Its srun failed before it ran (srun's status): Slurm's own words
+      // are the last line of the job's output.
       code = job_code;
+      error = last_line(file_text(job_folder(launch.job) / ("launch-" + std::to_string(launch.id) + ".slurm.out")));
     } else {
       // Killed before it could write its status: never a clean end.
       signal = state == "CANCELLED" ? SIGTERM : SIGKILL;
@@ -542,6 +589,7 @@ void SlurmExecutor::ended(Launch& launch, const std::map<std::string, std::strin
                                      {"code", code},
                                      {"signal", signal},
                                      {"stopped", launch.stop_asked || lost_by_slurm(state)}});
+    if (!error.empty()) report["error"] = "no exit status; the Slurm job's output ends: " + error.substr(0, 1024);
     if (rank.rank == 0 && launch.progress && launch.progress->last()) {
       report["iteration"] = launch.progress->last()->iteration;
       report["total"] = launch.progress->last()->total;

@@ -16,7 +16,8 @@
 //             status it writes beside its log. The job is named
 //             tessel-<tag>-l<launch> and its comment lists its ranks' nodes,
 //             so that a restarted daemon finds and adopts it.
-//   stop      scancel --signal=TERM, then scancel --signal=KILL after the grace
+//   stop      scancel --state=PENDING and scancel --signal=TERM (the steps),
+//             then scancel --full --signal=KILL after the grace
 //   states    scontrol show job, every heartbeat_seconds: a job that ended
 //             reports its ranks' exits; one CANCELLED that the daemon did not
 //             stop was cancelled outside tessel, a failed attempt
@@ -24,7 +25,11 @@
 //
 // Slurm's commands run on one worker thread, in the order given (a stop
 // after its sbatch), and post their results back to the io_context: the
-// event loop never waits on a slow slurmctld.
+// event loop never waits on a slow slurmctld. Each may take half of
+// [serve] node_timeout_seconds, then is killed: a hung one would hold every
+// later order (and the daemon's exit) behind it. An sbatch killed that way
+// fails its launch; should it have submitted the job anyway, the next poll
+// finds a job of this run that no launch accounts for and cancels it.
 //
 // Needs: a folder every node shares (logs, progress and exit files, batch
 // scripts), and GPUs as GRES (Gres=gpu:N in slurm.conf, with gres.conf).
@@ -63,6 +68,12 @@ struct SlurmNode {
 // The fields of one line of `scontrol show ... -o` ("JobId=12 JobState=RUNNING ...").
 std::map<std::string, std::string> scontrol_fields(const std::string& line);
 
+// Whether a JobState of `scontrol show job` is one a job ends in (COMPLETED,
+// CANCELLED, FAILED, ...); false for every state in which its processes may
+// still run or run again (PENDING, RUNNING, COMPLETING, SUSPENDED, STOPPED,
+// REQUEUE_HOLD, SPECIAL_EXIT, ...).
+bool slurm_job_ended(const std::string& state);
+
 // The GPUs a node's Gres= offers: "gpu:4", "gpu:v100:4(S:0-1)", "gpu:a100:2,shard:8"
 // give (count, type; "gpu" when untyped); nothing when it has none.
 std::optional<std::pair<int, std::string>> gres_gpus(const std::string& gres);
@@ -83,8 +94,10 @@ class SlurmExecutor {
 
   // Starts polling. `folder`: this run's shared folder; `tag`: names this
   // run's Slurm jobs, the same after a restart; `poll_seconds`: how often
-  // job states are read (and heartbeats sent).
-  void start(const std::filesystem::path& folder, const std::string& tag, double poll_seconds);
+  // job states are read (and heartbeats sent); `command_seconds`: how long
+  // one Slurm command may take before it is killed and counts as failed.
+  void start(const std::filesystem::path& folder, const std::string& tag, double poll_seconds,
+             double command_seconds);
   // No more polls or orders; the Slurm jobs go on, for a restart to adopt.
   void stop();
   // An order the daemon gave `node`'s agent; one it cannot carry out is logged.
@@ -117,7 +130,8 @@ class SlurmExecutor {
   };
 
   void carry_out(const std::string& node, const Message& order);  // throws ProtocolError
-  // Runs `work` on the worker thread, then `done` with its result on the io_context.
+  // Runs Slurm command `argv` on the worker thread (within the time limit),
+  // then `done` with its result on the io_context.
   void off_loop(std::vector<std::string> argv, std::function<void(const CommandResult&)> done);
   void submit(Launch& launch);
   void on_submitted(std::uint64_t launch, const std::string& slurm_id, const std::string& error);
@@ -140,12 +154,16 @@ class SlurmExecutor {
   std::filesystem::path folder_;
   std::string tag_;
   double poll_seconds_ = 1;
+  double command_seconds_ = 0;  // 0: no limit
   asio::steady_timer poll_timer_;
   bool stopped_ = false;
   bool adopted_ = false;  // the first poll has adopted this run's jobs from before a restart
   bool poll_failing_ = false;
   std::set<std::string> registered_;  // nodes the daemon knows
   std::map<std::uint64_t, Launch> launches_;
+  // Slurm jobs of this run that no launch accounts for (an sbatch killed
+  // after it had submitted), cancelled once each.
+  std::set<std::string> strays_;
   // Exits the daemon has not recorded yet, by (launch, rank): node, report.
   std::map<std::pair<std::uint64_t, int>, std::pair<std::string, json>> unrecorded_;
   // Posted results check it: none runs once the executor is gone.

@@ -9,6 +9,7 @@ short, so that the whole file runs in about a minute on a loaded machine.
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -22,7 +23,7 @@ from conftest import BUILD, TESSEL, need_slurm
 TRAIN = BUILD / "examples" / "jobs" / "train"
 
 
-def config(tmp_path, extra="", round_seconds=0.5):
+def config(tmp_path, extra="", round_seconds=0.5, node_timeout=30):
     secret = tmp_path / "secret"
     secret.write_text("a secret shared by the daemon and its clients\n")
     secret.chmod(0o600)
@@ -37,7 +38,7 @@ placement = {{ plugin = "consolidated" }}
 listen = "127.0.0.1:0"
 executor = "slurm"
 heartbeat_seconds = 0.5
-node_timeout_seconds = 30
+node_timeout_seconds = {node_timeout}
 grace_seconds = 3
 retry_seconds = 0.5
 {extra}
@@ -115,8 +116,10 @@ def serve(tmp_path):
     need_slurm()
     started = []
 
-    def start(extra="", round_seconds=0.5):
-        path, env = config(tmp_path, extra, round_seconds)
+    def start(extra="", round_seconds=0.5, node_timeout=30, path_first=None):
+        path, env = config(tmp_path, extra, round_seconds, node_timeout)
+        if path_first is not None:
+            env["PATH"] = f"{path_first}:{env['PATH']}"
         started.append(Serve(tmp_path, path, env))
         return started[-1]
 
@@ -311,3 +314,97 @@ def test_serve_with_slurm_and_no_slurm_answering_is_refused(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "[serve] executor = \"slurm\"" in result.stderr and "Slurm" in result.stderr, result.stderr
     assert not (tmp_path / "cluster.db").exists()  # refused before a run was opened
+
+
+def test_a_hung_sbatch_is_given_up_and_the_job_it_submitted_cancelled(tmp_path, serve):
+    # The first sbatch submits its job, then never answers (as when the
+    # controller took the job and the reply was lost). Each Slurm command may
+    # take half of node_timeout_seconds: this one is killed after 3 s, its
+    # launch fails, and the job it submitted, which no launch accounts for,
+    # is cancelled; the retry runs. Without the limit every later command
+    # (polls, stops, sbatch) waited behind it, and so did the daemon's exit.
+    real = shutil.which("sbatch")
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    marker = tmp_path / "hung-once"
+    fake = folder / "sbatch"
+    fake.write_text(f"#!/bin/sh\n{real} \"$@\" || exit $?\n"
+                    f"if [ ! -e {marker} ]; then touch {marker}; exec sleep 600; fi\n")
+    fake.chmod(0o755)
+    daemon = serve("max_retries = 2\n", node_timeout=6, path_first=folder)
+    daemon.submit(1, 60, "hung")  # 6 s: the stray still runs when the sbatch is given up
+    jobs = daemon.wait(lambda jobs: jobs[0]["status"] in ("finished", "failed"), 60, "the job did not end")
+    assert marker.exists()
+    assert jobs[0]["status"] == "finished" and jobs[0]["attempts"] == 2, daemon.log()
+    assert "sbatch did not answer within 3 s: killed" in daemon.log()
+    [stray] = re.findall(r"Slurm job (\d+) \(launch 1\) belongs to no launch of this run: cancelling it",
+                         daemon.log())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(job_id == stray and state in ("PENDING", "RUNNING")
+                                              for job_id, state in slurm_jobs().values()):
+        time.sleep(0.3)
+    assert all(state not in ("PENDING", "RUNNING") for job_id, state in slurm_jobs().values() if job_id == stray)
+    started = time.monotonic()
+    daemon.end()
+    assert time.monotonic() - started < 10
+
+
+def slurm_tag(database, run):
+    """The daemon's tag for a run's Slurm jobs (slurm_tag in daemon.cpp):
+    FNV-1a of the database's absolute path, then the run."""
+    value = 2166136261
+    for byte in os.path.normpath(os.path.abspath(database)).encode():
+        value = ((value ^ byte) * 16777619) & 0xFFFFFFFF
+    return f"{value:08x}r{run}"
+
+
+def test_a_job_bearing_the_runs_name_with_a_foreign_comment_is_not_adopted_but_cancelled(tmp_path, serve):
+    # A Slurm job named as this run's launch 7 whose comment tessel did not
+    # write: adoption read its job id with std::stoul, which threw out of the
+    # event loop and ended the daemon at its first poll.
+    need_slurm()
+    name = f"tessel-{slurm_tag(tmp_path / 'cluster.db', 1)}-l7"
+    submitted = subprocess.run(["sbatch", "--parsable", f"--job-name={name}", "--comment=jnot-a-number",
+                                "--output=/dev/null", "--wrap", "sleep 120"], capture_output=True, text=True,
+                               timeout=60)
+    assert submitted.returncode == 0, submitted.stderr
+    foreign = submitted.stdout.strip().split(";")[0]
+    try:
+        daemon = serve()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "belongs to no launch of this run" not in daemon.log():
+            time.sleep(0.3)
+        assert f"Slurm job {foreign} bears launch 7's name but not a comment tessel wrote" in daemon.log(), \
+            daemon.log()
+        assert f"Slurm job {foreign} (launch 7) belongs to no launch of this run: cancelling it" in daemon.log()
+        assert daemon.process.poll() is None and daemon.run("status").returncode == 0, daemon.log()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(job_id == foreign and state in ("PENDING", "RUNNING")
+                                                  for job_id, state in slurm_jobs().values()):
+            time.sleep(0.3)
+        assert all(state not in ("PENDING", "RUNNING") for job_id, state in slurm_jobs().values()
+                   if job_id == foreign)
+        daemon.end()
+    finally:
+        subprocess.run(["scancel", foreign], timeout=30)
+
+
+def test_an_srun_that_cannot_start_the_ranks_fails_the_launch_with_slurms_words(tmp_path, serve):
+    # The batch script's srun refuses (here a stand-in on PATH, which the job
+    # inherits). The script ended with a plain `wait`, always 0: the job
+    # COMPLETED, the ranks wrote no status, and the launch read as killed
+    # by SIGKILL.
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "srun"
+    fake.write_text("#!/bin/sh\necho \"srun: error: Unable to create step for job $SLURM_JOB_ID: "
+                    "Requested node configuration is not available\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    daemon = serve("max_retries = 0\n", path_first=folder)
+    done = daemon.run("submit", "--gpus", 1, "--", "true")
+    assert done.returncode == 0, done.stderr
+    jobs = daemon.wait(lambda jobs: jobs[0]["status"] in ("finished", "failed"), 60, "the job did not end")
+    assert jobs[0]["status"] == "failed", daemon.log()
+    error = jobs[0]["last_error"]
+    assert "srun: error: Unable to create step" in error and "SIGKILL" not in error, error
+    daemon.end()
