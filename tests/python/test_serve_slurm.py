@@ -266,13 +266,20 @@ def test_ranks_get_the_agents_environment_and_their_logs_and_cancel_work(tmp_pat
     # `tessel cancel`: the Slurm job is stopped (TERM, checkpoint) and ends.
     daemon.submit(1, 400, "cancelled")
     [slurm_id] = wait_running_in_slurm(daemon, 1)
+    # Running in Slurm is not yet running ranks: a TERM before the step
+    # starts reaches none (README, the executor's limits). Cancel once the
+    # rank has started.
+    log = tmp_path / "cluster.db.slurm" / "run-1" / "job-1" / "rank-0.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "train: iteration" not in (log.read_text() if log.exists() else ""):
+        time.sleep(0.1)
     assert daemon.run("cancel", 1).returncode == 0
     daemon.wait(lambda jobs: jobs[1]["status"] == "cancelled", 30, "not cancelled")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(job_id == slurm_id and state in ("PENDING", "RUNNING")
                                               for job_id, state in slurm_jobs().values()):
         time.sleep(0.3)
-    assert "SIGTERM at iteration" in (tmp_path / "cluster.db.slurm" / "run-1" / "job-1" / "rank-0.log").read_text()
+    assert "SIGTERM at iteration" in log.read_text()
     daemon.end()
 
 
