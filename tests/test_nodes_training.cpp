@@ -282,3 +282,34 @@ TEST_CASE("a daemon resuming a schema-6 database adds master_port and adopts the
   wait_until([&] { return cluster.all_finished(1); }, 30, "the job finished", [&] { return cluster.diagnostics(); });
   CHECK(count(db, "SELECT count(*) FROM cluster_launches WHERE job_id = " + std::to_string(job)) == 1);
 }
+
+TEST_CASE("a job preempted after its last iteration, on stale progress, finishes instead of launching again") {
+  LocalCluster cluster(R"([scheduler]
+round_seconds = 0.5
+allocation = { plugin = "srtf" }
+placement = { plugin = "consolidated" }
+[serve]
+heartbeat_seconds = 0.2
+)");
+  start(cluster, {{"a1", 1}});
+  // Its progress says 1 of 100 until it is stopped; then, as a job caught
+  // in its exit after its last iteration, it says 100 and ends on the TERM.
+  const auto [done, workdir] = submit_script(
+      cluster, "done", 1, 5,
+      "trap 'echo \"iteration 100 of 100\" >> \"$TESSEL_PROGRESS\"; exit 143' TERM; "
+      "echo 'iteration 1 of 100' >> \"$TESSEL_PROGRESS\"; while :; do sleep 0.05; done",
+      {"--iterations", "100"});
+  wait_until([&] { return cluster.jobs().at(done).at("iteration") == 1; }, 30, "the daemon has the progress",
+             [&] { return cluster.diagnostics(); });
+  // Shorter by the stale progress: SRTF preempts the first job for it.
+  const int shorter = submit_script(cluster, "shorter", 1, 1, "exit 0", {"--iterations", "10"}).first;
+  wait_until([&] { return cluster.all_finished(2); }, 60, "both jobs finished", [&] { return cluster.diagnostics(); });
+
+  const fs::path db = cluster.db();
+  const std::string of_done = " FROM cluster_launches WHERE job_id = " + std::to_string(done);
+  CHECK(count(db, "SELECT count(*)" + of_done) == 1);  // no launch only to resume at the end
+  CHECK(count(db, "SELECT count(*)" + of_done + " AND outcome = 'finished'") == 1);
+  CHECK(cluster.jobs().at(done).at("preemptions") == 1);
+  CHECK(cluster.jobs().at(shorter).at("status") == "finished");
+  CHECK(cluster.serve_log().find("had done its last iteration when preempted") != std::string::npos);
+}

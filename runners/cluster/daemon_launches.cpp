@@ -260,6 +260,14 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
     }
   } else if (launch.recovered && outcome == "finished" && job.waiting()) {
     core_->complete(id, t, JobStatus::finished);  // it ended while we were down
+  } else if (outcome == "preempted" && job.waiting() && job.executed_work >= job.spec.total_work) {
+    // Preempted on progress a heartbeat old, it had done its last iteration
+    // (its ranks were on their way out; seen on a GPU node): another launch
+    // would only resume at the end and exit, on GPUs another job needs.
+    log("job " + std::to_string(id) + " had done its last iteration when preempted (launch " +
+        std::to_string(launch.id) + "): finished");
+    core_->complete(id, t, JobStatus::finished);
+    outcome = "finished";
   }
   journal_.save_launch_end(launch.id, t, outcome);
   save_job(id);
