@@ -461,6 +461,12 @@ TEST_CASE("files that are not tessel databases are refused") {
 
 namespace {
 
+RunInfo labelled(std::string label) {
+  RunInfo info;
+  info.label = std::move(label);
+  return info;
+}
+
 // Every row of `table` for `run`, each as the SQL literals of its columns
 // but run_id, in the table's order.
 std::vector<std::string> rows_of(const fs::path& db, const std::string& table, std::int64_t run) {
@@ -517,11 +523,11 @@ TEST_CASE("the real-node journal writes a run's rows as a simulation's batch doe
   std::int64_t simulated = 0, real = 0;
   {
     ResultsStore store(db.string());
-    simulated = store.begin_run(RunInfo{"simulated"});
+    simulated = store.begin_run(labelled("simulated"));
     store.complete_run(simulated, batch.take());
   }
   {
-    cluster::Journal journal(db.string(), RunInfo{"real"}, /*new_run=*/true);
+    cluster::Journal journal(db.string(), labelled("real"), /*new_run=*/true);
     real = journal.run();
     feed_run(journal);
   }
@@ -547,10 +553,10 @@ TEST_CASE("a journal on a full disk keeps its writes in memory and saves them on
   std::int64_t simulated = 0;
   {
     ResultsStore store(db.string());
-    simulated = store.begin_run(RunInfo{"simulated"});
+    simulated = store.begin_run(labelled("simulated"));
     store.complete_run(simulated, batch.take());
   }
-  cluster::Journal journal(db.string(), RunInfo{"real"}, /*new_run=*/true);
+  cluster::Journal journal(db.string(), labelled("real"), /*new_run=*/true);
   fill_disk(dir.path() / "disk/filler");
   // The run's writes in one transaction, which the disk refuses (at its
   // commit, or before); then one more on its own, kept without trying.
@@ -586,7 +592,7 @@ TEST_CASE("a submission that waited for room keeps the time it was made") {
   const TestMount disk = TestMount::tmpfs(dir.path() / "disk", 1 << 20);
   if (!disk.mounted()) return;  // mounting needs root; CI runs as root
   const fs::path db = dir.path() / "disk/runs.db";
-  cluster::Journal journal(db.string(), RunInfo{"real"}, /*new_run=*/true);
+  cluster::Journal journal(db.string(), labelled("real"), /*new_run=*/true);
   fill_disk(dir.path() / "disk/filler");
   JobRecord job;
   job.name = "a", job.gpus = 1, job.total_work = 10, job.status = "pending";

@@ -31,17 +31,23 @@ database = "points.db"
 seeds = [1, 2]
 )";
 
+ExperimentOptions options_for(std::string config) {
+  ExperimentOptions options;
+  options.config = std::move(config);
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("--point K plans the K-th point of the whole sweep, and that point alone") {
   TempDir dir;
   const std::string config = (dir.path() / "s.toml").string();
   dir.write("s.toml", kSweep);
-  const ExperimentPlan whole = plan_experiment({config});
+  const ExperimentPlan whole = plan_experiment(options_for(config));
   REQUIRE(whole.runs.size() == 6);
   for (std::size_t k = 0; k < whole.runs.size(); ++k) {
     CHECK(whole.runs[k].point == k);
-    ExperimentOptions options{config};
+    ExperimentOptions options = options_for(config);
     options.point = k;
     const ExperimentPlan one = plan_experiment(options);
     REQUIRE(one.runs.size() == 1);
@@ -55,7 +61,7 @@ TEST_CASE("--point K plans the K-th point of the whole sweep, and that point alo
 TEST_CASE("a point past the sweep is the user's mistake, naming the points there are") {
   TempDir dir;
   dir.write("s.toml", kSweep);
-  ExperimentOptions options{(dir.path() / "s.toml").string()};
+  ExperimentOptions options = options_for((dir.path() / "s.toml").string());
   options.point = 6;
   CHECK_THROWS_WITH_AS(plan_experiment(options), doctest::Contains("has 6 sweep points, numbered 0 to 5"),
                        UserError);
@@ -67,11 +73,14 @@ TEST_CASE("--resume keeps the points without a complete run, whichever ran first
   const std::string config = (dir.path() / "s.toml").string(), db = (dir.path() / "points.db").string();
   std::atomic<bool> stop{false};
   for (const std::size_t k : {4u, 1u}) {
-    ExperimentOptions options{config, {}, db};
+    ExperimentOptions options = options_for(config);
+    options.database = db;
     options.point = k;
     run_experiment(plan_experiment(options), &stop);
   }
-  ExperimentPlan plan = plan_experiment({config, {}, db});
+  ExperimentOptions whole = options_for(config);
+  whole.database = db;
+  ExperimentPlan plan = plan_experiment(whole);
   ResultsStore store(db);
   std::vector<std::string> notes;
   CHECK(drop_complete_points(plan.runs, store, notes) == 2);

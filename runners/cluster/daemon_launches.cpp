@@ -239,7 +239,7 @@ void SchedulerDaemon::end_if_done(LaunchId launch_id) {
     } else if (outcome == "failed") {
       entry.last_error = launch.failure;
       if (entry.last_error.empty()) {
-        LaunchRecord ended{launch.id, id, launch.decided, launch.resume, outcome, {}};
+        LaunchRecord ended{launch.id, id, launch.decided, launch.resume, outcome, {}, 0, std::nullopt};
         for (const Rank& rank : launch.ranks) ended.ranks.push_back(rank.record);
         entry.last_error = failure_of(ended);
       }
