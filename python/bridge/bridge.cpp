@@ -181,13 +181,15 @@ class Reader {
       wrong(a_type(result) + ", not a tessel." + decision_class);
   }
 
-  Reason reason(py::handle decision) const {
-    const py::object text = field(decision, "reason");
+  Reason reason(py::handle decision) const { return reason_text(field(decision, "reason"), "reason"); }
+
+  // `text` (a decision's `what`) as a reason.
+  Reason reason_text(py::handle text, const char* what) const {
     Py_ssize_t size = 0;
     const char* utf8 = PyUnicode_Check(text.ptr()) ? PyUnicode_AsUTF8AndSize(text.ptr(), &size) : nullptr;
     if (utf8 == nullptr) {
       PyErr_Clear();
-      wrong("a decision whose reason is " + a_type(text) + ", not a str");
+      wrong(std::string("a decision whose ") + what + " is " + a_type(text) + ", not a str");
     }
     return Reason::text(std::string(utf8, static_cast<std::size_t>(size)));
   }
@@ -371,6 +373,8 @@ AllocationPlan AllocationBridge::allocate(const SchedulerView& view) {
   AllocationPlan plan;
   plan.stop_at_first_unplaced = read.value<bool>(field(result, "stop_at_first_unplaced"), "stop_at_first_unplaced");
   plan.revisit_at = read.value<double>(field(result, "revisit_at"), "revisit_at");
+  if (const py::object keep = field(result, "keep_running"); !keep.is_none())
+    plan.keep_running = read.reason_text(keep, "keep_running");
   const py::list ranked = read.list_of(field(result, "ranked"), "Grant");
   plan.ranked.reserve(ranked.size());
   for (const py::handle g : ranked) {

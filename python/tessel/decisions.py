@@ -38,13 +38,17 @@ class AllocationPlan:
     """Grants, highest priority first. With stop_at_first_unplaced, no job
     after the first that cannot be placed starts (FIFO without backfill)."""
 
-    __slots__ = ("ranked", "stop_at_first_unplaced", "revisit_at")
+    __slots__ = ("ranked", "stop_at_first_unplaced", "revisit_at", "keep_running")
 
-    def __init__(self, ranked=(), stop_at_first_unplaced=False, revisit_at=float("inf")):
+    def __init__(self, ranked=(), stop_at_first_unplaced=False, revisit_at=float("inf"), keep_running=None):
         self.ranked = list(ranked)
         self.stop_at_first_unplaced = stop_at_first_unplaced
         # When the plan may change with no event (read with [simulation] rounds = "events").
         self.revisit_at = revisit_at
+        # An incremental plan: a reason (str) with which every running job
+        # that `ranked` leaves out keeps what it holds, ranked first in
+        # arrival order; `ranked` then lists only view.waiting(), say.
+        self.keep_running = keep_running
 
 
 class PlacementChoice:

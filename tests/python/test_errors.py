@@ -42,6 +42,12 @@ MISTAKES = {
             def allocate(self, view):
                 return tessel.AllocationPlan([tessel.Grant(job, reason=3) for job in view.active()])
         """, "Policy", r"bad\.py:3: Policy\.allocate\(\) returned a decision whose reason is an int, not a str"),
+    "keep_running not text": ("""\
+        import tessel
+        class Policy:
+            def allocate(self, view):
+                return tessel.AllocationPlan([tessel.Grant(job) for job in view.waiting()], keep_running=1)
+        """, "Policy", r"bad\.py:3: Policy\.allocate\(\) returned a decision whose keep_running is an int, not a str"),
     "wrong element type": ("""\
         import tessel
         class Policy:
