@@ -210,19 +210,20 @@ const char* kProfileTable = R"json({
   "v100": {"('Solo', 1)": {"null": 2.0}, "('Duo', 1)": {"null": 4.0}, "('Duo', 2)": {"null": 6.0}}
 })json";
 
-// 4,000 synthetic jobs at time 0, half of them on 2 GPUs, given random
-// profiles of the table above.
-Workload synthetic_profiles(const TempDir& dir, const std::string& extra) {
+// `jobs` synthetic jobs at time 0 (by default 4,000, half of them on 2
+// GPUs), given profiles of the table above.
+Workload synthetic_profiles(const TempDir& dir, const std::string& extra, int jobs = 4000,
+                            const std::string& gpu_counts = "[1, 2]") {
   dir.write("throughputs.json", kProfileTable);
   const std::string toml = R"([cluster]
 nodes = 2
 gpus_per_node = 8
 [workload]
 kind = "synthetic"
-jobs = 4000
+jobs = )" + std::to_string(jobs) + R"(
 jobs_per_hour = 0
-gpu_counts = [1, 2]
-gpu_weights = [1, 1]
+gpu_counts = )" + gpu_counts + R"(
+gpu_weights = )" + (gpu_counts == "[1]" ? "[1]" : "[1, 1]") + R"(
 model = { name = "gavel-table", path = "throughputs.json" }
 )" + extra + R"(
 [scheduler]
@@ -231,6 +232,13 @@ placement = { plugin = "first_fit" }
 )";
   const ExperimentConfig config = load_experiment(dir.write("w.toml", toml));
   return build_workload(config.workload, ClusterState(config.cluster.nodes));
+}
+
+// Each job's profile, in order: S for Solo, D for Duo.
+std::string models(const Workload& w) {
+  std::string out;
+  for (const JobSpec& job : w.jobs) out += job.model == "Solo" ? 'S' : 'D';
+  return out;
 }
 
 // Jobs of `gpus` GPUs with profile `model`.
@@ -584,4 +592,78 @@ TEST_CASE("bursty workload mistakes are refused, named") {
   const CommandResult run = run_tessel({"run", file});
   CHECK(run.code == 2);
   CHECK(run.err.find("'hours' in [workload.burst] must be at most 'every_hours'") != std::string::npos);
+}
+
+// ------------------------------------------------- profile_assignment
+
+// [workload] profile_assignment = "exact_shares": Synergy's way of giving
+// jobs models (ModelAssignment.OVERALL), each job the profile furthest below
+// its share so far, against the default weighted draw.
+
+TEST_CASE("exact shares give each job the profile furthest below its share, the first in order on a tie") {
+  TempDir dir;
+  // Solo 3 : Duo 1. Owed before each job (n/4 - Duo so far, 3n/4 - Solo so far), the
+  // weights in name order: job 0: 0, 0 -> Duo (first); job 1: -0.75, 0.75 -> Solo;
+  // job 2: -0.5, 0.5 -> Solo; job 3: -0.25, 0.25 -> Solo; the cycle repeats from the tie at n = 4.
+  const Workload w = synthetic_profiles(dir, "profile_weights = { Solo = 3, Duo = 1 }\n"
+                                             "profile_assignment = \"exact_shares\"", 8, "[1]");
+  CHECK(models(w) == "DSSSDSSS");
+  CHECK(w.notes.back() == "gave 8 jobs a profile of 'gavel-table', in exact shares of profile_weights");
+
+  // Without weights, equal shares: the profiles in turn (the model lists Duo first).
+  const Workload equal = synthetic_profiles(dir, "profile_assignment = \"exact_shares\"", 6, "[1]");
+  CHECK(models(equal) == "DSDSDS");
+  CHECK(equal.notes.back() == "gave 6 jobs a profile of 'gavel-table', in exact shares");
+
+  // The default draw at random keeps the split only on average.
+  const Workload drawn = synthetic_profiles(dir, "profile_weights = { Solo = 3, Duo = 1 }", 400, "[1]");
+  const std::string drawn_models = models(drawn);
+  const auto solo = std::count(drawn_models.begin(), drawn_models.end(), 'S');
+  CHECK(solo != 300);  // seed 1; exact shares give 300 of 400
+  CHECK(solo == doctest::Approx(300).epsilon(0.1));
+  const Workload exact = synthetic_profiles(dir, "profile_weights = { Solo = 3, Duo = 1 }\n"
+                                                 "profile_assignment = \"exact_shares\"", 400, "[1]");
+  const std::string exact_models = models(exact);
+  CHECK(std::count(exact_models.begin(), exact_models.end(), 'S') == 300);
+}
+
+TEST_CASE("exact shares are kept apart for each GPU count, as the profiles that suit it") {
+  TempDir dir;
+  // Two-GPU jobs can only be Duo; one-GPU jobs alternate, whatever the two-GPU jobs got.
+  const Workload w = synthetic_profiles(dir, "profile_assignment = \"exact_shares\"", 200, "[1, 2]");
+  std::string one;
+  for (const JobSpec& job : w.jobs) {
+    if (job.gpus == 2) CHECK(job.model == "Duo");
+    if (job.gpus == 1) one += job.model == "Solo" ? 'S' : 'D';
+  }
+  REQUIRE(one.size() >= 4);
+  for (std::size_t i = 0; i < one.size(); ++i) CHECK(one[i] == (i % 2 == 0 ? 'D' : 'S'));
+}
+
+TEST_CASE("profile_assignment mistakes are located") {
+  TempDir dir;
+  const std::string file = (dir.path() / "w.toml").string();
+  CHECK_THROWS_WITH_AS(synthetic_profiles(dir, "profile_assignment = \"round_robin\"", 10, "[1]"),
+                       (file + ":11:22: unknown profile_assignment 'round_robin' in [workload] "
+                               "(valid: random, exact_shares)")
+                           .c_str(),
+                       ConfigError);
+  // A model without profiles has nothing to assign.
+  dir.write("linear.toml", R"([cluster]
+nodes = 1
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 10
+profile_assignment = "exact_shares"
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "first_fit" }
+)");
+  const std::string linear = (dir.path() / "linear.toml").string();
+  CHECK_THROWS_WITH_AS(load_experiment(linear),
+                       (linear + ":7:22: throughput model 'linear' has no profiles to assign; "
+                                 "'profile_assignment' needs a model that has")
+                           .c_str(),
+                       ConfigError);
 }
