@@ -9,41 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "config/toml_document.hpp"
-#include "models/models.hpp"
+#include "parallel_3d.hpp"
 #include "support.hpp"
 
 using namespace tessel;
 using namespace tessel::test;
 
 namespace {
-
-std::shared_ptr<const ThroughputModel> model_of(const std::string& arguments) {
-  const auto document = std::make_shared<const TomlDocument>(
-      TomlDocument::parse("[workload]\nmodel = { name = \"parallel-3d\", " + arguments + " }\n", "megatron.toml"));
-  Diagnostics diagnostics;
-  TableReader workload(*document, diagnostics, document->root()["workload"].as_table(), "workload");
-  auto model = build_throughput_model(read_model_settings(workload, document), diagnostics);
-  diagnostics.raise_if_any();
-  return model;
-}
-
-// Seconds of one step of a job on `gpus` GPUs of one node as (t, 1): gpus / t
-// replicas.
-double step_seconds(const ThroughputModel& model, double parameters, int batch, const std::string& gpu_type, int gpus,
-                    int tp) {
-  JobSpec job;
-  job.parameters = parameters;
-  job.batch_size = batch;
-  Shape shape;
-  shape.gpus = gpus;
-  shape.nodes = 1;
-  shape.gpu_type = gpu_type;
-  shape.gpu_mem_gb = 80;
-  shape.layout.tensor_parallel = tp;
-  shape.layout.pipeline_parallel = 1;
-  return 1 / model.rate(job, shape);
-}
 
 constexpr double kA100Bytes = 2039e9;  // HBM, bytes/s (the model's default)
 
@@ -64,18 +36,19 @@ std::map<std::string, double> priced(const std::string& file) {
 // then the optimizer, so twice the step of batch B less the step of 2B is the
 // optimizer alone: 52 bytes of each of the GPU's P / t parameters through HBM.
 TEST_CASE("parallel-3d: the optimizer step streams 52 bytes a parameter of the GPU through HBM, worked by hand") {
-  const auto model = model_of("layers = 8, hidden_size = 1024, attention_heads = 8, microbatch_size = 1");
+  const auto model = parallel_3d_model("layers = 8, hidden_size = 1024, attention_heads = 8, microbatch_size = 1");
   const double parameters = 1e9;
+  const auto optimizer_seconds = [&](const std::string& gpu_type, int gpus, int tp) {
+    return 2 * step_seconds(*model, parameters, 4, gpu_type, gpus, tp, 1) -
+           step_seconds(*model, parameters, 8, gpu_type, gpus, tp, 1);
+  };
   //   52 x 1e9 / 2.039e12 B/s = 0.025503 s
-  CHECK(2 * step_seconds(*model, parameters, 4, "a100", 1, 1) - step_seconds(*model, parameters, 8, "a100", 1, 1) ==
-        doctest::Approx(52 * parameters / kA100Bytes));
+  CHECK(optimizer_seconds("a100", 1, 1) == doctest::Approx(52 * parameters / kA100Bytes));
   // (t, p) = (2, 1): each GPU steps half of the parameters.
-  CHECK(2 * step_seconds(*model, parameters, 4, "a100", 2, 2) - step_seconds(*model, parameters, 8, "a100", 2, 2) ==
-        doctest::Approx(52 * parameters / 2 / kA100Bytes));
+  CHECK(optimizer_seconds("a100", 2, 2) == doctest::Approx(52 * parameters / 2 / kA100Bytes));
   // A measured achieved_tflops is an end-to-end rate that includes it: the
   // step is the microbatches alone.
-  CHECK(2 * step_seconds(*model, parameters, 4, "v100", 1, 1) - step_seconds(*model, parameters, 8, "v100", 1, 1) ==
-        doctest::Approx(0).epsilon(1e-9));
+  CHECK(optimizer_seconds("v100", 1, 1) == doctest::Approx(0).epsilon(1e-9));
 }
 
 // The last stage's logits, one microbatch of b s = 2048 tokens of hidden size
@@ -87,19 +60,19 @@ TEST_CASE("parallel-3d: the optimizer step streams 52 bytes a parameter of the G
 //   + 52 x 2048 x 17280 / 2.039e12 B/s                             = 0.9025 ms
 TEST_CASE("parallel-3d: the cross entropy streams 52 bytes a logit through HBM, worked by hand") {
   const std::string shape = "layers = 2, hidden_size = 4096, attention_heads = 32, microbatch_size = 1, ";
-  const auto small = model_of(shape + "vocabulary_size = 17280");
-  const auto large = model_of(shape + "vocabulary_size = 34560");
+  const auto small = parallel_3d_model(shape + "vocabulary_size = 17280");
+  const auto large = parallel_3d_model(shape + "vocabulary_size = 34560");
   const double matmul_flops = 271.2e12 * 324 / 320;  // the A100's 0.880 per full wave of its 312
   const double delta_vocabulary = 17280, tokens = 2048;
   const double expected =
       3 * 2 * tokens * 4096 * delta_vocabulary / matmul_flops + 52 * tokens * delta_vocabulary / kA100Bytes;
-  CHECK(step_seconds(*large, 1e9, 1, "a100", 1, 1) - step_seconds(*small, 1e9, 1, "a100", 1, 1) ==
+  CHECK(step_seconds(*large, 1e9, 1, "a100", 1, 1, 1) - step_seconds(*small, 1e9, 1, "a100", 1, 1, 1) ==
         doctest::Approx(expected));
   // Under tensor parallelism each GPU takes V / t of the logits, products and
   // cross entropy alike: at t = 2, twice the vocabularies give each GPU the
   // same shares, and the step grows by as much.
-  const auto larger = model_of(shape + "vocabulary_size = 69120");
-  CHECK(step_seconds(*larger, 1e9, 1, "a100", 2, 2) - step_seconds(*large, 1e9, 1, "a100", 2, 2) ==
+  const auto larger = parallel_3d_model(shape + "vocabulary_size = 69120");
+  CHECK(step_seconds(*larger, 1e9, 1, "a100", 2, 2, 1) - step_seconds(*large, 1e9, 1, "a100", 2, 2, 1) ==
         doctest::Approx(expected));
 }
 

@@ -10,40 +10,11 @@
 #include <string>
 
 #include "config/toml_document.hpp"
-#include "models/models.hpp"
+#include "parallel_3d.hpp"
 #include "support.hpp"
 
 using namespace tessel;
 using namespace tessel::test;
-
-namespace {
-
-std::shared_ptr<const ThroughputModel> model_of(const std::string& arguments) {
-  const auto document = std::make_shared<const TomlDocument>(
-      TomlDocument::parse("[workload]\nmodel = { name = \"parallel-3d\", " + arguments + " }\n", "megatron.toml"));
-  Diagnostics diagnostics;
-  TableReader workload(*document, diagnostics, document->root()["workload"].as_table(), "workload");
-  auto model = build_throughput_model(read_model_settings(workload, document), diagnostics);
-  diagnostics.raise_if_any();
-  return model;
-}
-
-double step_seconds(const ThroughputModel& model, double parameters, int batch, const std::string& gpu_type, int gpus,
-                    int tp, int pp) {
-  JobSpec job;
-  job.parameters = parameters;
-  job.batch_size = batch;
-  Shape shape;
-  shape.gpus = gpus;
-  shape.nodes = 1;
-  shape.gpu_type = gpu_type;
-  shape.gpu_mem_gb = 80;
-  shape.layout.tensor_parallel = tp;
-  shape.layout.pipeline_parallel = pp;
-  return 1 / model.rate(job, shape);
-}
-
-}  // namespace
 
 // With the shape given (layers, hidden size), a job's parameter count moves
 // an A100's step, one replica (no data-parallel all-reduce) and all state in
@@ -53,7 +24,7 @@ double step_seconds(const ThroughputModel& model, double parameters, int batch, 
 // writing the sum, 3 × 2 bytes a parameter at 2,039 GB/s, and the step's
 // optimizer streams 52 bytes of each (tests/test_megatron_rows.cpp).
 TEST_CASE("parallel-3d: each microbatch accumulates the stage's gradients through HBM, worked by hand") {
-  const auto model = model_of("layers = 8, hidden_size = 1024, attention_heads = 8, microbatch_size = 1");
+  const auto model = parallel_3d_model("layers = 8, hidden_size = 1024, attention_heads = 8, microbatch_size = 1");
   const double delta = 1e9;  // parameters more, the same layers
   // (t, p) = (1, 1): 4 microbatches, no bubble.
   //   (4 x 6 + 52) bytes x 1e9 / 2.039e12 B/s = 0.037273 s
