@@ -12,7 +12,7 @@
 namespace tessel::test {
 
 // parallel-3d with `arguments` (TOML keys after the name), or UserError.
-inline std::shared_ptr<const ThroughputModel> parallel_3d_model(const std::string &arguments) {
+inline std::shared_ptr<const ThroughputModel> parallel_3d_model(const std::string& arguments) {
   const auto document = std::make_shared<const TomlDocument>(
       TomlDocument::parse("[workload]\nmodel = { name = \"parallel-3d\", " + arguments + " }\n", "megatron.toml"));
   Diagnostics diagnostics;
@@ -24,7 +24,7 @@ inline std::shared_ptr<const ThroughputModel> parallel_3d_model(const std::strin
 
 // Seconds of one step: `gpus` GPUs of one node with 80 GB each, (t, p) =
 // (tp, pp), so gpus / (tp pp) replicas.
-inline double step_seconds(const ThroughputModel &model, double parameters, int batch, const std::string &gpu_type,
+inline double step_seconds(const ThroughputModel& model, double parameters, int batch, const std::string& gpu_type,
                            int gpus, int tp, int pp) {
   JobSpec job;
   job.parameters = parameters;
