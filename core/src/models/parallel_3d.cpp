@@ -144,10 +144,9 @@
 // Simplifications: no overlap of communication with computation; bandwidths
 // are per GPU and uncontended; pipeline sends carry the whole b s h (SC'21
 // §4.1's scatter/gather, which sends 1/t of it between nodes, is left out);
-// with achieved_tflops, the s/6h and vocabulary terms and the logits are
-// left out; with achieved_tflops, the optimizer step and the cross entropy
-// are too (a measured rate includes them); embeddings,
-// kernel launches and the data loader cost nothing; microbatch size is
+// with achieved_tflops, the s/6h and vocabulary terms, the logits, their
+// cross entropy and the optimizer step are left out (a measured rate
+// includes the last two); embeddings, kernel launches and the data loader cost nothing; microbatch size is
 // fixed (SC'21 tunes it per model); idle GPUs of a layout that does not
 // divide G cost nothing and help nothing; a job gives its parameters, not
 // its shape.
