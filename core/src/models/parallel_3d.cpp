@@ -146,8 +146,8 @@
 // §4.1's scatter/gather, which sends 1/t of it between nodes, is left out);
 // with achieved_tflops, the s/6h and vocabulary terms, the logits, their
 // cross entropy and the optimizer step are left out (a measured rate
-// includes the last two); embeddings, kernel launches and the data loader cost nothing; microbatch size is
-// fixed (SC'21 tunes it per model); idle GPUs of a layout that does not
+// includes the last two); embeddings, kernel launches and the data loader
+// cost nothing; microbatch size is fixed (SC'21 tunes it per model); idle GPUs of a layout that does not
 // divide G cost nothing and help nothing; a job gives its parameters, not
 // its shape.
 #include <algorithm>
