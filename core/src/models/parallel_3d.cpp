@@ -147,9 +147,9 @@
 // with achieved_tflops, the s/6h and vocabulary terms, the logits, their
 // cross entropy and the optimizer step are left out (a measured rate
 // includes the last two); embeddings, kernel launches and the data loader
-// cost nothing; microbatch size is fixed (SC'21 tunes it per model); idle GPUs of a layout that does not
-// divide G cost nothing and help nothing; a job gives its parameters, not
-// its shape.
+// cost nothing; microbatch size is fixed (SC'21 tunes it per model); idle
+// GPUs of a layout that does not divide G cost nothing and help nothing; a
+// job gives its parameters, not its shape.
 #include <algorithm>
 #include <cmath>
 #include <limits>
