@@ -10,58 +10,30 @@
 #include <string>
 
 #include "config/toml_document.hpp"
-#include "models/models.hpp"
+#include "parallel_3d.hpp"
 #include "support.hpp"
 
 using namespace tessel;
 using namespace tessel::test;
 
-namespace {
-
-std::shared_ptr<const ThroughputModel> model_of(const std::string& arguments) {
-  const auto document = std::make_shared<const TomlDocument>(
-      TomlDocument::parse("[workload]\nmodel = { name = \"parallel-3d\", " + arguments + " }\n", "megatron.toml"));
-  Diagnostics diagnostics;
-  TableReader workload(*document, diagnostics, document->root()["workload"].as_table(), "workload");
-  auto model = build_throughput_model(read_model_settings(workload, document), diagnostics);
-  diagnostics.raise_if_any();
-  return model;
-}
-
-double step_seconds(const ThroughputModel& model, double parameters, int batch, const std::string& gpu_type, int gpus,
-                    int tp, int pp) {
-  JobSpec job;
-  job.parameters = parameters;
-  job.batch_size = batch;
-  Shape shape;
-  shape.gpus = gpus;
-  shape.nodes = 1;
-  shape.gpu_type = gpu_type;
-  shape.gpu_mem_gb = 80;
-  shape.layout.tensor_parallel = tp;
-  shape.layout.pipeline_parallel = pp;
-  return 1 / model.rate(job, shape);
-}
-
-}  // namespace
-
 // With the shape given (layers, hidden size), a job's parameter count moves
 // an A100's step, one replica (no data-parallel all-reduce) and all state in
-// memory, only by the gradient accumulation: each of the m + bubble
-// microbatches of a stage adds its fp16 gradient of the stage's P / (t p)
-// parameters into the running sum, reading both and writing the sum, 3 × 2
-// bytes a parameter at 2,039 GB/s.
+// memory, only by the gradient accumulation and the optimizer step: each of
+// the m + bubble microbatches of a stage adds its fp16 gradient of the
+// stage's P / (t p) parameters into the running sum, reading both and
+// writing the sum, 3 × 2 bytes a parameter at 2,039 GB/s, and the step's
+// optimizer streams 52 bytes of each (tests/test_megatron_rows.cpp).
 TEST_CASE("parallel-3d: each microbatch accumulates the stage's gradients through HBM, worked by hand") {
-  const auto model = model_of("layers = 8, hidden_size = 1024, attention_heads = 8, microbatch_size = 1");
+  const auto model = parallel_3d_model("layers = 8, hidden_size = 1024, attention_heads = 8, microbatch_size = 1");
   const double delta = 1e9;  // parameters more, the same layers
   // (t, p) = (1, 1): 4 microbatches, no bubble.
-  //   4 x 6 bytes x 1e9 / 2.039e12 B/s = 0.011770 s
+  //   (4 x 6 + 52) bytes x 1e9 / 2.039e12 B/s = 0.037273 s
   CHECK(step_seconds(*model, 2e9, 4, "a100", 1, 1, 1) - step_seconds(*model, 1e9, 4, "a100", 1, 1, 1) ==
-        doctest::Approx(4 * 6 * delta / 2.039e12));
+        doctest::Approx((4 * 6 + 52) * delta / 2.039e12));
   // (t, p) = (2, 2) on 4 GPUs: 1F1B, 4 microbatches plus a bubble of p - 1 = 1,
-  // each over a quarter of the parameters: 5 x 6 x 2.5e8 / 2.039e12 = 0.0036782 s
+  // each over a quarter of the parameters: (5 x 6 + 52) x 2.5e8 / 2.039e12 = 0.010054 s
   CHECK(step_seconds(*model, 2e9, 4, "a100", 4, 2, 2) - step_seconds(*model, 1e9, 4, "a100", 4, 2, 2) ==
-        doctest::Approx(5 * 6 * delta / 4 / 2.039e12));
+        doctest::Approx((5 * 6 + 52) * delta / 4 / 2.039e12));
   // A measured achieved_tflops is an end-to-end rate that includes it: a V100
   // step grows only by the 8 P b s FLOPs a microbatch, at 39 TFLOP/s.
   //   4 x 8 x 1e9 x 1 x 2048 / 39e12 = 1.6804 s

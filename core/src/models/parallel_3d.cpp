@@ -58,9 +58,23 @@
 // schedule of v = model_chunks chunks per stage, which sends v times as much
 // between stages (SC'21 §2.2.2). Then it all-reduces the fp16 gradients of
 // its P/(t p) parameters over the d replicas by ring, 2 (d-1)/d of them per
-// GPU, at intra-node bandwidth on one node, else inter-node:
+// GPU, at intra-node bandwidth on one node, else inter-node, and, when priced
+// from peak_tflops, takes the optimizer step (below):
 //   step = (m + bubble) (compute + tensor + pipeline + accumulation) + allreduce
+//          + optimizer
 //   rate = 1 / step    steps per second
+// The optimizer step is element-wise over the GPU's P/(t p) parameters, so
+// HBM-bound: 52 bytes a parameter, counted in the fp16 step of Megatron-LM
+// as SC'21 ran it (2021: megatron/optimizer/optimizer.py,
+// Float16OptimizerWithFloat16Params.step, with apex's FusedAdam): the fp16
+// gradient copied to an fp32 one (2 read, 4 written), unscaled and checked
+// for inf in place (4 + 4), its norm for clipping (4 read), Adam (fp32
+// weight, gradient, momentum and variance read, weight, momentum and variance
+// written: 16 + 12), and the fp32 weights copied to the fp16 model (4 + 2).
+// Clipping's rescale (4 + 4 more) runs only when the norm exceeds the limit
+// and is left out. SC'21's figures are of end-to-end steps, the optimizer
+// included (NVIDIA/Megatron-LM README, 2021: "includes all operations
+// including data loading, optimization, and even logging").
 //
 // Compute, for a GPU type in achieved_tflops (a measured end-to-end rate):
 // 8 P b s / (t p) FLOPs at that rate: 2 forward, 4 backward and 2
@@ -89,7 +103,14 @@
 // recomputation (2 + 2), and read with their gradient and the gradient
 // written in the backward pass (3). The last stage (the only one when p = 1)
 // also computes the logits, a bs × h × V/t product, forward and backward
-// (3 passes, not recomputed). Stages run in lock step at the last one's pace.
+// (3 passes, not recomputed), and their cross entropy, which Megatron-LM
+// (2021: megatron/model/gpt_model.py, mpu/cross_entropy.py; SC'21's scripts
+// leave --fp16-lm-cross-entropy off) takes in fp32 over the bs × V/t logits,
+// element by element through HBM: 52 bytes a logit, the fp16 logits made
+// fp32 (2 read, 4 written), their maximum (4 read), less it (4 + 4), exp
+// (4 + 4), its sum (4 read), divided by it (4 + 4), and in the backward
+// pass the gradient scaled (4 + 4) and made fp16 again (4 + 2). Stages run
+// in lock step at the last one's pace.
 // The step's FLOPs, as the paper counts them (SC'21, Appendix, eq. 3):
 //   96 B s L h² (1 + s/6h + V/16Lh)
 //
@@ -123,12 +144,12 @@
 // Simplifications: no overlap of communication with computation; bandwidths
 // are per GPU and uncontended; pipeline sends carry the whole b s h (SC'21
 // §4.1's scatter/gather, which sends 1/t of it between nodes, is left out);
-// with achieved_tflops, the s/6h and vocabulary terms and the logits are
-// left out; the optimizer step (about 1% of SC'21's steps), embeddings,
-// kernel launches and the data loader cost nothing; microbatch size is
-// fixed (SC'21 tunes it per model); idle GPUs of a layout that does not
-// divide G cost nothing and help nothing; a job gives its parameters, not
-// its shape.
+// with achieved_tflops, the s/6h and vocabulary terms, the logits, their
+// cross entropy and the optimizer step are left out (a measured rate
+// includes the last two); embeddings, kernel launches and the data loader
+// cost nothing; microbatch size is fixed (SC'21 tunes it per model); idle
+// GPUs of a layout that does not divide G cost nothing and help nothing; a
+// job gives its parameters, not its shape.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -175,6 +196,10 @@ struct Parallel3dOptions {
 constexpr double kFp16Bytes = 2;
 constexpr double kPositive = 1e-9;  // the smallest value read for quantities that must be positive
 constexpr double kHeadSize = 128;   // GPT-3's, see the top
+// HBM bytes of Megatron-LM's fp16 optimizer step per parameter, and of its
+// fp32 cross entropy per logit (both counted at the top).
+constexpr double kOptimizerBytesPerParameter = 52;
+constexpr double kCrossEntropyBytesPerLogit = 52;
 
 // cuBLAS's largest output tile on Ampere, 256×128 (either way round), and
 // the one this model assumes (NVIDIA, "Matrix Multiplication Background User's
@@ -290,7 +315,9 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
                            gpu.matmul(tokens, h, 4 * h / tp) + gpu.matmul(tokens, 4 * h / tp, h);
     const double activation_bytes = s * b * h * (10 + 24 / tp + 5 * a * s / (h * tp));
     const double layer = 4 * forward + 7 * activation_bytes / gpu.bytes;
-    const double logits = 3 * gpu.matmul(tokens, h, options_.vocabulary_size / tp);
+    const double logit_count = tokens * options_.vocabulary_size / tp;
+    const double logits = 3 * gpu.matmul(tokens, h, options_.vocabulary_size / tp) +
+                          kCrossEntropyBytesPerLogit * logit_count / gpu.bytes;
     return (gpt.layers / pp) * layer + logits;
   }
 
@@ -306,7 +333,7 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
     const double intra = options_.intra_node_gb_per_s * 1e9, inter = options_.inter_node_gb_per_s * 1e9;
 
     double compute = 0, all_reduce_values = 8;  // per layer, in b s h (tp-1)/tp
-    double accumulation = 0;  // a measured achieved_tflops includes it
+    double accumulation = 0, optimizer = 0;  // a measured achieved_tflops includes both
     const auto achieved = options_.achieved_tflops.find(shape.gpu_type);
     if (achieved != options_.achieved_tflops.end()) {
       compute = 8 * params * b * s / (tp * pp) / (achieved->second * 1e12);
@@ -314,6 +341,7 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
       compute = stage_seconds(*gpu, gpt, tp, pp);
       all_reduce_values = 12;  // the recomputed forward pass all-reduces again
       accumulation = 3 * kFp16Bytes * params / (tp * pp) / gpu->bytes;
+      optimizer = kOptimizerBytesPerParameter * params / (tp * pp) / gpu->bytes;
     } else {
       compute = 8 * params * b * s / (tp * pp) / 1e12;  // refused by check(); priced at 1 TFLOP/s
     }
@@ -330,7 +358,7 @@ class Parallel3dModel final : public ThroughputModel, public FlopCount {
         std::max(0.0, options_.memory.gb_per_gpu(params, layout) - shape.gpu_mem_gb);
     const double offload = 2 * excess_gb / options_.offload_gb_per_s;
     const double bubble = (pp - 1) / chunks;
-    return (microbatches + bubble) * (compute + tensor + pipeline + accumulation) + allreduce + offload;
+    return (microbatches + bubble) * (compute + tensor + pipeline + accumulation) + allreduce + optimizer + offload;
   }
 
   Parallel3dOptions options_;
