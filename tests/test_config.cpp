@@ -165,7 +165,7 @@ TEST_CASE("unknown workload kinds and models list the valid ones") {
   const auto found = problems(kGood, {"workload.kind=philly", "workload.model=exponential"});
   REQUIRE(found.size() == 2);
   CHECK(found[0] == "--set workload.kind=philly: unknown kind 'philly' in [workload] (valid: synthetic, csv, "
-                    "pollux-csv, pollux-workload, gavel-trace, tiresias-csv, openb, philly-json)");
+                    "pollux-csv, pollux-workload, gavel-trace, tiresias-csv, openb, philly-json, synergy)");
   CHECK(found[1] == "--set workload.model=exponential: unknown throughput model 'exponential' (valid: linear, amdahl, "
                     "gavel-table, placement-penalty, pollux-apps, synergy-sensitivity, parallel-3d)");
 }

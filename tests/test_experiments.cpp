@@ -77,6 +77,8 @@ const Experiment kExperiments[] = {
     {"synergy/artifact.toml",
      {"workload.jobs=300", "workload.track=[100,200]", "sweep.seeds=[1]"},
      {"synergy/model_sensitivity.csv"}},
+    // The same rules on Synergy's own jobs for its seed 42: 300 jobs, the middle 100 tracked.
+    {"synergy/artifact-jobs.toml", {"workload.jobs=300", "workload.track=[100,200]"}, {"synergy/model_sensitivity.csv"}},
     // The nine static pairs and the synthesizers, 200 jobs at 8 jobs/h, one seed.
     {"blox-synthesizer/poisson.toml",
      {"workload.jobs=200", "workload.track=[50,150]", R"(sweep."workload.jobs_per_hour"=[8])", "sweep.seeds=[1]"},

@@ -14,5 +14,6 @@ std::unique_ptr<WorkloadSource> parse_gavel_trace_workload(TableReader&);
 std::unique_ptr<WorkloadSource> parse_tiresias_csv_workload(TableReader&);
 std::unique_ptr<WorkloadSource> parse_openb_workload(TableReader&);
 std::unique_ptr<WorkloadSource> parse_philly_json_workload(TableReader&);
+std::unique_ptr<WorkloadSource> parse_synergy_workload(TableReader&);
 
 }  // namespace tessel

@@ -21,6 +21,7 @@ std::span<const WorkloadKind> workload_kinds() {
       {"tiresias-csv", parse_tiresias_csv_workload, "Tiresias's job trace: job_id,num_gpu,submit_time,..."},
       {"openb", parse_openb_workload, "Alibaba 2023 GPU trace pod list, fractional GPUs included"},
       {"philly-json", parse_philly_json_workload, "Microsoft Philly cluster_job_log (JSON list of jobs), streamed"},
+      {"synergy", parse_synergy_workload, "Synergy's own job generator, draw for draw (Python's random, seeded)"},
   };
   return kinds;
 }
