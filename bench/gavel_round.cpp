@@ -163,6 +163,8 @@ Rounds rounds(const PluginEntry& entry, const char* policy, const ThroughputMode
     PluginArgs args;
     args.set("policy", std::string(policy));
     args.set("min_seconds_between_allocations", 0.0);  // the schema's default: every argument is given
+    args.set("gpu_costs", NumberTable{});
+    args.set("slo_factor", 0.0);
     const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
     auto& gavel = dynamic_cast<AllocationPolicy&>(*plugin);
     auto view_at = [&](double now) {

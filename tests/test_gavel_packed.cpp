@@ -312,6 +312,8 @@ double stated_level(const std::string& policy, const World& world, const std::st
   PluginArgs args;
   args.set("policy", policy);
   args.set("min_seconds_between_allocations", 0.0);
+  args.set("gpu_costs", NumberTable{});
+  args.set("slo_factor", 0.0);
   AllocationPlan plan = plan_of("gavel", args, world);
   double level = -1;
   for (const Grant& grant : plan.ranked) {
