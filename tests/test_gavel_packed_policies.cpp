@@ -1,7 +1,9 @@
 // gavel's policies beyond max-min, finish time and makespan, each on a
 // cluster small enough that its LP's optimum is worked out by hand (in the
-// comments): the max_sum_throughput family (per GPU cost, with SLOs, with
-// pairs). Then their arguments' errors.
+// comments): max_min_fairness_water_filling (and _packed), whose second
+// level is what plain max-min leaves unsaid, and the max_sum_throughput
+// family (per GPU cost, with SLOs, with pairs). Then their arguments'
+// errors.
 #include <doctest/doctest.h>
 
 #include <deque>
@@ -94,6 +96,54 @@ std::string reason_of(const AllocationPlan& plan, JobId job) {
     if (grant.job == job) return grant.reason.str();
   FAIL("job " << job << " is not in the plan");
   return {};
+}
+
+// ------------------------------------------------------------ water filling
+
+// One fast GPU, two slow. Jobs 0 and 1: one GPU, 6 steps/s fast, 2 slow;
+// job 2: two GPUs, so only the slow pair, 2 x 3 = 6 steps/s. Max-min's unit
+// is throughput x GPUs / (throughput on an equal share: 1/3 of each GPU):
+// jobs 0, 1: (6 f + 2 s) / (10/3); job 2: 6 s x 2 / 4 = 3 s.
+// Jobs 0 and 1 share the fast GPU and have one unit of time each:
+// l0 + l1 <= 0.3 (6 (f0 + f1) + 2 (2 - f0 - f1)) <= 2.4, so the first
+// level is 1.2 (f = s = 1/2 each), and they are its bottleneck. The slow
+// GPU they leave lets job 2 run half of the time: 1.5, the second level.
+// Plain max-min stops at 1.2: any share of job 2 in [0.4, 0.5] is optimal.
+TEST_CASE("max_min_fairness_water_filling: the bottleneck's level, then the rest raised to the second level") {
+  const World world(1, 2, {{0, 1}, {0, 1}, {1, 2}});
+  const AllocationPlan plan = plan_of(gavel("max_min_fairness_water_filling"), world);
+  for (JobId job : {0, 1}) {
+    CAPTURE(job);
+    CHECK(reason_of(plan, job).find("time share 0.5 on fast, 0.5 on slow") != std::string::npos);
+  }
+  const std::string third = reason_of(plan, 2);
+  CHECK(third.find("time share 0.5 on slow") != std::string::npos);
+  CHECK(third.find("every job gets at least 1.2 times") != std::string::npos);
+  CHECK(third.find("levels filled: 1.2, 1.5)") != std::string::npos);
+  // max_min_fairness reaches the same first level, and says no more.
+  const std::string plain = reason_of(plan_of(gavel("max_min_fairness"), world), 2);
+  CHECK(plain.find("every job gets at least 1.2 times") != std::string::npos);
+  CHECK(plain.find("levels filled") == std::string::npos);
+}
+
+// The same, jobs 0 and 1 (profiles 0 and 2, priced alike) may share the
+// fast GPU, each at 0.75 x 6 = 4.5 steps/s. With f alone each and p side by
+// side (f0 + f1 + p <= 1), l0 + l1 <= 0.3 (4 (f0 + f1) + 5 p + 4) <= 2.7:
+// the first level is 1.35, both side by side all of their time, and job 2
+// has both slow GPUs all of its time: 3.
+TEST_CASE("max_min_fairness_water_filling_packed: pairs in the first level, the second level on the GPUs left") {
+  const World world(1, 2, {{0, 1}, {2, 1}, {1, 2}});
+  const AllocationPlan plan = plan_of(gavel("max_min_fairness_water_filling_packed"), world);
+  const std::string third = reason_of(plan, 2);
+  CHECK(third.find("time share 1 on slow") != std::string::npos);
+  CHECK(third.find("levels filled: 1.35, 3)") != std::string::npos);
+  // The pair is granted: one job shares the other's fast GPU.
+  bool shared = false;
+  for (const Grant& grant : plan.ranked) shared = shared || grant.share_with != kNoJob;
+  CHECK(shared);
+  // Without pairs, the first level is 1.2 again.
+  CHECK(reason_of(plan_of(gavel("max_min_fairness_water_filling"), world), 2).find("levels filled: 1.2, 1.5)") !=
+        std::string::npos);
 }
 
 // ------------------------------------------------------- max_sum_throughput
@@ -195,7 +245,7 @@ TEST_CASE("gavel refuses unknown policies, and costs or SLO factors the policy c
   static PluginRegistry registry;
   SlotRegistry slots;
   const PluginPtr<Plugin> plugin = PluginRegistry::create(registry.find(PluginKind::allocation, "gavel"),
-                                                          PluginContext(gavel("max_min_fairness_packed"), 1, slots));
+                                                          PluginContext(gavel("max_min_fairness_water_filling_packed"), 1, slots));
   const SchedulerSettings settings;
   const Alone model;
   std::vector<JobState*> active = world.all, waiting = world.all;

@@ -10,6 +10,8 @@
 //                                   the pairs' variables and constraints)
 //   policies/max_min_fairness.py, finish_time_fairness.py,
 //   min_total_duration.py           the `...WithPacking` variants
+//   policies/max_min_fairness_water_filling.py  MaxMinFairnessWaterFilling-
+//                                   PolicyWithPerf, ...WithPacking
 //   policies/max_sum_throughput.py  ThroughputSumWithPerf, ThroughputNormalized-
 //                                   ByCostSumWithPerf(SLOs), ...WithPackingSLOs
 //   policies/proportional.py, policies/isolated.py   the reference shares
@@ -30,6 +32,15 @@
 //   Maximise z = min_j thr_j(X) gpus_j / (w_j prop_j): w_j is the job's
 //   priority weight, prop_j = sum_t tput[j][t] N_t / N its throughput on an
 //   equal share of every type (N GPUs in all).
+// - max_min_fairness_water_filling: Gavel's WaterFillingAlgorithm, in
+//   max_min_fairness's unit. Level by level: raise every job not yet fixed
+//   by one amount c above its floor (the level it reached so far) while the
+//   fixed jobs keep theirs, c as high as the LP allows; then fix the
+//   bottlenecks, the jobs that cannot pass their floor by a relative 1e-4
+//   (Gavel's slack) while every job keeps its floor. Stop when every job is
+//   fixed or a level fixes none. The first level is max_min_fairness's z;
+//   the later ones give the jobs it leaves unconstrained what the
+//   bottlenecks cannot use.
 // - max_sum_throughput: maximise sum_j thr_j(X), in the model's units.
 //   Gavel's code computes a normalising scale (1 / sum_t tput[j][t]) and
 //   leaves it unused, so neither is it used here.
@@ -49,7 +60,7 @@
 // - min_total_duration (makespan): minimise T such that every job can
 //   finish within T, thr_j(X) >= rem_j / T.
 // - max_min_fairness_packed, finish_time_fairness_packed,
-//   min_total_duration_packed,
+//   min_total_duration_packed, max_min_fairness_water_filling_packed,
 //   max_sum_throughput_normalized_by_cost_packed_SLOs (the packed variants
 //   Gavel offers): Gavel's space sharing. Beside X[j][t], every
 //   two jobs a, b of equal GPU counts (both of whole GPUs) get X[ab][t], the
@@ -73,6 +84,7 @@
 // - z by bisection between 0 and the least of the jobs' fastest types, to
 //   a relative 1e-9. Gavel's LP makes z a variable instead; with z in every
 //   job's row, GLPK takes about three times as long on 1,000 jobs.
+//   Water filling bisects each level's c alike, from the floors.
 // - rho by bisection between max_j t_j / D_j (D_j its denominator), which
 //   nothing reaches, and the level of the isolated shares, to a relative
 //   1e-9. Gavel gives this convex program to cvxpy.
@@ -127,6 +139,14 @@
 // - A job needing more GPUs than any type has up waits, with the reason.
 // - An elastic job is planned at the GPU count it asked for.
 // - finish_time_fairness ignores priority weights, as Gavel does.
+// - Water filling's bottlenecks: Gavel finds them with one MILP (the most
+//   jobs raised at once, GLPK_MI); here one LP per job not yet fixed asks
+//   whether that job alone can pass its floor. The set is the same: the
+//   programs are convex, so jobs that can each be raised can all be at
+//   once. Gavel's slack is relative 1e-4 plus 1e-5 in its unit (throughput
+//   over the equal share); here plus 1e-9 in max_min_fairness's unit.
+//   Gavel's priority_reweighting_policies (entity weights) are not offered:
+//   a job's weight is its priority, as in max_min_fairness.
 // - SLOs: Gavel draws each job's factor, 1.2, 2 or 10 at about a third
 //   each, and its duration comes from the trace; here one `slo_factor` for
 //   every job, over the job's work at its fastest rate alone.
@@ -155,6 +175,7 @@ enum class Policy {
   max_min_fairness,
   finish_time_fairness,
   min_total_duration,
+  max_min_fairness_water_filling,
   max_sum_throughput,
 };
 
@@ -175,6 +196,8 @@ constexpr PolicyName kPolicies[] = {
     {"finish_time_fairness_packed", Policy::finish_time_fairness, true},
     {"min_total_duration", Policy::min_total_duration},
     {"min_total_duration_packed", Policy::min_total_duration, true},
+    {"max_min_fairness_water_filling", Policy::max_min_fairness_water_filling},
+    {"max_min_fairness_water_filling_packed", Policy::max_min_fairness_water_filling, true},
     {"max_sum_throughput", Policy::max_sum_throughput},
     {"max_sum_throughput_normalized_by_cost", Policy::max_sum_throughput, false, true},
     {"max_sum_throughput_normalized_by_cost_SLOs", Policy::max_sum_throughput, false, true, true},
@@ -183,8 +206,9 @@ constexpr PolicyName kPolicies[] = {
 
 constexpr tessel::ArgSpec kArgs[] = {
     {"policy", tessel::ArgType::string, "\"max_min_fairness\"",
-     "what the time shares optimise: the least normalised throughput (max_min_fairness), the worst "
-     "finish-time ratio to an isolated share (finish_time_fairness), the time until every job is done (min_total_duration), or the "
+     "what the time shares optimise: the least normalised throughput (max_min_fairness), then the next "
+     "least, level by level (max_min_fairness_water_filling), the worst finish-time ratio to an isolated "
+     "share (finish_time_fairness), the time until every job is done (min_total_duration), or the "
      "throughputs' sum (max_sum_throughput), per unit of GPU cost (_normalized_by_cost), meeting SLOs (_SLOs); "
      "_packed: pairs of jobs may share GPUs. Checked by the plugin: the names are too long for the choices record"},
     {"min_seconds_between_allocations", tessel::ArgType::number, "0",
@@ -500,6 +524,7 @@ class Gavel final : public tessel::AllocationPolicy {
     if (!jobs.empty()) {
       switch (policy_.policy) {
         case Policy::max_min_fairness: x = max_min_fairness(jobs, capacity); break;
+        case Policy::max_min_fairness_water_filling: x = water_filling(jobs, capacity); break;
         case Policy::max_sum_throughput: x = max_sum_throughput(view, jobs, capacity); break;
         case Policy::finish_time_fairness: x = finish_time_fairness(view, jobs, capacity); break;
         case Policy::min_total_duration: x = min_total_duration(jobs, capacity); break;
@@ -574,6 +599,68 @@ class Gavel final : public tessel::AllocationPolicy {
     if (x.empty()) throw tessel::lp::SolverError("gavel " + policy_name_ + ": no allocation found, even giving nothing");
     summary_ = "; every job gets at least " + decimal(z) +
                " times its equal-share throughput, weighted by GPUs and priority)";
+    return x;
+  }
+
+  // Gavel's WaterFillingAlgorithm (max_min_fairness_water_filling.py) in
+  // max_min_fairness's unit: raise every job not yet fixed by the same
+  // amount c above its floor (the level it reached so far), as far as the
+  // fixed jobs keep theirs; then fix the bottlenecks, the jobs that cannot
+  // pass their floor by a relative 1e-4 (Gavel's slack) while every other job
+  // keeps its floor; repeat until every job is fixed or no job was fixed.
+  // Gavel finds the bottlenecks by one MILP, the most jobs raised at once;
+  // here one LP per job asks whether that job alone can be raised. The set
+  // is the same: the feasible region is convex, so jobs that can each be
+  // raised alone can all be raised at once (the mean of their programs).
+  Shares water_filling(const std::vector<Planned>& jobs, const std::vector<int>& capacity) {
+    const std::size_t n = jobs.size();
+    const auto [unit, scale, fastest_of] = normalised(jobs, capacity);
+    TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
+    std::vector<double> floor(n, 0.0);
+    std::vector<char> fixed(n, 0);
+    Shares x;
+    std::vector<double> levels;  // c's floors, lowest first
+    for (;;) {
+      double ceiling = std::numeric_limits<double>::infinity();
+      for (std::size_t j = 0; j < n; ++j)
+        if (!fixed[j]) ceiling = std::min(ceiling, fastest_of[j] - floor[j]);
+      auto raised = [&](double c) {
+        std::vector<double> target(floor);
+        for (std::size_t j = 0; j < n; ++j)
+          if (!fixed[j]) target[j] += c;
+        return target;
+      };
+      double c = 0;  // every job at its floor: reached by the last level's X
+      std::vector<JobPairShares> pairs;
+      Shares level_x = bisect(program, c, std::max(ceiling, 0.0), 1e-9, raised, &pairs);
+      if (level_x.empty()) {
+        if (x.empty()) throw tessel::lp::SolverError("gavel " + policy_name_ + ": no allocation found, even giving nothing");
+        break;  // as Gavel keeps the last X when a solve fails
+      }
+      x = std::move(level_x);
+      pair_x_ = std::move(pairs);
+      for (std::size_t j = 0; j < n; ++j)
+        if (!fixed[j]) floor[j] += c;
+      bool fixed_any = false;
+      std::vector<char> bottleneck(n, 0);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (fixed[j]) continue;
+        std::vector<double> target(floor);
+        target[j] = floor[j] * (1 + 1e-4) + 1e-9;
+        bottleneck[j] = !program.reaches(target);
+      }
+      for (std::size_t j = 0; j < n; ++j)
+        if (bottleneck[j]) {
+          fixed[j] = 1;
+          fixed_any = true;
+          if (levels.empty() || floor[j] > levels.back() * (1 + 1e-6)) levels.push_back(floor[j]);
+        }
+      if (!fixed_any || std::all_of(fixed.begin(), fixed.end(), [](char f) { return f != 0; })) break;
+    }
+    std::string text;
+    for (double level : levels) text += (text.empty() ? "" : ", ") + decimal(level);
+    summary_ = "; every job gets at least " + decimal(levels.empty() ? 0.0 : levels.front()) +
+               " times its equal-share throughput, weighted by GPUs and priority; levels filled: " + text + ")";
     return x;
   }
 
