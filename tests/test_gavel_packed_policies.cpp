@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "plugins/registry.hpp"
 #include "support.hpp"
 #include "tessel/tessel.hpp"
+#include "two_types.hpp"
 
 using namespace tessel;
 
@@ -23,8 +23,8 @@ namespace {
 constexpr double kAlone[3][2] = {{6.0, 2.0}, {4.0, 3.0}, {6.0, 2.0}};
 // Beside another job: 0.75 of that on fast, for profiles 0 and 2 alike
 // (0.75 + 0.75 > 1: better than taking turns); nothing else may share.
-int profile(const JobSpec& job) { return job.model[0] - '0'; }
-int type_index(const Shape& shape) { return shape.gpu_type == "fast" ? 0 : 1; }
+using test::profile;
+using test::type_index;
 
 class Model final : public ThroughputModel {
  public:
@@ -47,15 +47,7 @@ struct World {
   std::vector<JobState*> all;
 
   World(int fast, int slow, const std::vector<std::pair<int, int>>& jobs, double work = 36000) {
-    std::vector<NodeSpec> nodes;
-    for (int i = 0; i < fast + slow; ++i) {
-      NodeSpec node;
-      node.name = "n" + std::to_string(i);
-      node.gpu_type = i < fast ? "fast" : "slow";
-      node.gpus = 1;
-      nodes.push_back(node);
-    }
-    cluster = ClusterState(nodes);
+    cluster = test::two_type_cluster(fast, slow);
     for (const auto& [model, gpus] : jobs) {
       JobState& job = storage.emplace_back();
       job.spec.id = static_cast<JobId>(all.size());
@@ -78,17 +70,8 @@ PluginArgs gavel(const std::string& policy) {
 }
 
 // gavel's plan at time 0 for every job of `world`.
-AllocationPlan plan_of(const PluginArgs& args, const World& world) {
-  static PluginRegistry registry;  // kept loaded: the jobs' slots hold the plugin's records
-  SlotRegistry slots;
-  const PluginPtr<Plugin> plugin =
-      PluginRegistry::create(registry.find(PluginKind::allocation, "gavel"), PluginContext(args, 1, slots));
-  auto& policy = dynamic_cast<AllocationPolicy&>(*plugin);
-  const SchedulerSettings settings;
-  const Model model;
-  std::vector<JobState*> active = world.all, waiting = world.all;
-  const SchedulerView view(settings, world.cluster, model, world.all, {}, active, waiting, 0);
-  return policy.allocate(view);
+AllocationPlan plan_of(const PluginArgs& args, const World& world, const ThroughputModel& model = Model()) {
+  return test::plan_at_zero("gavel", args, world.cluster, world.all, model);
 }
 
 std::string reason_of(const AllocationPlan& plan, JobId job) {
@@ -242,15 +225,7 @@ TEST_CASE("gavel refuses unknown policies, and costs or SLO factors the policy c
     std::string_view name() const override { return "alone"; }
     double rate(const JobSpec&, const Shape& shape) const override { return shape.gpus; }
   };
-  static PluginRegistry registry;
-  SlotRegistry slots;
-  const PluginPtr<Plugin> plugin = PluginRegistry::create(registry.find(PluginKind::allocation, "gavel"),
-                                                          PluginContext(gavel("max_min_fairness_water_filling_packed"), 1, slots));
-  const SchedulerSettings settings;
-  const Alone model;
-  std::vector<JobState*> active = world.all, waiting = world.all;
-  const SchedulerView view(settings, world.cluster, model, world.all, {}, active, waiting, 0);
-  CHECK_THROWS_WITH_AS(dynamic_cast<AllocationPolicy&>(*plugin).allocate(view),
+  CHECK_THROWS_WITH_AS(plan_of(gavel("max_min_fairness_water_filling_packed"), world, Alone()),
                        doctest::Contains("throughput model 'alone' has no co-location throughputs"), ArgumentError);
 }
 
