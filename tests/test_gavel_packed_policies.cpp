@@ -229,4 +229,56 @@ TEST_CASE("gavel refuses unknown policies, and costs or SLO factors the policy c
                        doctest::Contains("throughput model 'alone' has no co-location throughputs"), ArgumentError);
 }
 
+
+// ------------------------------------------------------------ on the command line
+
+// One V100 and two jobs of a gavel-table that lacks Beta's pairs.
+std::string run_config(const std::string& allocation) {
+  return R"([[cluster.groups]]
+count = 1
+gpus_per_node = 1
+gpu_type = "v100"
+
+[workload]
+kind = "csv"
+path = "trace.csv"
+reference_gpu_type = "v100"
+model = { name = "gavel-table", path = "throughputs.json" }
+
+[scheduler]
+round_seconds = 300
+allocation = )" + allocation + R"(
+placement = { plugin = "consolidated" }
+
+[output]
+database = "e.db"
+)";
+}
+
+TEST_CASE("the new packed policies stop at a missing co-location pair, and at costs without every type: exit 2") {
+  test::TempDir dir;
+  dir.write("throughputs.json", R"json({
+  "v100": {
+    "('Alpha', 1)": {"null": 6.0, "('Alpha', 1)": [3.0, 3.0]},
+    "('Beta', 1)": {"null": 4.0}
+  }
+})json");
+  dir.write("trace.csv", "arrival,gpus,duration,model\n0,1,400,Alpha\n0,1,675,Beta\n");
+  for (const std::string allocation :
+       {R"({ plugin = "gavel", policy = "max_min_fairness_water_filling_packed" })",
+        R"({ plugin = "gavel", policy = "max_sum_throughput_normalized_by_cost_packed_SLOs", gpu_costs = { v100 = 2.48 }, slo_factor = 2 })"}) {
+    CAPTURE(allocation);
+    dir.write("e.toml", run_config(allocation));
+    const test::CommandResult run = test::run_tessel({"run", "e.toml"}, dir.path());
+    CHECK(run.code == 2);
+    CHECK(run.err.find("throughputs.json: no co-location throughput for 'Alpha' beside 'Beta' on 1 v100 GPU") !=
+          std::string::npos);
+  }
+  dir.write("e.toml", run_config(R"({ plugin = "gavel", policy = "max_sum_throughput_normalized_by_cost", gpu_costs = { k80 = 0.9 } })"));
+  const test::CommandResult run = test::run_tessel({"run", "e.toml"}, dir.path());
+  CHECK(run.code == 2);
+  CHECK(run.err.find("argument 'gpu_costs': names GPU type 'k80', which the cluster lacks (its types: v100)") !=
+        std::string::npos);
+}
+
 }  // namespace
