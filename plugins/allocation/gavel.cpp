@@ -208,9 +208,11 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"policy", tessel::ArgType::string, "\"max_min_fairness\"",
      "what the time shares optimise: the least normalised throughput (max_min_fairness), then the next "
      "least, level by level (max_min_fairness_water_filling), the worst finish-time ratio to an isolated "
-     "share (finish_time_fairness), the time until every job is done (min_total_duration), or the "
-     "throughputs' sum (max_sum_throughput), per unit of GPU cost (_normalized_by_cost), meeting SLOs (_SLOs); "
-     "_packed: pairs of jobs may share GPUs. Checked by the plugin: the names are too long for the choices record"},
+     "share (finish_time_fairness), the time until every job is done (min_total_duration), each also "
+     "_packed (pairs of jobs share GPUs); or the throughputs' sum (max_sum_throughput, "
+     "max_sum_throughput_normalized_by_cost, its _SLOs and _packed_SLOs)"},
+    // No choices: the twelve names overflow the record's field; policy_named
+    // refuses an unknown one, listing them.
     {"min_seconds_between_allocations", tessel::ArgType::number, "0",
      "solve again only this long after the last solve (the first change after a solve at time 0 at once), as "
      "Gavel's simulator does (1920); 0: at every change of the jobs or the GPUs up"},
