@@ -19,6 +19,7 @@
 #include "../plugins/allocation/gavel_pairs.hpp"
 #include "plugins/registry.hpp"
 #include "support.hpp"
+#include "two_types.hpp"
 #include "tessel/tessel.hpp"
 
 using namespace tessel;
@@ -239,8 +240,8 @@ TEST_CASE("the LP by classes reaches the optimum of Gavel's LP over every pair, 
 constexpr double kSpeed[4][2] = {{6.0, 2.0}, {4.0, 3.0}, {2.0, 1.5}, {5.0, 1.0}};
 constexpr double kBeside[4][4] = {{0.7, 0.6, 0.4, 0.5}, {0.8, 0.55, 0.45, 0.3}, {0.9, 0.75, 0.6, 0.35}, {0.6, 0.5, 0.55, 0.4}};
 
-int profile(const JobSpec& job) { return job.model[0] - '0'; }
-int type_index(const Shape& shape) { return shape.gpu_type == "fast" ? 0 : 1; }
+using test::profile;
+using test::type_index;
 
 class PairedModel final : public ThroughputModel {
  public:
@@ -261,15 +262,7 @@ struct World {
   Case c;  // the same jobs, for the LP written here
 
   World(int fast, int slow, const std::vector<std::pair<int, double>>& jobs) {
-    std::vector<NodeSpec> nodes;
-    for (int i = 0; i < fast + slow; ++i) {
-      NodeSpec node;
-      node.name = "n" + std::to_string(i);
-      node.gpu_type = i < fast ? "fast" : "slow";
-      node.gpus = 1;
-      nodes.push_back(node);
-    }
-    cluster = ClusterState(nodes);
+    cluster = test::two_type_cluster(fast, slow);
     c.capacity = {fast, slow};
     for (std::size_t a = 0; a < 4; ++a) {
       c.single.push_back({kSpeed[a][0], kSpeed[a][1]});
@@ -293,18 +286,7 @@ struct World {
 // `args` (all of them).
 AllocationPlan plan_of(const std::string& plugin_name, const PluginArgs& args, const World& world,
                        const ThroughputModel& model = PairedModel()) {
-  // Kept loaded for the whole run: the jobs' slots hold the plugin's records.
-  static PluginRegistry registry;
-  const PluginEntry& entry = registry.find(PluginKind::allocation, plugin_name);
-  SlotRegistry slots;
-  const PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
-  auto& policy = dynamic_cast<AllocationPolicy&>(*plugin);
-  const SchedulerSettings settings;
-  std::vector<JobState*> active = world.all, waiting;
-  for (JobState* job : active)
-    if (job->waiting()) waiting.push_back(job);
-  const SchedulerView view(settings, world.cluster, model, world.all, {}, active, waiting, 0);
-  return policy.allocate(view);
+  return test::plan_at_zero(plugin_name, args, world.cluster, world.all, model);
 }
 
 // gavel's plan at time 0, and the level its reasons state after `words`.
@@ -312,6 +294,8 @@ double stated_level(const std::string& policy, const World& world, const std::st
   PluginArgs args;
   args.set("policy", policy);
   args.set("min_seconds_between_allocations", 0.0);
+  args.set("gpu_costs", NumberTable{});
+  args.set("slo_factor", 0.0);
   AllocationPlan plan = plan_of("gavel", args, world);
   double level = -1;
   for (const Grant& grant : plan.ranked) {

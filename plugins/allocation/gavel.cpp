@@ -10,6 +10,10 @@
 //                                   the pairs' variables and constraints)
 //   policies/max_min_fairness.py, finish_time_fairness.py,
 //   min_total_duration.py           the `...WithPacking` variants
+//   policies/max_min_fairness_water_filling.py  MaxMinFairnessWaterFilling-
+//                                   PolicyWithPerf, ...WithPacking
+//   policies/max_sum_throughput.py  ThroughputSumWithPerf, ThroughputNormalized-
+//                                   ByCostSumWithPerf(SLOs), ...WithPackingSLOs
 //   policies/proportional.py, policies/isolated.py   the reference shares
 //   scheduler.py                    _update_priorities, _reset_time_run_so_far,
 //                                   _schedule_jobs_on_workers_helper: rounds
@@ -21,11 +25,31 @@
 //   X >= 0, and X[j][t] = 0 where gpus_j > N_t (a job never mixes types).
 // tput[j][t] is the throughput model's rate for the whole job on gpus_j
 // GPUs of type t, packed on as few nodes as possible, and job j progresses
-// at thr_j(X) = sum_t X[j][t] tput[j][t]. The argument `policy` chooses X:
+// at thr_j(X) = sum_t X[j][t] tput[j][t]. The argument `policy` chooses X
+// (Gavel's get_policy names, less its `_perf`: every policy here is the
+// heterogeneity-aware one; Gavel's agnostic variants are not offered):
 // - max_min_fairness: Gavel's heterogeneity-aware LAS (its `_perf` policy).
 //   Maximise z = min_j thr_j(X) gpus_j / (w_j prop_j): w_j is the job's
 //   priority weight, prop_j = sum_t tput[j][t] N_t / N its throughput on an
 //   equal share of every type (N GPUs in all).
+// - max_min_fairness_water_filling: Gavel's WaterFillingAlgorithm, in
+//   max_min_fairness's unit. Level by level: raise every job not yet fixed
+//   by one amount c above its floor (the level it reached so far) while the
+//   fixed jobs keep theirs, c as high as the LP allows; then fix the
+//   bottlenecks, the jobs that cannot pass their floor by a relative 1e-4
+//   (Gavel's slack) while every job keeps its floor. Stop when every job is
+//   fixed or a level fixes none. The first level is max_min_fairness's z;
+//   the later ones give the jobs it leaves unconstrained what the
+//   bottlenecks cannot use.
+// - max_sum_throughput: maximise sum_j thr_j(X), in the model's units.
+//   Gavel's code computes a normalising scale (1 / sum_t tput[j][t]) and
+//   leaves it unused, so neither is it used here.
+//   _normalized_by_cost: each type's term over its cost per GPU
+//   (`gpu_costs`). _SLOs: also thr_j(X) >= rem_j / (deadline_j - now) for
+//   every job whose deadline is ahead; deadline_j = arrival_j +
+//   `slo_factor` x (the job's total work / its fastest rate), fixed at its
+//   first solve (Gavel: arrival + SLO x duration); if no X meets them all, they
+//   are dropped, as Gavel solves again without them.
 // - finish_time_fairness: minimise rho = max_j rho_j, where
 //   rho_j = (t_j + rem_j / thr_j(X)) / (iso_time_j + rem_j / iso_j):
 //   t_j is the time since arrival, rem_j the remaining work, iso_j the
@@ -36,7 +60,9 @@
 // - min_total_duration (makespan): minimise T such that every job can
 //   finish within T, thr_j(X) >= rem_j / T.
 // - max_min_fairness_packed, finish_time_fairness_packed,
-//   min_total_duration_packed: Gavel's space sharing. Beside X[j][t], every
+//   min_total_duration_packed, max_min_fairness_water_filling_packed,
+//   max_sum_throughput_normalized_by_cost_packed_SLOs (the packed variants
+//   Gavel offers): Gavel's space sharing. Beside X[j][t], every
 //   two jobs a, b of equal GPU counts (both of whole GPUs) get X[ab][t], the
 //   fraction of time they run together on the same gpus GPUs of type t, as
 //   the job pairs Gavel's scheduler adds (_populate_job_combination_metadata)
@@ -45,8 +71,10 @@
 //     sum_j gpus_j X[j][t] + sum_pairs gpus X[ab][t] <= N_t (a pair once)
 //   and thr_j(X) gains sum_t X[jk][t] tput_j(jk, t), the job's own rate in
 //   the pair by the model's rate_colocated (gavel-table: the measured
-//   [own, partner] pair). The policies' objectives are unchanged; prop_j
-//   and the isolated shares still come from jobs alone, as in Gavel.
+//   [own, partner] pair). The policies' objectives are unchanged (a pair's
+//   two rates both count in max_sum_throughput's sum, each over the type's
+//   cost); prop_j and the isolated shares still come from jobs alone, as in
+//   Gavel.
 //   The LP holds the pairs by classes of jobs alike (gavel_pairs.hpp: the
 //   same optimum, with a column per job, partner class and type instead of
 //   per pair and type) and splits the classes' time into pairs after.
@@ -56,6 +84,7 @@
 // - z by bisection between 0 and the least of the jobs' fastest types, to
 //   a relative 1e-9. Gavel's LP makes z a variable instead; with z in every
 //   job's row, GLPK takes about three times as long on 1,000 jobs.
+//   Water filling bisects each level's c alike, from the floors.
 // - rho by bisection between max_j t_j / D_j (D_j its denominator), which
 //   nothing reaches, and the level of the isolated shares, to a relative
 //   1e-9. Gavel gives this convex program to cvxpy.
@@ -110,6 +139,19 @@
 // - A job needing more GPUs than any type has up waits, with the reason.
 // - An elastic job is planned at the GPU count it asked for.
 // - finish_time_fairness ignores priority weights, as Gavel does.
+// - Water filling's bottlenecks: Gavel finds them with one MILP (the most
+//   jobs raised at once, GLPK_MI); here one LP per job not yet fixed asks
+//   whether that job alone can pass its floor. The set is the same: the
+//   programs are convex, so jobs that can each be raised can all be at
+//   once. Gavel's slack is relative 1e-4 plus 1e-5 in its unit (throughput
+//   over the equal share); here plus 1e-9 in max_min_fairness's unit.
+//   Gavel's priority_reweighting_policies (entity weights) are not offered:
+//   a job's weight is its priority, as in max_min_fairness.
+// - SLOs: Gavel draws each job's factor, 1.2, 2 or 10 at about a third
+//   each, and its duration comes from the trace; here one `slo_factor` for
+//   every job, over the job's work at its fastest rate alone.
+// - Costs: `gpu_costs` are fixed; Gavel's simulator may follow spot prices
+//   over time (_update_per_worker_type_prices).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -129,29 +171,66 @@
 
 namespace {
 
-enum class Policy { max_min_fairness, finish_time_fairness, min_total_duration };
+enum class Policy {
+  max_min_fairness,
+  finish_time_fairness,
+  min_total_duration,
+  max_min_fairness_water_filling,
+  max_sum_throughput,
+};
+
+// A `policy` value: Gavel's policy, with or without pairs (`_packed`), per
+// GPU type's cost and with SLOs (max_sum_throughput's variants).
+struct PolicyName {
+  std::string_view name;
+  Policy policy;
+  bool packed = false, by_cost = false, slos = false;
+};
+
+// Gavel's get_policy names, less its `_perf` (every policy here is
+// heterogeneity-aware).
+constexpr PolicyName kPolicies[] = {
+    {"max_min_fairness", Policy::max_min_fairness},
+    {"max_min_fairness_packed", Policy::max_min_fairness, true},
+    {"finish_time_fairness", Policy::finish_time_fairness},
+    {"finish_time_fairness_packed", Policy::finish_time_fairness, true},
+    {"min_total_duration", Policy::min_total_duration},
+    {"min_total_duration_packed", Policy::min_total_duration, true},
+    {"max_min_fairness_water_filling", Policy::max_min_fairness_water_filling},
+    {"max_min_fairness_water_filling_packed", Policy::max_min_fairness_water_filling, true},
+    {"max_sum_throughput", Policy::max_sum_throughput},
+    {"max_sum_throughput_normalized_by_cost", Policy::max_sum_throughput, false, true},
+    {"max_sum_throughput_normalized_by_cost_SLOs", Policy::max_sum_throughput, false, true, true},
+    {"max_sum_throughput_normalized_by_cost_packed_SLOs", Policy::max_sum_throughput, true, true, true},
+};
 
 constexpr tessel::ArgSpec kArgs[] = {
     {"policy", tessel::ArgType::string, "\"max_min_fairness\"",
-     "what the time shares optimise: the least normalised throughput (max_min_fairness), the worst "
-     "finish-time ratio to an isolated share (finish_time_fairness), or the time until every job is done "
-     "(min_total_duration)",
-     "max_min_fairness|finish_time_fairness|min_total_duration|max_min_fairness_packed|"
-     "finish_time_fairness_packed|min_total_duration_packed"},
+     "what the time shares optimise: the least normalised throughput (max_min_fairness), then the next "
+     "least, level by level (max_min_fairness_water_filling), the worst finish-time ratio to an isolated "
+     "share (finish_time_fairness), the time until every job is done (min_total_duration), each also "
+     "_packed (pairs of jobs share GPUs); or the throughputs' sum (max_sum_throughput, "
+     "max_sum_throughput_normalized_by_cost, its _SLOs and _packed_SLOs)"},
+    // No choices: the twelve names overflow the record's field; policy_named
+    // refuses an unknown one, listing them.
     {"min_seconds_between_allocations", tessel::ArgType::number, "0",
      "solve again only this long after the last solve (the first change after a solve at time 0 at once), as "
      "Gavel's simulator does (1920); 0: at every change of the jobs or the GPUs up"},
+    {"gpu_costs", tessel::ArgType::number_table, "{}",
+     "the _normalized_by_cost policies (only): each GPU type's cost per GPU and second, by type name, every "
+     "type of the cluster named (Gavel: the instance's price)"},
+    {"slo_factor", tessel::ArgType::number, "0",
+     "the _SLOs policies (only, and required there): each job's deadline is its arrival plus this many times "
+     "its duration alone on its fastest type (Gavel draws 1.2, 2 or 10 per job)"},
 };
 
-constexpr std::string_view kPacked = "_packed";
-
-bool packed(const std::string& name) { return name.ends_with(kPacked); }
-
-Policy policy_named(const std::string& name) {
-  const std::string base = packed(name) ? name.substr(0, name.size() - kPacked.size()) : name;
-  if (base == "finish_time_fairness") return Policy::finish_time_fairness;
-  if (base == "min_total_duration") return Policy::min_total_duration;
-  return Policy::max_min_fairness;
+const PolicyName& policy_named(const std::string& name) {
+  std::string listed;
+  for (const PolicyName& known : kPolicies) {
+    if (known.name == name) return known;
+    listed += (listed.empty() ? "" : ", ") + std::string(known.name);
+  }
+  throw tessel::ArgumentError("policy", "unknown value '" + name + "' (valid: " + listed + ")");
 }
 
 std::string decimal(double value) { return tessel_plugins::GavelRounds::decimal(value); }
@@ -162,6 +241,7 @@ struct JobRecord {
   double isolated_seconds = 0;
   double isolated_rate = 0;
   double remaining_at_solve = -1;  // negative: in no solve yet
+  double deadline = -1;            // the _SLOs policies; negative: not set yet
 };
 
 // A job the LP plans for.
@@ -185,9 +265,12 @@ class TargetProgram {
   // `pairs` (the `_packed` policies) add Gavel's PolicyWithPacking pairs, by
   // classes (gavel_pairs.hpp): in both jobs' time and target rows (each at
   // its rate in the pair times `pair_scale[j]`), counted once against the
-  // type's GPUs.
+  // type's GPUs. `type_weight`, if given, makes the program maximise every
+  // job's throughput (alone and in pairs) on type t times type_weight[t],
+  // summed (max_sum_throughput); otherwise it maximises nothing.
   TargetProgram(const std::string& name, const std::vector<Planned>& jobs, const std::vector<int>& capacity,
-                const Shares& unit, const PairClasses& pairs = {}, const std::vector<double>& pair_scale = {})
+                const Shares& unit, const PairClasses& pairs = {}, const std::vector<double>& pair_scale = {},
+                const std::vector<double>& type_weight = {})
       : program_name_(name),
         program_(name, tessel::lp::Direction::maximize),
         column_(jobs.size(), std::vector<int>(capacity.size(), -1)),
@@ -201,7 +284,8 @@ class TargetProgram {
       int fastest = -1;
       for (std::size_t t = 0; t < capacity.size(); ++t) {
         if (jobs[j].rate[t] <= 0) continue;
-        const int x = program_.add_column(tessel::lp::Bounds::between(0, 1));
+        const int x = program_.add_column(tessel::lp::Bounds::between(0, 1),
+                                          type_weight.empty() ? 0.0 : jobs[j].rate[t] * type_weight[t]);
         column_[j][t] = x;
         program_.add_term(time_row, x, 1);
         program_.add_term(type_row[t], x, jobs[j].gpus);
@@ -213,7 +297,7 @@ class TargetProgram {
       if (fastest >= 0 && unit[j][fastest] > 0) program_.start_with_basic(column_[j][fastest], target_row_[j]);
     }
     if (!pairs.pairings.empty())
-      pair_columns_.emplace(program_, pairs, time_row_of, target_row_, type_row, pair_scale);
+      pair_columns_.emplace(program_, pairs, time_row_of, target_row_, type_row, pair_scale, type_weight);
   }
 
   // Can every job j reach a throughput of target[j] units at once?
@@ -246,6 +330,9 @@ class TargetProgram {
     return program_.solve() == tessel::lp::Outcome::optimal;
   }
 
+  // The objective's value at the last solve (type_weight's sum).
+  double objective() const { return program_.objective(); }
+
   // X of the last solve that reached its targets. The searches stop a hair
   // short of the optimum and the simplex leaves rounding noise
   // (0.25000000000000006); shares are rounded to 1e-6 so that equal shares
@@ -255,7 +342,7 @@ class TargetProgram {
     for (std::size_t j = 0; j < column_.size(); ++j)
       for (std::size_t t = 0; t < column_[j].size(); ++t)
         if (column_[j][t] >= 0)
-          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e6) / 1e6, 0.0, 1.0);
+          x[j][t] = std::clamp(std::round(program_.value(column_[j][t]) * 1e6) / 1e6, 0.0, 1.0) + 0.0;  // + 0.0: the solver's -0 reads 0
     return x;
   }
 
@@ -321,10 +408,26 @@ class Gavel final : public tessel::AllocationPolicy {
   explicit Gavel(const tessel::PluginContext& context)
       : policy_(policy_named(context.args().string("policy"))),
         policy_name_(context.args().string("policy")),
-        packed_(packed(policy_name_)),
+        packed_(policy_.packed),
+        gpu_costs_(context.args().number_table("gpu_costs")),
+        slo_factor_(context.args().number("slo_factor")),
         record_(context.job_slot<JobRecord>()),
         rounds_(context),
-        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {}
+        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {
+    // Gavel's policies without costs or SLOs take none: a cost or factor
+    // given to them would be ignored, so it is refused.
+    if (policy_.by_cost && gpu_costs_.empty())
+      throw tessel::ArgumentError("gpu_costs", "'" + policy_name_ + "' needs each GPU type's cost, as { v100 = 2.48, ... }");
+    if (!policy_.by_cost && !gpu_costs_.empty())
+      throw tessel::ArgumentError("gpu_costs", "applies only to the _normalized_by_cost policies, not '" + policy_name_ + "'");
+    for (const auto& [type, cost] : gpu_costs_)
+      if (!(cost > 0) || !std::isfinite(cost))
+        throw tessel::ArgumentError("gpu_costs", "the cost of '" + type + "' must be positive, found " + decimal(cost));
+    if (policy_.slos && !(slo_factor_ > 0 && std::isfinite(slo_factor_)))
+      throw tessel::ArgumentError("slo_factor", "'" + policy_name_ + "' needs a positive slo_factor, found " + decimal(slo_factor_));
+    if (!policy_.slos && slo_factor_ != 0)
+      throw tessel::ArgumentError("slo_factor", "applies only to the _SLOs policies, not '" + policy_name_ + "'");
+  }
 
   bool time_sensitive() const override { return true; }
 
@@ -421,8 +524,10 @@ class Gavel final : public tessel::AllocationPolicy {
     Shares x;
     pair_x_.clear();
     if (!jobs.empty()) {
-      switch (policy_) {
+      switch (policy_.policy) {
         case Policy::max_min_fairness: x = max_min_fairness(jobs, capacity); break;
+        case Policy::max_min_fairness_water_filling: x = water_filling(jobs, capacity); break;
+        case Policy::max_sum_throughput: x = max_sum_throughput(view, jobs, capacity); break;
         case Policy::finish_time_fairness: x = finish_time_fairness(view, jobs, capacity); break;
         case Policy::min_total_duration: x = min_total_duration(jobs, capacity); break;
       }
@@ -447,7 +552,14 @@ class Gavel final : public tessel::AllocationPolicy {
   // being at least z. With z a variable in every job's row, GLPK's simplex
   // takes about three times as long on 1,000 jobs as this search over z,
   // which reaches the same optimum to a relative 1e-9.
-  Shares max_min_fairness(const std::vector<Planned>& jobs, const std::vector<int>& capacity) {
+  // max_min_fairness's unit: job j's throughput times gpus_j / (w_j prop_j)
+  // (`unit`, by type; `scale`, per unit of rate in a pair), and the most
+  // each job can reach, all of its time on its fastest type or pair.
+  struct Normalised {
+    Shares unit;
+    std::vector<double> scale, fastest_of;
+  };
+  Normalised normalised(const std::vector<Planned>& jobs, const std::vector<int>& capacity) const {
     double total = 0;
     for (int gpus : capacity) total += gpus;
     Shares unit(jobs.size(), std::vector<double>(capacity.size(), 0.0));
@@ -473,6 +585,11 @@ class Gavel final : public tessel::AllocationPolicy {
         for (std::size_t j : pairs_.members[pairing.b])
           fastest_of[j] = std::max(fastest_of[j], pairing.b_rate[t] * scale[j]);
       }
+    return {std::move(unit), std::move(scale), std::move(fastest_of)};
+  }
+
+  Shares max_min_fairness(const std::vector<Planned>& jobs, const std::vector<int>& capacity) {
+    const auto [unit, scale, fastest_of] = normalised(jobs, capacity);
     const double ceiling = *std::min_element(fastest_of.begin(), fastest_of.end());
     TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
     auto level = [&](double z) { return std::vector<double>(jobs.size(), z); };
@@ -484,6 +601,125 @@ class Gavel final : public tessel::AllocationPolicy {
     if (x.empty()) throw tessel::lp::SolverError("gavel " + policy_name_ + ": no allocation found, even giving nothing");
     summary_ = "; every job gets at least " + decimal(z) +
                " times its equal-share throughput, weighted by GPUs and priority)";
+    return x;
+  }
+
+  // Gavel's WaterFillingAlgorithm (max_min_fairness_water_filling.py) in
+  // max_min_fairness's unit: raise every job not yet fixed by the same
+  // amount c above its floor (the level it reached so far), as far as the
+  // fixed jobs keep theirs; then fix the bottlenecks, the jobs that cannot
+  // pass their floor by a relative 1e-4 (Gavel's slack) while every other job
+  // keeps its floor; repeat until every job is fixed or no job was fixed.
+  // Gavel finds the bottlenecks by one MILP, the most jobs raised at once;
+  // here one LP per job asks whether that job alone can be raised. The set
+  // is the same: the feasible region is convex, so jobs that can each be
+  // raised alone can all be raised at once (the mean of their programs).
+  Shares water_filling(const std::vector<Planned>& jobs, const std::vector<int>& capacity) {
+    const std::size_t n = jobs.size();
+    const auto [unit, scale, fastest_of] = normalised(jobs, capacity);
+    TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, scale);
+    std::vector<double> floor(n, 0.0);
+    std::vector<char> fixed(n, 0);
+    Shares x;
+    std::vector<double> levels;  // c's floors, lowest first
+    for (;;) {
+      double ceiling = std::numeric_limits<double>::infinity();
+      for (std::size_t j = 0; j < n; ++j)
+        if (!fixed[j]) ceiling = std::min(ceiling, fastest_of[j] - floor[j]);
+      auto raised = [&](double c) {
+        std::vector<double> target(floor);
+        for (std::size_t j = 0; j < n; ++j)
+          if (!fixed[j]) target[j] += c;
+        return target;
+      };
+      double c = 0;  // every job at its floor: reached by the last level's X
+      std::vector<JobPairShares> pairs;
+      Shares level_x = bisect(program, c, std::max(ceiling, 0.0), 1e-9, raised, &pairs);
+      if (level_x.empty()) {
+        if (x.empty()) throw tessel::lp::SolverError("gavel " + policy_name_ + ": no allocation found, even giving nothing");
+        break;  // as Gavel keeps the last X when a solve fails
+      }
+      x = std::move(level_x);
+      pair_x_ = std::move(pairs);
+      for (std::size_t j = 0; j < n; ++j)
+        if (!fixed[j]) floor[j] += c;
+      bool fixed_any = false;
+      std::vector<char> bottleneck(n, 0);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (fixed[j]) continue;
+        std::vector<double> target(floor);
+        target[j] = floor[j] * (1 + 1e-4) + 1e-9;
+        bottleneck[j] = !program.reaches(target);
+      }
+      for (std::size_t j = 0; j < n; ++j)
+        if (bottleneck[j]) {
+          fixed[j] = 1;
+          fixed_any = true;
+          if (levels.empty() || floor[j] > levels.back() * (1 + 1e-6)) levels.push_back(floor[j]);
+        }
+      if (!fixed_any || std::all_of(fixed.begin(), fixed.end(), [](char f) { return f != 0; })) break;
+    }
+    std::string text;
+    for (double level : levels) text += (text.empty() ? "" : ", ") + decimal(level);
+    summary_ = "; every job gets at least " + decimal(levels.empty() ? 0.0 : levels.front()) +
+               " times its equal-share throughput, weighted by GPUs and priority; levels filled: " + text + ")";
+    return x;
+  }
+
+  // Gavel's ThroughputNormalizedByCostSumWithPerfSLOs (and WithPackingSLOs,
+  // max_sum_throughput.py): maximise the sum over jobs of each job's
+  // throughput on each type (alone or in a pair) over that type's cost (1
+  // without costs), in the model's units, not normalised (Gavel computes a
+  // normalising scale and leaves it unused). With SLOs, every job's
+  // throughput must reach its remaining work over the time to its deadline
+  // (none once that has passed); if no X meets them all, they are dropped,
+  // as in Gavel.
+  Shares max_sum_throughput(const tessel::SchedulerView& view, const std::vector<Planned>& jobs,
+                            const std::vector<int>& capacity) {
+    const std::size_t n = jobs.size();
+    const std::vector<std::string>& type_names = view.cluster().gpu_types();
+    std::vector<double> type_weight(capacity.size(), 1.0);
+    if (policy_.by_cost) {
+      std::string known;
+      for (const std::string& type : type_names) known += (known.empty() ? "" : ", ") + type;
+      for (const auto& [type, cost] : gpu_costs_)
+        if (std::find(type_names.begin(), type_names.end(), type) == type_names.end())
+          throw tessel::ArgumentError("gpu_costs", "names GPU type '" + type + "', which the cluster lacks (its types: " + known + ")");
+      for (std::size_t t = 0; t < capacity.size(); ++t) {
+        const auto cost = gpu_costs_.find(type_names[t]);
+        if (cost == gpu_costs_.end())
+          throw tessel::ArgumentError("gpu_costs", "has no cost for GPU type '" + type_names[t] + "' (the cluster's types: " + known + ")");
+        type_weight[t] = 1 / cost->second;
+      }
+    }
+    Shares unit(n, std::vector<double>(capacity.size(), 0.0));
+    for (std::size_t j = 0; j < n; ++j) unit[j] = jobs[j].rate;
+    TargetProgram program("gavel " + policy_name_, jobs, capacity, unit, pairs_, std::vector<double>(n, 1.0), type_weight);
+    std::vector<double> slo(n, 0.0);
+    int with_slo = 0;
+    if (policy_.slos) {
+      for (std::size_t j = 0; j < n; ++j) {
+        JobRecord& record = record_(jobs[j].job->slots);
+        if (record.deadline < 0) {  // Gavel's SLO: arrival + factor x the job's duration alone
+          const double fastest = *std::max_element(jobs[j].rate.begin(), jobs[j].rate.end());
+          record.deadline = jobs[j].job->spec.arrival + slo_factor_ * jobs[j].job->spec.total_work / fastest;
+        }
+        const double left = record.deadline - view.now();
+        if (left > 0) slo[j] = std::max(0.0, jobs[j].job->remaining_work()) / left;
+        with_slo += slo[j] > 0;
+      }
+    }
+    const bool met = program.reaches(slo);
+    if (!met && !program.reaches(std::vector<double>(n, 0.0)))
+      throw tessel::lp::SolverError("gavel " + policy_name_ + ": no allocation found, even giving nothing");
+    const Shares x = program.shares();
+    pair_x_ = program.pair_shares();
+    summary_ = std::string("; the throughputs") + (policy_.by_cost ? " per unit of GPU cost" : "") + " sum to " +
+               decimal(program.objective());
+    if (policy_.slos)
+      summary_ += met ? "; the " + std::to_string(with_slo) + " deadlines ahead all met"
+                      : "; the " + std::to_string(with_slo) + " deadlines ahead cannot all be met: ignored";
+    summary_ += ")";
     return x;
   }
 
@@ -585,9 +821,11 @@ class Gavel final : public tessel::AllocationPolicy {
     return best;
   }
 
-  Policy policy_;
+  const PolicyName& policy_;
   std::string policy_name_;
   bool packed_;  // a `_packed` policy: pairs of jobs may share GPUs
+  tessel::NumberTable gpu_costs_;  // by type name; the _normalized_by_cost policies only
+  double slo_factor_;              // the _SLOs policies only
   PairClasses pairs_;                 // the last solve's candidate pairs, by classes of its jobs
   std::vector<JobPairShares> pair_x_;  // the pairs with an X in it (indices into its jobs)
   tessel::Slot<JobRecord> record_;

@@ -87,9 +87,11 @@ class PairColumns {
  public:
   // `time_row[j]`, `target_row[j]`: job j's time and throughput rows;
   // `type_row[t]`: type t's GPUs; `scale[j]`: the unit of j's throughput row
-  // per unit of rate.
+  // per unit of rate; `type_weight[t]`, if given: the objective's
+  // coefficient per unit of rate on type t (none if empty).
   PairColumns(tessel::lp::LinearProgram& program, const PairClasses& classes, const std::vector<int>& time_row,
-              const std::vector<int>& target_row, const std::vector<int>& type_row, const std::vector<double>& scale)
+              const std::vector<int>& target_row, const std::vector<int>& type_row, const std::vector<double>& scale,
+              const std::vector<double>& type_weight = {})
       : classes_(classes), types_(type_row.size()) {
     for (std::size_t p = 0; p < classes.pairings.size(); ++p) {
       const PairClasses::Pairing& pairing = classes.pairings[p];
@@ -97,7 +99,8 @@ class PairColumns {
         if (!classes.runs(pairing, t)) continue;
         Block block{p, t, {}, {}};
         auto add = [&](std::size_t job, double rate) {
-          const int y = program.add_column(tessel::lp::Bounds::between(0, 1));
+          const int y = program.add_column(tessel::lp::Bounds::between(0, 1),
+                                           type_weight.empty() ? 0.0 : rate * type_weight[t]);
           program.add_term(time_row[job], y, 1);
           program.add_term(target_row[job], y, rate * scale[job]);
           program.add_term(type_row[t], y, pairing.gpus / 2.0);
