@@ -105,7 +105,9 @@ TEST_CASE("themis, bid_shape = \"offered\": scattered free GPUs lower the sensit
   //        of 4.57 GPUs, so T_iso = 400 / 4 = 100: rho 2, the worst (A, B: 1000 / 1125 = 0.889).
   //        The offer: P's own 2 GPUs on node 0 and the 2 Q left on node 1. T(2) = 100 + 100 = 200,
   //        T(4) = 100 + 200 / 1.6 = 225, T(3) = 100 + 166.7, T(1) = 300: it keeps 2 and ends at
-  //        t=300 (JCT 200).
+  //        t=300 (JCT 200). Were P's own GPUs left out of the offer, 3 and 4 GPUs would be more
+  //        than the 2 offered and priced packed, T(4) = 100 + 50 = 150, and P would grow to 4
+  //        scattered GPUs, ending at 200 + 200 / 1.6 = 325.
   // Under "packed" the same rounds give P 4 GPUs at t=100 (the test above).
   TempDir dir;
   dir.write("trace.csv", kTrace);

@@ -87,6 +87,8 @@
 //    offer's racks are not minimized (the shape spans the racks of the
 //    nodes its tightest packing picks); and a bidder that keeps its size is
 //    priced on the offer's tightest packing, not on the GPUs it holds.
+//    Pricing g above the offer packed can make such a bid worth more to a
+//    placement-sensitive job than one for the whole offer.
 //  - The PA fraction is rounded to a whole runnable count (step 4); the
 //    mechanism divides goods. The authors' arbiter, which we could not read,
 //    may round otherwise.
@@ -292,7 +294,9 @@ class Themis final : public tessel::AllocationPolicy {
     bidder_ids_.clear();
     for (std::size_t i = 0; i < bidders; ++i) bidder_ids_.push_back(fairness_[i].job->spec.id);
     std::sort(bidder_ids_.begin(), bidder_ids_.end());
-    const auto bidder = [this](tessel::JobId id) { return std::binary_search(bidder_ids_.begin(), bidder_ids_.end(), id); };
+    const auto bidder = [this](tessel::JobId id) {
+      return std::binary_search(bidder_ids_.begin(), bidder_ids_.end(), id);
+    };
     offer_.clear();
     for (const tessel::Node& node : cluster.nodes()) {
       if (!node.up) continue;
@@ -325,8 +329,12 @@ class Themis final : public tessel::AllocationPolicy {
     for (std::size_t i = 0; left > 0; ++i) {
       // The rest fits on one node: the one with the fewest offered GPUs
       // that holds it (picked_ runs from most to fewest).
-      if (picked_[i].gpus >= left)
-        while (i + 1 < picked_.size() && picked_[i + 1].gpus >= left) ++i;
+      if (picked_[i].gpus >= left) {
+        std::size_t fit = i;
+        for (std::size_t j = i + 1; j < picked_.size() && picked_[j].gpus >= left; ++j)
+          if (picked_[j].gpus < picked_[fit].gpus) fit = j;
+        i = fit;
+      }
       const int here = std::min(left, picked_[i].gpus);
       shape.node_gpus.push_back(here);
       left -= here;
