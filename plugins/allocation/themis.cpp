@@ -24,11 +24,29 @@
 //     arrival first; the bidders in that order are the "rank" below.
 //  2. Bids: bidder i values a bundle of g GPUs at v_i(g) = rho_old / rho_new(g),
 //     the improvement in its rho: rho_old is its rho above; rho_new(g) puts
-//     T_shared(g) = (now - arrival) + its remaining time on g packed GPUs for
-//     each g it can run at (its request if rigid, [min_gpus, max_gpus] if
-//     elastic, at most C), and for g = 0 it waits one lease and then runs as
-//     it would now: (now - arrival) + round_seconds + its remaining time.
+//     T_shared(g) = (now - arrival) + its remaining time on g GPUs of the bid
+//     shape below for each g it can run at (its request if rigid,
+//     [min_gpus, max_gpus] if elastic, at most C), and for g = 0 it waits one
+//     lease and then runs as it would now: (now - arrival) + round_seconds +
+//     its remaining time on its current or requested count, of the bid shape.
 //     T_isolated cancels, so v_i(g) = T_shared_old / T_shared(g).
+//     The bid shape, argument `bid_shape`:
+//      - "packed" (default): g GPUs on as few nodes as the cluster's largest
+//        node allows (ClusterState::packed_shape), whichever GPUs are busy.
+//      - "offered": g GPUs as tightly as the offer allows, Themis's bids
+//        being over the GPUs the arbiter offers, whose placement a
+//        placement-sensitive job prices. The offer is, on each node that is
+//        up, the GPUs that no running non-bidder holds: the free ones and the
+//        bidders' own, which the auction divides again. The tightest packing
+//        of g GPUs on it takes the nodes with the most offered GPUs whole
+//        until the rest fits on one node, then the node with the fewest
+//        offered GPUs that holds the rest: the fewest nodes there are (ties:
+//        lower node id first). The throughput model prices that shape, so a
+//        job slowed by spanning nodes bids less for g GPUs scattered over
+//        several nodes than for g on one. For g above the offer the bidder
+//        needs GPUs that running non-bidders hold; which ones the core's
+//        preemption frees is not known when bidding, so such g is priced
+//        packed, as under "packed".
 //  3. Proportional-fair allocation: the counts g_i, sum <= C, that maximize
 //     the product of v_i(g_i) (Nash social welfare), solved exactly as a sum
 //     of log(1 / T_shared(g_i)) (log v_i less a constant per bidder) by
@@ -61,9 +79,16 @@
 // take GPUs from running jobs.
 //
 // Simplifications:
-//  - Valuations depend on the GPU count only, on a packed shape; Themis's
-//    bidders value which GPUs they are offered (placement sensitivity). Here
-//    the placement plugin picks the GPUs of the count the auction gives.
+//  - Bids are over GPU counts, each priced on one shape (step 2); Themis's
+//    bidders bid on GPU subsets. The DP over counts stays, and the placement
+//    plugin picks the GPUs of the count the auction gives. Under "offered"
+//    each bidder prices g on the whole offer as if it were alone: the other
+//    bidders' bundles, which take part of the offer, are ignored; the
+//    offer's racks are not minimized (the shape spans the racks of the
+//    nodes its tightest packing picks); and a bidder that keeps its size is
+//    priced on the offer's tightest packing, not on the GPUs it holds.
+//    Pricing g above the offer packed can make such a bid worth more to a
+//    placement-sensitive job than one for the whole offer.
 //  - The PA fraction is rounded to a whole runnable count (step 4); the
 //    mechanism divides goods. The authors' arbiter, which we could not read,
 //    may round otherwise.
@@ -79,7 +104,9 @@
 //    (hyper-parameter searches) and report their best one's rho.
 //
 // A round costs O(N log N) for N active jobs (one sort) plus
-// O(B x C x S) for B bidders, C GPUs and S sizes a bidder can run at.
+// O(B x C x S) for B bidders, C GPUs and S sizes a bidder can run at; under
+// "offered", O(C + M log M) more to gather the offer on M nodes and O(M)
+// for each of the B x S shapes.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -96,6 +123,10 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"fairness_knob", tessel::ArgType::number, "0.8",
      "f in [0, 1]: each round the worst-off max(1, floor((1 - f) N)) of the N active jobs, by finish-time "
      "fairness, bid in a partial-allocation auction for the cluster's GPUs; the others share its leftovers"},
+    {"bid_shape", tessel::ArgType::string, "\"packed\"",
+     "the shape a bidder's g GPUs are priced on: packed onto as few nodes as the largest node allows, or "
+     "offered: as tightly as the GPUs no running non-bidder holds allow (packed when g is more than those)",
+     "packed|offered"},
 };
 
 // Rounds a job has been active and the active jobs it saw, summed.
@@ -107,7 +138,9 @@ struct Contention {
 class Themis final : public tessel::AllocationPolicy {
  public:
   explicit Themis(const tessel::PluginContext& context)
-      : knob_(context.args().number("fairness_knob")), contention_(context.job_slot<Contention>()) {
+      : knob_(context.args().number("fairness_knob")),
+        offered_(context.args().string("bid_shape") == "offered"),
+        contention_(context.job_slot<Contention>()) {
     if (!(knob_ >= 0 && knob_ <= 1)) {
       std::ostringstream message;
       message << "must be in [0, 1], got " << knob_;
@@ -224,6 +257,7 @@ class Themis final : public tessel::AllocationPolicy {
   void auction(const tessel::SchedulerView& view, std::size_t bidders) {
     const tessel::ClusterState& cluster = view.cluster();
     const int budget = cluster.total_gpus();
+    if (offered_) gather_offer(cluster, bidders);
     bids_.resize(bidders);
     for (std::size_t i = 0; i < bidders; ++i) {
       const tessel::JobState& job = *fairness_[i].job;
@@ -233,11 +267,10 @@ class Themis final : public tessel::AllocationPolicy {
       const double elapsed = view.now() - job.spec.arrival;
       const int resume = tessel::allocation::current_or_requested(job).gpus;
       const double waits = elapsed + view.settings().round_seconds +
-                           view.remaining_seconds(job, cluster.packed_shape(job.spec, resume));
+                           view.remaining_seconds(job, bid_shape(cluster, job.spec, resume));
       bid.options.push_back({0, log_inverse(waits)});
       for (int g = job.spec.min_gpus; g <= std::min(job.spec.max_gpus, budget); ++g)
-        bid.options.push_back(
-            {g, log_inverse(elapsed + view.remaining_seconds(job, cluster.packed_shape(job.spec, g)))});
+        bid.options.push_back({g, log_inverse(elapsed + view.remaining_seconds(job, bid_shape(cluster, job.spec, g)))});
     }
     const auto options_of = [this](std::size_t i) -> const std::vector<Option>& { return bids_[i].options; };
     const auto value_of = [](const Option& option) { return option.log_value; };
@@ -253,6 +286,64 @@ class Themis final : public tessel::AllocationPolicy {
       bid.fraction = std::min(1.0, std::exp(best - won.log_value - without[i]));
       bid.kept = runnable_count(fairness_[i].job->spec, bid.fraction * bid.bundle, bid.bundle);
     }
+  }
+
+  // The offer of step 2 under "offered": for each node that is up, the GPUs
+  // no running non-bidder holds, most first (equal: lower node id first).
+  void gather_offer(const tessel::ClusterState& cluster, std::size_t bidders) {
+    bidder_ids_.clear();
+    for (std::size_t i = 0; i < bidders; ++i) bidder_ids_.push_back(fairness_[i].job->spec.id);
+    std::sort(bidder_ids_.begin(), bidder_ids_.end());
+    const auto bidder = [this](tessel::JobId id) {
+      return std::binary_search(bidder_ids_.begin(), bidder_ids_.end(), id);
+    };
+    offer_.clear();
+    for (const tessel::Node& node : cluster.nodes()) {
+      if (!node.up) continue;
+      int gpus = 0;
+      for (const tessel::Gpu& gpu : cluster.gpus_of(node.id))
+        if (std::all_of(gpu.jobs.begin(), gpu.jobs.end(), bidder)) ++gpus;
+      if (gpus > 0) offer_.push_back({node.id, gpus});
+    }
+    std::stable_sort(offer_.begin(), offer_.end(),
+                     [](const NodeOffer& a, const NodeOffer& b) { return a.gpus > b.gpus; });
+  }
+
+  // The shape bidders price `gpus` GPUs on (step 2 of the header).
+  tessel::Shape bid_shape(const tessel::ClusterState& cluster, const tessel::JobSpec& spec, int gpus) {
+    tessel::Shape shape = cluster.packed_shape(spec, gpus);
+    if (!offered_ || gpus == 0) return shape;
+    // The offer on nodes of the packed shape's GPU type, as packed_shape
+    // prices that type.
+    picked_.clear();
+    int offered = 0;
+    for (const NodeOffer& node : offer_)
+      if (cluster.node(node.id).spec.gpu_type == shape.gpu_type) {
+        picked_.push_back(node);
+        offered += node.gpus;
+      }
+    if (gpus > offered) return shape;
+    shape.node_gpus.clear();
+    std::vector<int> racks;
+    int left = gpus;
+    for (std::size_t i = 0; left > 0; ++i) {
+      // The rest fits on one node: the one with the fewest offered GPUs
+      // that holds it (picked_ runs from most to fewest).
+      if (picked_[i].gpus >= left) {
+        std::size_t fit = i;
+        for (std::size_t j = i + 1; j < picked_.size() && picked_[j].gpus >= left; ++j)
+          if (picked_[j].gpus < picked_[fit].gpus) fit = j;
+        i = fit;
+      }
+      const int here = std::min(left, picked_[i].gpus);
+      shape.node_gpus.push_back(here);
+      left -= here;
+      const int rack = cluster.node(picked_[i].id).spec.rack;
+      if (std::find(racks.begin(), racks.end(), rack) == racks.end()) racks.push_back(rack);
+    }
+    shape.nodes = static_cast<int>(shape.node_gpus.size());
+    shape.racks = static_cast<int>(racks.size());
+    return shape;
   }
 
   // log(1 / seconds), finite: a size the throughput model says never ends
@@ -273,11 +364,20 @@ class Themis final : public tessel::AllocationPolicy {
     plan.ranked.push_back({f.job->spec.id, tessel::allocation::current_or_requested(*f.job), std::move(reason)});
   }
 
+  struct NodeOffer {
+    tessel::NodeId id;
+    int gpus;
+  };
+
   double knob_;
+  bool offered_;  // bid_shape = "offered"
   tessel::Slot<Contention> contention_;
   // Reused across rounds.
   std::vector<Fairness> fairness_;
   std::vector<Bid> bids_;
+  std::vector<tessel::JobId> bidder_ids_;
+  std::vector<NodeOffer> offer_;
+  std::vector<NodeOffer> picked_;  // offer_ of one GPU type
   tessel::allocation::CountKnapsack knapsack_;
 };
 
