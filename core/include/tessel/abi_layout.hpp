@@ -178,7 +178,7 @@
   FIELD(PluginInfo, name, 24) \
   FIELD(PluginInfo, version, 88) \
   FIELD(PluginInfo, description, 120) \
-  TYPE(ArgRecord, 1096, 4) \
+  TYPE(ArgRecord, 1352, 4) \
   FIELD(ArgRecord, name, 0) \
   FIELD(ArgRecord, type, 64) \
   FIELD(ArgRecord, has_default, 68) \
@@ -201,8 +201,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 8,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 8; check that they describe the new "
+static_assert(kAbiVersion == 9,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 9; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

@@ -41,7 +41,7 @@ namespace tessel {
 // A plugin's record carries the version and the layout fingerprint
 // (kAbiLayout) of the headers it was built against; the loader refuses it
 // unless both are this tessel's.
-inline constexpr std::uint32_t kAbiVersion = 8;
+inline constexpr std::uint32_t kAbiVersion = 9;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);
@@ -71,7 +71,7 @@ inline constexpr std::size_t kPluginDescriptionSize = 512;
 inline constexpr std::size_t kArgNameSize = 64;
 inline constexpr std::size_t kArgDefaultSize = 256;
 inline constexpr std::size_t kArgHelpSize = 512;
-inline constexpr std::size_t kArgChoicesSize = 256;
+inline constexpr std::size_t kArgChoicesSize = 512;
 
 // An ArgSpec as the library file holds it. Every text is NUL-terminated
 // within its array; the loader refuses a record where one is not.
