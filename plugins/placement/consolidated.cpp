@@ -112,25 +112,24 @@ class Consolidated final : public tessel::PlacementPolicy {
 
  private:
   // Why `job` should wait for a migration rather than take `spread`: one
-  // node of its type could hold it, and the model prices it slower spread.
-  // Nothing when spreading costs it nothing or no node is large enough.
+  // node of the spread's GPU type could hold it, and the model prices it
+  // slower spread than on one node of that type (the same type, so that
+  // only the spreading is priced). Nothing when spreading costs it nothing
+  // or no node is large enough.
   static std::optional<tessel::Reason> wait_for_migration(const tessel::SchedulerView& view,
                                                          const tessel::JobState& job, const tessel::Resources& want,
                                                          const std::vector<tessel::GpuId>& spread) {
     const tessel::ClusterState& cluster = view.cluster();
-    const tessel::Node* fits = nullptr;
-    for (const tessel::Node& node : cluster.nodes())
-      if (node.up && node.spec.gpus >= want.gpus &&
-          (want.gpu_type == tessel::kAnyGpuType || node.type == want.gpu_type)) {
-        fits = &node;
-        break;
-      }
-    if (fits == nullptr) return std::nullopt;
     const tessel::Shape spread_shape =
         cluster.shape_of(tessel::Allocation{spread, want.gpu_milli, want.cpus, want.mem_gb});
+    const int type = cluster.node(cluster.gpu(spread.front()).node).type;
+    const bool one_node_could = std::any_of(cluster.nodes().begin(), cluster.nodes().end(), [&](const tessel::Node& node) {
+      return node.up && node.type == type && node.spec.gpus >= want.gpus;
+    });
+    if (!one_node_could) return std::nullopt;
     const double spread_rate = view.throughput().rate(job.spec, spread_shape);
     const double packed_rate =
-        view.throughput().rate(job.spec, cluster.packed_shape(job.spec, want.gpus, fits->spec.gpu_type));
+        view.throughput().rate(job.spec, cluster.packed_shape(job.spec, want.gpus, cluster.gpu_types()[type]));
     if (!(spread_rate < packed_rate)) return std::nullopt;
     return tessel::Reason("free GPUs scattered: spread over {} nodes it would run at {} of its rate on one node; "
                           "waits for lower-ranked jobs to move off a node",
