@@ -42,13 +42,20 @@
 //    charges nothing).
 //
 // Migration. Gandiva moves jobs to free whole servers for jobs that need
-// them (defragmentation). Here the core does it: when a picked job's type
-// has enough free GPUs but not where the placement plugin accepts them
-// (`best_fit` with `span_nodes = false`: on one node; `consolidated` spreads
-// the job instead), the core frees running jobs ranked below it, and those
-// of them picked this round are placed again, on other GPUs of their type,
-// in the same round: a migration, charged like a suspend and resume.
-// Gavel's simulator reassigns every worker each round at no cost.
+// them (defragmentation: GPUs free but scattered, a job waiting for a
+// locality-friendly placement), each move a checkpoint and restore. Here it
+// is the placement's decision and the core's mechanism, not this plugin's:
+// with `consolidated`'s `migrate = true` a picked job that one node could
+// hold, and that the throughput model slows when spread, is not spread;
+// the core frees running jobs ranked below it (this plugin's ranking: the
+// jobs furthest above their share last), lowest first, until a node has
+// room, preempts those on it, and places those of them picked this round
+// again, on other GPUs of their type, in the same round: a migration,
+// charged like a suspend and resume. A job that spreading does not slow
+// (any job under the `linear` model) is spread at once: moving others would
+// only cost them the restore. `best_fit` with `span_nodes = false` also
+// moves jobs this way, but never spreads a job at all. Gavel's simulator
+// reassigns every worker each round at no cost.
 //
 // Deterministic for a run's seed: the draws use tessel::Rng seeded with the
 // plugin's seed (PluginContext::seed).
@@ -71,6 +78,10 @@
 // - Gandiva also grows jobs onto idle GPUs and shrinks them back, and keeps
 //   servers for jobs of one GPU count (affinity); Gavel's baseline does
 //   neither, nor does this plugin.
+// - Migration acts only when a job is placed: a job already running spread
+//   is not gathered onto one node when GPUs free up later, as Gandiva's
+//   introspection also does. Any slowdown makes a move worth it; the
+//   restore the moved jobs pay is not weighed against it.
 // - An elastic job is planned at the GPU count it asked for; a job needing
 //   more GPUs than any type has up waits, with the reason.
 #include <algorithm>
