@@ -116,6 +116,8 @@ class Simulation {
   void push(double time, EventKind kind, std::uint32_t subject, std::uint32_t generation);
   void handle(const Event& event);
   void sync(JobId id, double now);
+  // The job's executed work at `now` at its current rate; it counts as synced then.
+  double synced_work(const JobState& job, double now);
   void start(JobId id, double now, double pause_seconds);
   // The job's rate on what it holds: the model's, or with whole iterations
   // ([simulation] progress) the whole iterations that rate completes in a
