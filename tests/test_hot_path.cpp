@@ -1,0 +1,126 @@
+// The simulator's hot path (issue 17): the one pass that accounts every
+// running job before a round, and storing a finished run with its rows'
+// parent checked once. Both must give what the slower way gave.
+#include <doctest/doctest.h>
+
+#include "engine/errors.hpp"
+#include "fifo_scheduler.hpp"
+#include "results/sqlite.hpp"
+#include "results/store.hpp"
+#include "support.hpp"
+
+using namespace tessel;
+using namespace tessel::test;
+
+namespace {
+
+JobSpec job(int gpus, double work) {
+  JobSpec spec;
+  spec.gpus = spec.min_gpus = spec.max_gpus = gpus;
+  spec.total_work = work;
+  return spec;
+}
+
+// Three jobs on 4 GPUs: 0 (2 GPUs) and 1 (1 GPU) run from t=0, 2 (2 GPUs) waits.
+std::unique_ptr<Scheduler> three_jobs() {
+  auto scheduler = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  scheduler->submit(job(2, 100), 0);
+  scheduler->submit(job(1, 100), 0);
+  scheduler->submit(job(2, 100), 0);
+  const RoundOutcome first = scheduler->run_round(0);
+  REQUIRE(first.started == std::vector<JobId>{0, 1});
+  return scheduler;
+}
+
+RunInfo simulation_run(std::string label) {
+  RunInfo info;
+  info.label = std::move(label);
+  info.config = "";
+  info.seed = 1;
+  info.mode = "simulation";
+  return info;
+}
+
+}  // namespace
+
+TEST_CASE("one pass over the running jobs accounts them as a report of each would, and the round adds nothing") {
+  auto each = three_jobs();
+  auto pass = three_jobs();
+  each->report_progress(0, 30.5, 10);
+  each->report_progress(1, 70.25, 10);
+  std::vector<JobId> asked;
+  pass->report_running_progress(10, [&](const JobState& job) {
+    asked.push_back(job.spec.id);
+    return job.spec.id == 0 ? 30.5 : 1000.0;  // more than its total: capped, as report_progress caps it
+  });
+  CHECK(asked == std::vector<JobId>{0, 1});  // running jobs only, in arrival order
+  CHECK(pass->job(1).executed_work == 100);
+  pass->report_progress(1, 70.25, 10);  // as `each` has it, for the comparison below
+  each->run_round(10);
+  pass->run_round(10);
+  for (JobId id : {0u, 1u, 2u}) {
+    CAPTURE(id);
+    CHECK(pass->job(id).executed_work == each->job(id).executed_work);
+    CHECK(pass->job(id).gpu_seconds == each->job(id).gpu_seconds);
+    CHECK(pass->job(id).attained_service == each->job(id).attained_service);
+  }
+  // Ten seconds on 2 GPUs, counted once: the round at the pass's time does
+  // not account the running jobs a second time.
+  CHECK(pass->job(0).gpu_seconds == 20);
+  CHECK(pass->job(1).gpu_seconds == 10);
+  CHECK(pass->job(2).gpu_seconds == 0);
+}
+
+TEST_CASE("the pass drops the jobs that ended from the active list, and later rounds account time again") {
+  auto scheduler = three_jobs();
+  scheduler->complete(1, 5, JobStatus::finished);
+  std::vector<JobId> asked;
+  scheduler->report_running_progress(5, [&](const JobState& job) {
+    asked.push_back(job.spec.id);
+    return job.executed_work;
+  });
+  CHECK(asked == std::vector<JobId>{0});
+  std::vector<JobId> active;
+  for (const JobState* job : scheduler->active()) active.push_back(job->spec.id);
+  CHECK(active == std::vector<JobId>{0, 2});
+  CHECK(scheduler->job(1).gpu_seconds == 5);
+  // A round at another time than the pass's accounts the running jobs itself.
+  scheduler->run_round(5);
+  scheduler->run_round(8);
+  CHECK(scheduler->job(0).gpu_seconds == 16);
+  CHECK(scheduler->job(1).gpu_seconds == 5);
+}
+
+TEST_CASE("a finished run whose row was deleted meanwhile stores no rows, and says so; the next run stores its own") {
+  TempDir dir;
+  const fs::path path = dir.path() / "results.db";
+  ResultsStore store(path.string());
+  RunResults results;
+  JobState state;
+  state.spec = job(1, 10);
+  state.status = JobStatus::finished;
+  results.jobs.push_back(job_record(state));
+  results.samples.push_back(Sample{0, 4, 1, 1, 0, 0, 0});
+
+  const std::int64_t gone = store.begin_run(simulation_run("gone"));
+  {
+    sql::Database other(path.string(), false);  // another process removes it while it runs
+    other.exec("DELETE FROM runs WHERE id = " + std::to_string(gone));
+  }
+  try {
+    store.complete_run(gone, results);
+    FAIL("complete_run stored a run that is not there");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find("run " + std::to_string(gone) + " is no longer in the database") !=
+          std::string::npos);
+    CHECK(std::string(e.what()).find(path.string()) != std::string::npos);
+  }
+  CHECK(count(path, "SELECT count(*) FROM jobs") == 0);
+  CHECK(count(path, "SELECT count(*) FROM samples") == 0);
+
+  const std::int64_t kept = store.begin_run(simulation_run("kept"));
+  store.complete_run(kept, results);
+  CHECK(count(path, "SELECT count(*) FROM jobs WHERE run_id = " + std::to_string(kept)) == 1);
+  CHECK(count(path, "SELECT count(*) FROM samples WHERE run_id = " + std::to_string(kept)) == 1);
+  CHECK(store.run(kept)->status == "complete");
+}
