@@ -174,13 +174,6 @@ void Simulation::push(double time, EventKind kind, std::uint32_t subject, std::u
   std::push_heap(events_.begin(), events_.end(), std::greater<>());
 }
 
-double Simulation::synced_work(const JobState& job, double now) {
-  JobProgress& p = progress_[job.spec.id];
-  const double from = std::max(p.synced_at, p.paused_until);
-  p.synced_at = now;
-  return now > from ? job.executed_work + p.rate * (now - from) : job.executed_work;
-}
-
 void Simulation::sync(JobId id, double now) {
   scheduler_->report_progress(id, synced_work(scheduler_->job(id), now), now);
 }
