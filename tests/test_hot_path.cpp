@@ -124,3 +124,56 @@ TEST_CASE("a finished run whose row was deleted meanwhile stores no rows, and sa
   CHECK(count(path, "SELECT count(*) FROM samples WHERE run_id = " + std::to_string(kept)) == 1);
   CHECK(store.run(kept)->status == "complete");
 }
+
+TEST_CASE("rows written many to a statement are the rows written one at a time, in the same order") {
+  TempDir dir;
+  const fs::path path = dir.path() / "rows.db";
+  ResultsStore store(path.string());
+  // 64 rows go to a statement: 130 rows are two full statements and two rows alone.
+  RunResults results;
+  for (int i = 0; i < 130; ++i) {
+    JobState state;
+    state.spec = job(1 + i % 3, 10.0 * i);
+    state.spec.id = static_cast<JobId>(i);
+    state.spec.name = "job-" + std::to_string(i);
+    state.status = i % 2 ? JobStatus::finished : JobStatus::queued;
+    if (i % 2) state.finish = 100.0 + i;
+    state.gpu_seconds = 0.5 * i;
+    results.jobs.push_back(job_record(state));
+    results.samples.push_back(Sample{300.0 * i, 8, i % 9, i % 5, i % 7, i % 2, i % 3});
+  }
+  const std::int64_t batched = store.begin_run(simulation_run("batched"));
+  store.complete_run(batched, results);
+  const std::int64_t single = store.begin_run(simulation_run("single"));
+  {
+    sql::Database db(path.string(), false);
+    sql::Transaction transaction(db);
+    RunRows rows(db, single);
+    for (const JobRecord& j : results.jobs) rows.job(j);
+    for (const Sample& s : results.samples) rows.sample(s);
+    transaction.commit();
+  }
+  auto dump = [&](const std::string& sql, int columns, std::int64_t run) {
+    sql::Database db(path.string(), false);
+    auto query = db.prepare(sql);
+    query.bind(1, run);
+    std::vector<std::string> rows;
+    while (query.step()) {
+      std::string row;
+      for (int c = 0; c < columns; ++c) row += query.text(c) + "|";
+      rows.push_back(row);
+    }
+    return rows;
+  };
+  const std::pair<std::string, int> tables[] = {
+      {"SELECT * FROM jobs WHERE run_id = ? ORDER BY job_id", job_row_column_count() + 1},
+      {"SELECT * FROM samples WHERE run_id = ? ORDER BY rowid", 8}};
+  for (const auto& [sql, columns] : tables) {
+    CAPTURE(sql);
+    const std::vector<std::string> a = dump(sql, columns, batched), b = dump(sql, columns, single);
+    CHECK(a.size() == 130);
+    // The run ids differ; everything after them is the same.
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].substr(a[i].find('|')) == b[i].substr(b[i].find('|')));
+  }
+}
