@@ -14,19 +14,12 @@ using namespace tessel::test;
 
 namespace {
 
-JobSpec job(int gpus, double work) {
-  JobSpec spec;
-  spec.gpus = spec.min_gpus = spec.max_gpus = gpus;
-  spec.total_work = work;
-  return spec;
-}
-
 // Three jobs on 4 GPUs: 0 (2 GPUs) and 1 (1 GPU) run from t=0, 2 (2 GPUs) waits.
 std::unique_ptr<Scheduler> three_jobs() {
   auto scheduler = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
-  scheduler->submit(job(2, 100), 0);
-  scheduler->submit(job(1, 100), 0);
-  scheduler->submit(job(2, 100), 0);
+  scheduler->submit(rigid_job(2, 100), 0);
+  scheduler->submit(rigid_job(1, 100), 0);
+  scheduler->submit(rigid_job(2, 100), 0);
   const RoundOutcome first = scheduler->run_round(0);
   REQUIRE(first.started == std::vector<JobId>{0, 1});
   return scheduler;
@@ -97,7 +90,7 @@ TEST_CASE("a finished run whose row was deleted meanwhile stores no rows, and sa
   ResultsStore store(path.string());
   RunResults results;
   JobState state;
-  state.spec = job(1, 10);
+  state.spec = rigid_job(1, 10);
   state.status = JobStatus::finished;
   results.jobs.push_back(job_record(state));
   results.samples.push_back(Sample{0, 4, 1, 1, 0, 0, 0});
@@ -133,7 +126,7 @@ TEST_CASE("rows written many to a statement are the rows written one at a time, 
   RunResults results;
   for (int i = 0; i < 130; ++i) {
     JobState state;
-    state.spec = job(1 + i % 3, 10.0 * i);
+    state.spec = rigid_job(1 + i % 3, 10.0 * i);
     state.spec.id = static_cast<JobId>(i);
     state.spec.name = "job-" + std::to_string(i);
     state.status = i % 2 ? JobStatus::finished : JobStatus::queued;
