@@ -10,8 +10,14 @@
 // the time. Measured (27 November, shared 2-core machine): 100k jobs
 // 0.42-0.46 s, 1.9-2.1 us an event (0.27-0.29x the build before issue 17 in
 // the same runs); 1M jobs 4.5-5.0 s, 2.0-2.3 us an event, 1,005 MiB; growth
-// 76-116x over three runs. What is left each round is accounting every
-// running job's progress.
+// 76-116x over three runs. 28 November, after the engine steps of issue 17
+// (one pass accounts the running jobs before a round; a sorted trace is not
+// sorted again): `--jobs 100000` 2,130.7 million instructions under callgrind,
+// 0.74x the 2,871.6 million before them; in three runs interleaved with that
+// build on the loaded machine, 100k jobs 0.64-0.79x its time and 1M jobs 0.76x
+// (5.5 s against 7.3 s), 1,004 MiB either way. What is left each round is
+// still accounting every running job (about 30 instructions each): plugins
+// read a job's progress from its JobState, so it must be current at a round.
 //
 //   build/bench/sim_throughput [--million] [--jobs N] [jobs/h]
 // --jobs N runs that one size alone (for `valgrind --tool=callgrind`, whose

@@ -17,24 +17,13 @@
 using namespace tessel;
 using namespace tessel::test;
 
-namespace {
-
-JobSpec job(int gpus, double work) {
-  JobSpec spec;
-  spec.gpus = spec.min_gpus = spec.max_gpus = gpus;
-  spec.total_work = work;
-  return spec;
-}
-
-}  // namespace
-
 TEST_CASE("restored jobs keep their counters; adopted ones run on, without a new start or attempt") {
   const std::vector<NodeSpec> node{NodeSpec{"n0", "v100", 4, 32, 256, 0}};
   auto before = fifo_scheduler(node);
-  before->submit(job(2, 100), 0);
-  before->submit(job(2, 100), 0);
-  before->submit(job(2, 100), 0);
-  before->submit(job(1, 100), 0);
+  before->submit(rigid_job(2, 100), 0);
+  before->submit(rigid_job(2, 100), 0);
+  before->submit(rigid_job(2, 100), 0);
+  before->submit(rigid_job(1, 100), 0);
   RoundOutcome first = before->run_round(0);
   REQUIRE(first.started == std::vector<JobId>{0, 1});
   before->report_progress(0, 40, 10);
@@ -69,11 +58,11 @@ TEST_CASE("restored jobs keep their counters; adopted ones run on, without a new
 
 TEST_CASE("in a growing cluster a job larger than today's waits for nodes instead of being rejected") {
   auto fixed = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
-  CHECK(fixed->submit(job(8, 10), 0).status == JobStatus::rejected);
+  CHECK(fixed->submit(rigid_job(8, 10), 0).status == JobStatus::rejected);
 
   auto growing = fifo_scheduler({});
   growing->expect_growing_cluster();
-  CHECK(growing->submit(job(8, 10), 0).status == JobStatus::pending);
+  CHECK(growing->submit(rigid_job(8, 10), 0).status == JobStatus::pending);
   CHECK(growing->run_round(1).started.empty());
   growing->add_node(NodeSpec{"n0", "v100", 4, 32, 256, 0});
   CHECK(growing->run_round(2).started.empty());
@@ -83,7 +72,7 @@ TEST_CASE("in a growing cluster a job larger than today's waits for nodes instea
 
 TEST_CASE("a job whose run ended unseen starts a new attempt when it runs again") {
   auto core = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
-  core->submit(job(2, 100), 0);
+  core->submit(rigid_job(2, 100), 0);
   REQUIRE(core->run_round(0).started == std::vector<JobId>{0});
   CHECK_THROWS_AS(core->end_attempt(0), std::logic_error);  // it runs: the core knows how it ends
 

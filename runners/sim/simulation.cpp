@@ -175,12 +175,7 @@ void Simulation::push(double time, EventKind kind, std::uint32_t subject, std::u
 }
 
 void Simulation::sync(JobId id, double now) {
-  JobProgress& p = progress_[id];
-  const JobState& job = scheduler_->job(id);
-  const double from = std::max(p.synced_at, p.paused_until);
-  const double work = now > from ? job.executed_work + p.rate * (now - from) : job.executed_work;
-  scheduler_->report_progress(id, work, now);
-  p.synced_at = now;
+  scheduler_->report_progress(id, synced_work(scheduler_->job(id), now), now);
 }
 
 double Simulation::rate_of(const JobState& job) const {
@@ -453,8 +448,7 @@ void Simulation::request_round(double now) {
 void Simulation::round(double now) {
   last_round_ = now;
   next_round_ = kNever;
-  for (JobState* job : scheduler_->active())
-    if (job->running()) sync(job->spec.id, now);
+  scheduler_->report_running_progress(now, [&](const JobState& job) { return synced_work(job, now); });
 
   const RoundOutcome outcome = scheduler_->run_round(now);
   for (JobId id : outcome.preempted) progress_[id].stop();

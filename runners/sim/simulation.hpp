@@ -116,6 +116,14 @@ class Simulation {
   void push(double time, EventKind kind, std::uint32_t subject, std::uint32_t generation);
   void handle(const Event& event);
   void sync(JobId id, double now);
+  // The job's executed work at `now` at its current rate; it counts as synced
+  // then. Inline: a round asks it for every running job.
+  double synced_work(const JobState& job, double now) {
+    JobProgress& p = progress_[job.spec.id];
+    const double from = std::max(p.synced_at, p.paused_until);
+    p.synced_at = now;
+    return now > from ? job.executed_work + p.rate * (now - from) : job.executed_work;
+  }
   void start(JobId id, double now, double pause_seconds);
   // The job's rate on what it holds: the model's, or with whole iterations
   // ([simulation] progress) the whole iterations that rate completes in a

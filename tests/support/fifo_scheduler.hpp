@@ -41,4 +41,12 @@ inline std::unique_ptr<Scheduler> fifo_scheduler(const std::vector<NodeSpec>& no
                                      config.scheduler.settings);
 }
 
+// A job of exactly `gpus` GPUs and `work` units of work.
+inline JobSpec rigid_job(int gpus, double work) {
+  JobSpec spec;
+  spec.gpus = spec.min_gpus = spec.max_gpus = gpus;
+  spec.total_work = work;
+  return spec;
+}
+
 }  // namespace tessel::test

@@ -109,6 +109,10 @@ class RunRows {
 
   void job(const JobRecord& job);  // inserted, or replacing the job's row
   void sample(const Sample& sample);
+  // The same rows as a call of job() or sample() for each, in that order,
+  // with many rows to a statement: a simulation's end writes thousands.
+  void jobs(std::span<const JobRecord> jobs);
+  void samples(std::span<const Sample> samples);
   void resize(const ResizeRecord& resize);
   void decision(const DecisionRecord& decision);
   // The run's counters, and its figures (`metrics`) from `jobs`, replacing
@@ -117,8 +121,10 @@ class RunRows {
   void status(std::string_view status, std::string_view note);
 
  private:
+  sql::Database& db_;
   std::int64_t run_;
   sql::Statement job_, sample_, resize_, decision_, metric_, totals_, status_;
+  std::optional<sql::Statement> jobs_, samples_;  // prepared by the first jobs() or samples()
 };
 
 struct RunRow {

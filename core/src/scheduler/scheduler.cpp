@@ -330,8 +330,10 @@ void Scheduler::threw(PluginKind stage, double now, const std::exception& error)
 
 RoundOutcome Scheduler::run_round(double now) {
   ++round_;
-  for (JobState* job : active_)
-    if (job->running()) accrue(*job, now);
+  // Accounting a job twice at one time adds nothing: skipped after the runner's pass.
+  if (accounted_all_at_ != now)
+    for (JobState* job : active_)
+      if (job->running()) accrue(*job, now);
   RoundOutcome outcome;
   // A fork made during a round, after its admission, continues that round:
   // its first round does not admit again.

@@ -102,6 +102,27 @@ class Scheduler {
     job.executed_work = std::min(executed_work, job.spec.total_work);
   }
 
+  // The runner reports every running job's progress at `now` in one pass,
+  // `work(job)` giving its executed work: the simulator, before each round.
+  // The same pass drops the jobs that ended from the active list (compact()),
+  // and the round at `now` does not account the running jobs again.
+  template <class Work>
+  void report_running_progress(double now, Work&& work) {
+    auto kept = active_.begin();
+    for (JobState* job : active_) {
+      if (job->done()) continue;
+      if (job->running()) {
+        const double executed = work(std::as_const(*job));
+        accrue(*job, now);
+        job->executed_work = std::min(executed, job->spec.total_work);
+      }
+      *kept++ = job;
+    }
+    active_.erase(kept, active_.end());
+    needs_compaction_ = false;
+    accounted_all_at_ = now;
+  }
+
   // A job ends (finished or failed). A running job's GPUs are freed; a job
   // that is not running leaves its queue (a user cancels it, or a daemon
   // recovering from a restart learns that it ended meanwhile).
@@ -332,6 +353,8 @@ class Scheduler {
   std::vector<JobId> regrouped_;    // take_regrouped()
   std::size_t running_ = 0;
   std::uint64_t round_ = 0;
+  // report_running_progress accounted every running job up to this time.
+  double accounted_all_at_ = -std::numeric_limits<double>::infinity();
   // Between this round's admission and its end: a fork made now (what-if
   // simulation from a plugin's call) must not admit again in its first round.
   bool admitted_this_round_ = false;
