@@ -106,6 +106,22 @@ TEST_CASE("a deferred round accounts nobody; a job's stop settles it from the pr
   CHECK(scheduler->job(0).attained_service == 1200);
 }
 
+TEST_CASE("a job stopped at the time it was launched is not asked for progress") {
+  // The simulator starts a job's run after the round that launched it: a
+  // resize or stop in that round must not read the rate of its last run.
+  auto scheduler = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
+  scheduler->submit(rigid_job(2, 100), 0);
+  REQUIRE(scheduler->run_round(0).started == std::vector<JobId>{0});
+  int asked = 0;
+  scheduler->set_progress_source([&](const JobState&, double) {
+    ++asked;
+    return 50.0;
+  });
+  scheduler->interrupt(0, 0);
+  CHECK(asked == 0);
+  CHECK(scheduler->job(0).executed_work == 0);
+}
+
 TEST_CASE("a round that is not deferred still accounts every running job") {
   auto scheduler = fifo_scheduler({NodeSpec{"n0", "v100", 4, 32, 256, 0}});
   scheduler->submit(rigid_job(2, 100), 0);

@@ -237,10 +237,13 @@ class Scheduler {
     book.accounted_until = now;
   }
   // Brings a running job's progress, service and GPU time up to `now`,
-  // before its run changes (see defer_running_progress).
+  // before its run changes (see defer_running_progress). A job launched at
+  // `now` has made no progress yet, and its runner does not know its run
+  // (the simulator starts it after the round): the source is not asked.
   void settle(JobState& job, double now) {
     if (!job.running()) return;
-    if (progress_source_) job.executed_work = std::min(progress_source_(std::as_const(job), now), job.spec.total_work);
+    if (progress_source_ && books_[job.spec.id].run_started < now)
+      job.executed_work = std::min(progress_source_(std::as_const(job), now), job.spec.total_work);
     accrue(job, now);
   }
   void compact();
