@@ -32,26 +32,35 @@ class Las final : public tessel::AllocationPolicy {
   bool time_sensitive() const override { return true; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
-    order_.assign(view.active().begin(), view.active().end());
-    // view.active() is in arrival order; a stable sort keeps it among ties.
-    std::stable_sort(order_.begin(), order_.end(), [](const tessel::JobState* a, const tessel::JobState* b) {
-      return a->attained_service < b->attained_service;
+    // The rank key is copied out of each job once, so the sort compares plain
+    // numbers instead of chasing a JobState per comparison: ranking runs every
+    // round over every active job. view.active() is in id (= arrival) order,
+    // so ties by id are ties by arrival, and the key is unique.
+    keys_.clear();
+    keys_.reserve(view.active().size());
+    for (const tessel::JobState* job : view.active()) keys_.push_back({job->attained_service, job->spec.id, job});
+    std::sort(keys_.begin(), keys_.end(), [](const Key& a, const Key& b) {
+      return a.attained != b.attained ? a.attained < b.attained : a.id < b.id;
     });
     const bool gpu_seconds = view.settings().service == tessel::ServiceUnit::gpu_seconds;
     tessel::AllocationPlan plan;
-    plan.ranked.reserve(order_.size());
-    for (const tessel::JobState* job : order_) {
-      const double attained = job->attained_service;
+    plan.ranked.reserve(keys_.size());
+    for (const Key& key : keys_)
       plan.ranked.push_back(
-          {job->spec.id, tessel::allocation::current_or_requested(*job),
-           gpu_seconds ? tessel::Reason("attained {~} GPU-s; the least attained service runs first", attained)
-                       : tessel::Reason("attained {~} s of running; the least attained service runs first", attained)});
-    }
+          {key.id, tessel::allocation::current_or_requested(*key.job),
+           gpu_seconds ? tessel::Reason("attained {~} GPU-s; the least attained service runs first", key.attained)
+                       : tessel::Reason("attained {~} s of running; the least attained service runs first",
+                                        key.attained)});
     return plan;
   }
 
  private:
-  std::vector<const tessel::JobState*> order_;  // reused across rounds
+  struct Key {
+    double attained;
+    tessel::JobId id;
+    const tessel::JobState* job;
+  };
+  std::vector<Key> keys_;  // reused across rounds
 };
 
 }  // namespace
