@@ -96,7 +96,10 @@ class Tiresias final : public tessel::AllocationPolicy {
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     tessel::AllocationPlan plan = entry_order_ ? allocate_in_entry_order(view) : allocate_running_first(view);
-    if (greedy_by_count_) tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
+    if (greedy_by_count_) {
+      tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
+      plan.revisit_at = std::min(plan.revisit_at, queues_.revisit_after_selection(view, plan.ranked, view.now()));
+    }
     return plan;
   }
 
