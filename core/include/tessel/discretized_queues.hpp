@@ -126,6 +126,15 @@ class Queues {
       book.gpu_seconds_at_check = job.gpu_seconds;
       book.service_origin = job.gpu_seconds;
     }
+    if (promote_knob_ == 0) {
+      // Without the guard nothing reads the run and wait times, and the
+      // service is counted from the job's first sight: this runs for every
+      // active job every round.
+      Standing standing;
+      standing.service = job.gpu_seconds - book.service_origin;
+      standing.queue = queue_of(standing.service);
+      return standing;
+    }
     // Jobs start, stop and change size only at rounds, so a job running now
     // held its current GPUs since the last look. A waiting one may have run
     // part of the time (a crash between rounds); its request converts its
@@ -221,7 +230,9 @@ class Queues {
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 
   // A crossing closer than the clock can tell apart from now still comes after it.
-  static double after_now(double at, double now) { return at == kNever ? at : std::max(at, std::nextafter(now, kNever)); }
+  // (Only a crossing not after now needs nextafter, a libm call: this runs
+  // for every running job every round.)
+  static double after_now(double at, double now) { return at > now ? at : std::nextafter(now, kNever); }
 
   // When a job running from now on `gpu_share` GPUs reaches its queue's threshold.
   double crossing_at(const Standing& standing, double gpu_share, double now) const {
