@@ -5,9 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <deque>
 #include <string>
 #include <vector>
 
+#include "config/experiment.hpp"
+#include "plugins/composition.hpp"
+#include "plugins/registry.hpp"
 #include "support.hpp"
 
 using namespace tessel;
@@ -43,7 +47,102 @@ std::vector<double> finishes(const RunResults& results) {
   return out;
 }
 
+class FlatRate final : public ThroughputModel {
+ public:
+  std::string_view name() const override { return "flat"; }
+  double rate(const JobSpec&, const Shape&) const override { return 1; }
+};
+
 }  // namespace
+
+TEST_CASE("las lists only the waiting jobs and the running jobs one of them outranks; it keeps the others") {
+  PluginRegistry registry;
+  SlotRegistry slots;
+  StageConfig stage;
+  stage.kind = PluginKind::allocation;
+  stage.plugin = "las";
+  Diagnostics diagnostics;
+  const PluginEntry& entry = registry.find(PluginKind::allocation, "las");
+  const PluginArgs args = check_arguments(stage, entry, {}, diagnostics);
+  REQUIRE(diagnostics.empty());
+  PluginPtr<Plugin> plugin = PluginRegistry::create(entry, PluginContext(args, 1, slots));
+  auto* las = dynamic_cast<AllocationPolicy*>(plugin.get());
+  REQUIRE(las != nullptr);
+
+  ClusterState cluster(std::vector<NodeSpec>{{"n0", "v100", 4, 32, 256, 0}});
+  std::deque<JobState> jobs;
+  std::vector<JobState*> all, waiting;
+  // Jobs 0 and 1 run (attained 500 and 3000 GPU-s), job 2 waits (1000).
+  for (const double attained : {500.0, 3000.0, 1000.0}) {
+    JobState& job = jobs.emplace_back();
+    job.spec.id = static_cast<JobId>(all.size());
+    job.spec.gpus = job.spec.min_gpus = job.spec.max_gpus = 1;
+    job.attained_service = attained;
+    job.status = JobStatus::queued;
+    all.push_back(&job);
+  }
+  for (JobId id : {0u, 1u}) {
+    all[id]->status = JobStatus::running;
+    all[id]->allocation = Allocation{{static_cast<GpuId>(id)}, 1000, 0, 0};
+    cluster.assign(id, all[id]->allocation);
+  }
+  waiting.push_back(all[2]);
+  const SchedulerSettings settings;
+  const FlatRate model;
+  // Job 0 ranks ahead of the waiting job 2, which cannot preempt it: kept.
+  // Job 2 outranks job 1, which it may preempt: both listed, in LAS order.
+  const AllocationPlan plan = las->allocate(SchedulerView(settings, cluster, model, all, {}, all, waiting, 10));
+  REQUIRE(plan.keep_running.has_value());
+  CHECK(plan.keep_running->kind() == "attained {~} GPU-s; the least attained service runs first");
+  REQUIRE(plan.ranked.size() == 2);
+  CHECK(plan.ranked[0].job == 2);
+  CHECK(plan.ranked[0].reason.str() == "attained 1000 GPU-s; the least attained service runs first");
+  CHECK(plan.ranked[0].reason.kind() == plan.keep_running->kind());  // the log records nothing new for kept jobs
+  CHECK(plan.ranked[1].job == 1);
+  // With nobody waiting, the plan lists nothing.
+  const AllocationPlan idle = las->allocate(SchedulerView(settings, cluster, model, all, {}, all, {}, 20));
+  CHECK(idle.keep_running.has_value());
+  CHECK(idle.ranked.empty());
+}
+
+TEST_CASE("las decides the same with the decision log on, where the core lists the jobs it keeps") {
+  // A synthetic mix on 6 nodes with crashing jobs: jobs wait, run, are
+  // preempted and wait again.
+  TempDir dir;
+  auto config = [](bool decisions) {
+    return std::string(R"([cluster]
+nodes = 6
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 300
+jobs_per_hour = 6
+seed = 3
+[failures]
+job_failure_probability = 0.1
+max_retries = 1000
+[scheduler]
+round_seconds = 300
+allocation = { plugin = "las" }
+placement = { plugin = "consolidated" }
+[output]
+decisions = )") + (decisions ? "true" : "false") + "\n";
+  };
+  const RunResults fast = simulate(dir, config(false));
+  const RunResults listed = simulate(dir, config(true));
+  REQUIRE(fast.jobs.size() == listed.jobs.size());
+  int preemptions = 0;
+  for (std::size_t i = 0; i < fast.jobs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(fast.jobs[i].finish == listed.jobs[i].finish);
+    CHECK(fast.jobs[i].preemptions == listed.jobs[i].preemptions);
+    preemptions += fast.jobs[i].preemptions;
+  }
+  CHECK(preemptions > 0);
+  // Kept jobs had their grant recorded when they started: nothing new, and
+  // never the kept reason's text without its number.
+  for (const DecisionRecord& d : listed.decisions) CHECK(d.reason.find("{~}") == std::string::npos);
+}
 
 TEST_CASE("greedy_by_count at events: a job started at a round crosses its queue's threshold with no other event") {
   // Both jobs ask for the whole node and arrive at 0; one queue limit at
