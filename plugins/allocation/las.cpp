@@ -11,6 +11,11 @@
 // (classic LAS). Running jobs keep what they hold, waiting jobs ask for their
 // request; a job that does not fit preempts lower-ranked running jobs (the
 // core picks them, lowest first), and one that cannot fit even so is skipped.
+// The plan is incremental (see allocate): the running jobs ranked ahead of
+// every waiting job are kept without being listed. With `[scheduler]
+// placement_each_round = "every_round"` the core places those kept jobs
+// again in arrival order rather than by attained service, which may choose
+// other GPUs for them.
 //
 // Simplification: LAS shares the server among the jobs tied at the least
 // service; with rounds, tied jobs take turns instead, a round each, the
