@@ -8,6 +8,7 @@
 
 #include "common/python_random.hpp"
 #include "fifo_scheduler.hpp"
+#include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "support.hpp"
 
@@ -73,3 +74,45 @@ TEST_CASE("complete_run stores 0, 1, 63, 64, 65, 128 and 129 rows, each once and
   }
 }
 
+// 64 job rows take 64 x 22 parameters, over the 999 a statement may take in
+// SQLite before 3.32 (Ubuntu 20.04's 3.31, for one): there the batched
+// statement did not prepare and no finished run could be stored. Set lower
+// on the connection here, as such a library has it.
+TEST_CASE("rows go fewer to a statement where the connection takes fewer parameters, one at a time at the least") {
+  TempDir dir;
+  const std::string path = (dir.path() / "limit.db").string();
+  ResultsStore store(path);
+  for (int limit : {999, 30}) {  // 30: one job row (22) to a statement, three samples (8 each)
+    CAPTURE(limit);
+    RunInfo info;
+    info.label = "limit-" + std::to_string(limit);
+    info.mode = "simulation";
+    const std::int64_t run = store.begin_run(info);
+    std::vector<JobRecord> jobs;
+    std::vector<Sample> samples;
+    for (int i = 0; i < 130; ++i) {
+      JobState state;
+      state.spec = rigid_job(1, 10);
+      state.spec.id = static_cast<JobId>(i);
+      jobs.push_back(job_record(state));
+      samples.push_back(Sample{10.0 * i, 8, i % 9, 0, 0, 0, 0});
+    }
+    {
+      sql::Database db(path, false);
+      sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, limit);
+      sql::Transaction transaction(db);
+      RunRows rows(db, run);
+      rows.jobs(jobs);
+      rows.samples(samples);
+      transaction.commit();
+    }
+    const std::vector<JobRecord> stored = store.jobs(run);
+    const std::vector<Sample> stored_samples = store.samples(run);
+    REQUIRE(stored.size() == 130);
+    REQUIRE(stored_samples.size() == 130);
+    for (int i = 0; i < 130; ++i) {
+      CHECK(stored[i].id == static_cast<JobId>(i));
+      CHECK(stored_samples[i].time == 10.0 * i);
+    }
+  }
+}
