@@ -112,7 +112,7 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"min_seconds_between_allocations", tessel::ArgType::number, "0",
      "allocate again only this long after the last allocation (the first change after one at time 0 at once), "
      "as Gavel's simulator does (1920); 0: at every change of the jobs or the GPUs up"},
-    {"rules", tessel::ArgType::string, "gavel",
+    {"rules", tessel::ArgType::string, "\"gavel\"",
      "gavel: Gavel's GandivaPolicy (above); tiresias_simulator: Gandiva as Tiresias's simulator models it, "
      "node sets per GPU count rotating every minute (gandiva_node_sets.hpp; needs packing = false)",
      "gavel|tiresias_simulator"},
