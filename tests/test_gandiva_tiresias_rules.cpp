@@ -167,4 +167,10 @@ TEST_CASE("tiresias_simulator gandiva refuses Gavel's packing and throttle, and 
   CHECK_THROWS_WITH(run(trace, R"(packing = false, rules = "tiresias_simulator", min_seconds_between_allocations = 60)"),
                     doctest::Contains("must be 0 with rules = \"tiresias_simulator\""));
   CHECK_THROWS_WITH(run(trace, R"(packing = false, rules = "tiresias")"), doctest::Contains("tiresias_simulator"));
+  // Node sets are whole nodes of one size.
+  TempDir dir;
+  dir.write("trace.csv", trace);
+  std::string mixed = experiment(R"(packing = false, rules = "tiresias_simulator")");
+  mixed.insert(mixed.find("\n\n[workload]"), "\n\n[[cluster.groups]]\ncount = 1\ngpus_per_node = 4");
+  CHECK_THROWS_WITH(simulate(dir, mixed), doctest::Contains("needs nodes of one GPU count"));
 }
