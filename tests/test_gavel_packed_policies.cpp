@@ -194,11 +194,8 @@ TEST_CASE("max_sum_throughput_normalized_by_cost_packed_SLOs: a pair's two throu
 
 // ------------------------------------------------------------------ errors
 
-TEST_CASE("gavel refuses unknown policies, and costs or SLO factors the policy cannot use or lacks") {
+TEST_CASE("gavel refuses costs or SLO factors the policy cannot use or lacks") {
   const World world(1, 1, {{0, 1}});
-  CHECK_THROWS_WITH_AS(plan_of(gavel("max_sum_throughput_packed"), world),
-                       doctest::Contains("unknown value 'max_sum_throughput_packed' (valid: max_min_fairness, "),
-                       ArgumentError);
   CHECK_THROWS_WITH_AS(plan_of(gavel("max_sum_throughput_normalized_by_cost"), world),
                        doctest::Contains("needs each GPU type's cost"), ArgumentError);
   CHECK_THROWS_WITH_AS(plan_of(by_cost("max_sum_throughput", 4, 1), world),
@@ -273,6 +270,16 @@ TEST_CASE("the new packed policies stop at a missing co-location pair, and at co
     CHECK(run.code == 2);
     CHECK(run.err.find("throughputs.json: no co-location throughput for 'Alpha' beside 'Beta' on 1 v100 GPU") !=
           std::string::npos);
+  }
+  // An unknown policy is refused from the declared choices, before any run:
+  // `validate` catches it too.
+  dir.write("e.toml", run_config(R"({ plugin = "gavel", policy = "max_sum_throughput_packed" })"));
+  for (const char* command : {"validate", "run"}) {
+    CAPTURE(command);
+    const test::CommandResult refused = test::run_tessel({command, "e.toml"}, dir.path());
+    CHECK(refused.code == 2);
+    CHECK(refused.err.find("'max_sum_throughput_packed'") != std::string::npos);
+    CHECK(refused.err.find("max_min_fairness_water_filling_packed") != std::string::npos);
   }
   dir.write("e.toml", run_config(R"({ plugin = "gavel", policy = "max_sum_throughput_normalized_by_cost", gpu_costs = { k80 = 0.9 } })"));
   const test::CommandResult run = test::run_tessel({"run", "e.toml"}, dir.path());

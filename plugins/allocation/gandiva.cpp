@@ -77,7 +77,9 @@
 //   here, as in Gavel, the pair's table entry stands for both.
 // - Gandiva also grows jobs onto idle GPUs and shrinks them back, and keeps
 //   servers for jobs of one GPU count (affinity); Gavel's baseline does
-//   neither, nor does this plugin.
+//   neither. `rules = "tiresias_simulator"` runs the affinity model of
+//   Tiresias's simulator instead of all of the above (gandiva_node_sets.hpp
+//   says what it does and where it comes from); it needs `packing = false`.
 // - Migration acts only when a job is placed: a job already running spread
 //   is not gathered onto one node when GPUs free up later, as Gandiva's
 //   introspection also does. Any slowdown makes a move worth it; the
@@ -86,14 +88,17 @@
 //   more GPUs than any type has up waits, with the reason.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <tessel/tessel.hpp>
 
 #include "allocation_throttle.hpp"
+#include "gandiva_node_sets.hpp"
 #include "gavel_rounds.hpp"
 
 namespace {
@@ -107,6 +112,10 @@ constexpr tessel::ArgSpec kArgs[] = {
     {"min_seconds_between_allocations", tessel::ArgType::number, "0",
      "allocate again only this long after the last allocation (the first change after one at time 0 at once), "
      "as Gavel's simulator does (1920); 0: at every change of the jobs or the GPUs up"},
+    {"rules", tessel::ArgType::string, "\"gavel\"",
+     "gavel: Gavel's GandivaPolicy (above); tiresias_simulator: Gandiva as Tiresias's simulator models it, "
+     "node sets per GPU count rotating every minute (gandiva_node_sets.hpp; needs packing = false)",
+     "gavel|tiresias_simulator"},
 };
 
 using tessel_plugins::GavelRounds;
@@ -118,15 +127,25 @@ class Gandiva final : public tessel::AllocationPolicy {
         threshold_(context.args().number("introspection_threshold")),
         rng_(context.seed()),
         rounds_(context),
-        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations") {
+        throttle_(context.args().number("min_seconds_between_allocations"), "min_seconds_between_allocations"),
+        tiresias_rules_(context.args().string("rules") == "tiresias_simulator") {
     if (!(threshold_ >= 0) || !std::isfinite(threshold_))
       throw tessel::ArgumentError("introspection_threshold", "must be a finite number >= 0, got " +
                                                                  GavelRounds::decimal(threshold_));
+    // The simulator's memory packing packs nothing (every model's memory
+    // use is 1) and it allocates every tick: Gavel's knobs would contradict it.
+    if (tiresias_rules_ && packing_)
+      throw tessel::ArgumentError("packing", "must be false with rules = \"tiresias_simulator\" (its memory "
+                                             "packing runs one job per GPU)");
+    if (tiresias_rules_ && context.args().number("min_seconds_between_allocations") != 0)
+      throw tessel::ArgumentError("min_seconds_between_allocations",
+                                  "must be 0 with rules = \"tiresias_simulator\" (it allocates every round)");
   }
 
   bool time_sensitive() const override { return true; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    if (tiresias_rules_) return allocate_node_sets(view);
     if (packing_ && view.throughput().max_colocated() < 2)
       throw tessel::ArgumentError("packing", "packs jobs on shared GPUs, but throughput model '" +
                                                  std::string(view.throughput().name()) +
@@ -139,6 +158,45 @@ class Gandiva final : public tessel::AllocationPolicy {
   }
 
  private:
+  // rules = "tiresias_simulator": the node sets decide who runs; every other
+  // active job is stopped, as the simulator's waiting jobs make no progress
+  // even when GPUs are idle.
+  tessel::AllocationPlan allocate_node_sets(const tessel::SchedulerView& view) {
+    const tessel::ClusterState& cluster = view.cluster();
+    if (!node_sets_) {
+      const int per_node = cluster.nodes().empty() ? 0 : cluster.nodes().front().spec.gpus;
+      for (const tessel::Node& node : cluster.nodes())
+        if (node.spec.gpus != per_node)
+          throw tessel::ArgumentError("rules", "\"tiresias_simulator\" needs nodes of one GPU count (its node sets "
+                                               "are whole nodes), got nodes of " +
+                                                   std::to_string(per_node) + " and " + std::to_string(node.spec.gpus));
+      node_sets_.emplace(static_cast<int>(cluster.nodes().size()), per_node);
+    }
+    std::vector<tessel_plugins::GandivaNodeSets::Active> active;
+    active.reserve(view.active().size());
+    for (const tessel::JobState* job : view.active()) {
+      if (job->spec.gpu_milli != 1000)
+        throw tessel::ArgumentError("rules", "\"tiresias_simulator\" runs whole-GPU jobs; job " +
+                                                 std::to_string(job->spec.id) + " asks for a share of a GPU");
+      active.push_back({job->spec.id, job->spec.gpus});
+    }
+    const std::vector<tessel_plugins::GandivaNodeSets::Id> run = node_sets_->round(view.now(), active);
+    std::unordered_set<tessel::JobId> running(run.begin(), run.end());
+    tessel::AllocationPlan plan;
+    plan.ranked.reserve(active.size());
+    for (tessel::JobId id : run)
+      plan.ranked.push_back({id, tessel::allocation::current_or_requested(view.job(id)),
+                             tessel::Reason("its turn in its node set (Tiresias's simulator's Gandiva)")});
+    for (const tessel::JobState* job : view.active())
+      if (!running.contains(job->spec.id)) {
+        tessel::Resources none = tessel::allocation::current_or_requested(*job);
+        none.gpus = 0;
+        plan.ranked.push_back({job->spec.id, none,
+                               tessel::Reason("waits its turn in its node set, or for one (Tiresias's simulator's Gandiva)")});
+      }
+    return plan;
+  }
+
   // A packed pair below the threshold whose jobs run together now: it had
   // its trial.
   bool introspection_due(const tessel::SchedulerView& view) const {
@@ -309,6 +367,8 @@ class Gandiva final : public tessel::AllocationPolicy {
   std::vector<Packed> pairs_;
   std::set<GavelRounds::JobPair> split_;  // pairs introspection split: never packed again
   tessel_plugins::AllocationThrottle throttle_;
+  bool tiresias_rules_;
+  std::optional<tessel_plugins::GandivaNodeSets> node_sets_;  // sized at the first round
 };
 
 }  // namespace

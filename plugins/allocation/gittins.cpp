@@ -222,7 +222,10 @@ class Gittins final : public tessel::AllocationPolicy {
     for (const Ranked& entry : order_)
       plan.ranked.push_back({entry.job->spec.id, tessel::allocation::current_or_requested(*entry.job),
                              entry.reason});
-    if (greedy_by_count_) tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
+    if (greedy_by_count_) {
+      tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
+      plan.revisit_at = std::min(plan.revisit_at, queues_.revisit_after_selection(view, plan.ranked, view.now()));
+    }
     return plan;
   }
 

@@ -11,11 +11,17 @@
 // (classic LAS). Running jobs keep what they hold, waiting jobs ask for their
 // request; a job that does not fit preempts lower-ranked running jobs (the
 // core picks them, lowest first), and one that cannot fit even so is skipped.
+// The plan is incremental (see allocate): the running jobs ranked ahead of
+// every waiting job are kept without being listed. With `[scheduler]
+// placement_each_round = "every_round"` the core places those kept jobs
+// again in arrival order rather than by attained service, which may choose
+// other GPUs for them.
 //
 // Simplification: LAS shares the server among the jobs tied at the least
 // service; with rounds, tied jobs take turns instead, a round each, the
 // earlier arrival first.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include <tessel/tessel.hpp>
@@ -31,27 +37,53 @@ class Las final : public tessel::AllocationPolicy {
   // Running jobs gain service as time passes and fall behind waiting ones.
   bool time_sensitive() const override { return true; }
 
+  // An incremental plan (AllocationPlan::keep_running): the running jobs
+  // ranked ahead of every waiting job keep what they hold whatever their
+  // order among themselves, for no waiting job can preempt them and the
+  // core keeps them first. So they go unlisted, and a round with no waiting
+  // job lists nothing; the plan lists the waiting jobs and the running jobs
+  // any of them outranks, in the full order. The kept jobs' reason has the
+  // kind (its words without the measurement) of the grant they were started
+  // with, so the decision log, which records changes of kind, records
+  // nothing new for them, as before.
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
-    order_.assign(view.active().begin(), view.active().end());
-    // view.active() is in arrival order; a stable sort keeps it among ties.
-    std::stable_sort(order_.begin(), order_.end(), [](const tessel::JobState* a, const tessel::JobState* b) {
-      return a->attained_service < b->attained_service;
-    });
     const bool gpu_seconds = view.settings().service == tessel::ServiceUnit::gpu_seconds;
     tessel::AllocationPlan plan;
-    plan.ranked.reserve(order_.size());
-    for (const tessel::JobState* job : order_) {
-      const double attained = job->attained_service;
-      plan.ranked.push_back(
-          {job->spec.id, tessel::allocation::current_or_requested(*job),
-           gpu_seconds ? tessel::Reason("attained {~} GPU-s; the least attained service runs first", attained)
-                       : tessel::Reason("attained {~} s of running; the least attained service runs first", attained)});
+    plan.keep_running = gpu_seconds ? tessel::Reason(kGpuSeconds) : tessel::Reason(kSeconds);
+    if (view.waiting().empty()) return plan;
+    // The waiting job ranked first: the least attained service, the earliest
+    // arrival among ties. view.waiting() and view.active() are in id (=
+    // arrival) order, so ties by id are ties by arrival and keys are unique.
+    Key first_waiting{std::numeric_limits<double>::infinity(), 0, nullptr};
+    for (const tessel::JobState* job : view.waiting())
+      if (job->attained_service < first_waiting.attained) first_waiting = {job->attained_service, job->spec.id, job};
+    keys_.clear();
+    for (const tessel::JobState* job : view.active()) {
+      const Key key{job->attained_service, job->spec.id, job};
+      if (!job->running() || first_waiting < key) keys_.push_back(key);
     }
+    std::sort(keys_.begin(), keys_.end());
+    plan.ranked.reserve(keys_.size());
+    for (const Key& key : keys_)
+      plan.ranked.push_back({key.id, tessel::allocation::current_or_requested(*key.job),
+                             gpu_seconds ? tessel::Reason(kGpuSeconds, key.attained)
+                                         : tessel::Reason(kSeconds, key.attained)});
     return plan;
   }
 
  private:
-  std::vector<const tessel::JobState*> order_;  // reused across rounds
+  static constexpr const char* kGpuSeconds = "attained {~} GPU-s; the least attained service runs first";
+  static constexpr const char* kSeconds = "attained {~} s of running; the least attained service runs first";
+
+  struct Key {
+    double attained;
+    tessel::JobId id;
+    const tessel::JobState* job;
+    bool operator<(const Key& other) const {
+      return attained != other.attained ? attained < other.attained : id < other.id;
+    }
+  };
+  std::vector<Key> keys_;  // reused across rounds
 };
 
 }  // namespace

@@ -96,37 +96,48 @@ class Tiresias final : public tessel::AllocationPolicy {
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     tessel::AllocationPlan plan = entry_order_ ? allocate_in_entry_order(view) : allocate_running_first(view);
-    if (greedy_by_count_) tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
+    if (greedy_by_count_) {
+      tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
+      plan.revisit_at = std::min(plan.revisit_at, queues_.revisit_after_selection(view, plan.ranked, view.now()));
+    }
     return plan;
   }
 
  private:
   tessel::AllocationPlan allocate_running_first(const tessel::SchedulerView& view) {
-    // One pass drops each job into its queue, running jobs in a bucket ahead
-    // of waiting ones unless all go by arrival; view.active() is in arrival
-    // order, and so is each bucket.
-    buckets_.resize(2 * static_cast<std::size_t>(queues_.count()));
-    for (auto& bucket : buckets_) bucket.clear();
+    // Each job falls in a bucket: its queue, running jobs ahead of waiting
+    // ones unless all go by arrival. view.active() is in arrival order, so a
+    // counting sort (count each bucket, then fill each from its offset)
+    // keeps arrival order within a bucket, and every grant is built once,
+    // in place: this runs every round over every active job.
+    const std::size_t bucket_count = 2 * static_cast<std::size_t>(queues_.count());
+    offsets_.assign(bucket_count + 1, 0);
+    standings_.clear();
+    standings_.reserve(view.active().size());
     double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
       const tessel::discretized::Standing standing = queues_.update(*job, view.now());
       revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
       const bool behind_running = running_first_ && !job->running();
-      buckets_[2 * standing.queue + (behind_running ? 1 : 0)].push_back({job, queues_.reason(standing)});
+      const std::size_t bucket = 2 * static_cast<std::size_t>(standing.queue) + (behind_running ? 1 : 0);
+      ++offsets_[bucket + 1];
+      standings_.push_back({job, bucket, standing});
     }
+    for (std::size_t b = 1; b <= bucket_count; ++b) offsets_[b] += offsets_[b - 1];
     tessel::AllocationPlan plan;
     plan.revisit_at = revisit_at;  // the next queue change
-    plan.ranked.reserve(view.active().size());
-    for (const auto& bucket : buckets_)
-      for (const Ranked& entry : bucket)
-        plan.ranked.push_back({entry.job->spec.id, tessel::allocation::current_or_requested(*entry.job),
-                               entry.reason});
+    plan.ranked.resize(standings_.size());
+    for (const Placed& placed : standings_)
+      plan.ranked[offsets_[placed.bucket]++] = {placed.job->spec.id,
+                                                tessel::allocation::current_or_requested(*placed.job),
+                                                queues_.reason(placed.standing)};
     return plan;
   }
 
-  struct Ranked {
+  struct Placed {
     const tessel::JobState* job;
-    tessel::Reason reason;
+    std::size_t bucket;
+    tessel::discretized::Standing standing;
   };
 
   struct Listed {
@@ -175,7 +186,8 @@ class Tiresias final : public tessel::AllocationPolicy {
   tessel::Slot<QueuePlace> place_;
   std::vector<tessel::Grant> skipped_;  // reused across rounds (greedy_by_count)
   std::vector<Listed> listed_;  // reused across rounds
-  std::vector<std::vector<Ranked>> buckets_;  // reused across rounds
+  std::vector<Placed> standings_;  // reused across rounds
+  std::vector<std::size_t> offsets_;  // reused across rounds: where each bucket starts in the plan
 };
 
 }  // namespace

@@ -37,7 +37,9 @@
 // lands directly in the right queue. `revisit_at` gives those moments, which
 // the plugins pass on as AllocationPlan::revisit_at: with `[simulation]
 // rounds = "events"` the simulator holds a round exactly then, as Tiresias's
-// does (its `next_job_jump`). The JobState fields `waiting_since` and `last_run_seconds`
+// does (its `next_job_jump`, taken over the jobs running after its pass:
+// with `selection = "greedy_by_count"`, revisit_after_selection adds the
+// jobs the pass starts and stops). The JobState fields `waiting_since` and `last_run_seconds`
 // cover only the latest period and so are not what Tiresias compares.
 #pragma once
 
@@ -46,6 +48,7 @@
 #include <cstdio>
 #include <iterator>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,6 +126,15 @@ class Queues {
       book.gpu_seconds_at_check = job.gpu_seconds;
       book.service_origin = job.gpu_seconds;
     }
+    if (promote_knob_ == 0) {
+      // Without the guard nothing reads the run and wait times, and the
+      // service is counted from the job's first sight: this runs for every
+      // active job every round.
+      Standing standing;
+      standing.service = job.gpu_seconds - book.service_origin;
+      standing.queue = queue_of(standing.service);
+      return standing;
+    }
     // Jobs start, stop and change size only at rounds, so a job running now
     // held its current GPUs since the last look. A waiting one may have run
     // part of the time (a crash between rounds); its request converts its
@@ -160,17 +172,34 @@ class Queues {
   // wait reaches the promotion knob. Infinity if never. Call after `update`
   // in the same round.
   double revisit_at(const tessel::JobState& job, const Standing& standing, double now) const {
-    constexpr double kNever = std::numeric_limits<double>::infinity();
+    if (job.running()) return crossing_at(standing, job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0), now);
+    if (job.waiting()) return promotion_at(job, standing, now);
+    return kNever;
+  }
+
+  // `selection = "greedy_by_count"`: the jobs this round's plan starts and
+  // stops, known from `ranked` once select_greedy_by_count has chosen, change
+  // their standing's next moment too: a job started now crosses its queue's
+  // threshold while no event happens, and a job stopped now may become due
+  // for promotion. revisit_at, read before the selection, saw them waiting
+  // and running; without this the crossing of a job started at a round with
+  // no running job near a threshold would wait for the next arrival or
+  // completion. Call after `update` in the same round.
+  double revisit_after_selection(const tessel::SchedulerView& view, std::span<const tessel::Grant> ranked,
+                                 double now) const {
     double at = kNever;
-    if (job.running() && standing.queue + 1 < count()) {
-      const double gpu_share = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
-      at = now + (thresholds_[standing.queue] - standing.service) / gpu_share;
-    } else if (job.waiting() && promote_knob_ > 0 && standing.queue > 0) {
+    for (const tessel::Grant& grant : ranked) {
+      const tessel::JobState& job = *view.jobs()[grant.job];
+      const bool runs = grant.resources.gpus > 0;
+      if (runs == job.running()) continue;  // revisit_at saw it as it will be
       const Book& book = book_(job.slots);
-      if (book.executed_seconds > 0) at = now + (promote_knob_ * book.executed_seconds - book.waited_seconds);
+      Standing standing;
+      standing.service = job.gpu_seconds - book.service_origin;
+      standing.queue = queue_of(standing.service);
+      at = std::min(at, runs ? crossing_at(standing, tessel::allocation::gpu_count(grant.resources), now)
+                             : promotion_at(job, standing, now));
     }
-    // A crossing closer than the clock can tell apart from now still comes after it.
-    return at == kNever ? at : std::max(at, std::nextafter(now, kNever));
+    return at;
   }
 
   // "queue 2 of 2: attained 5400 GPU-s >= 3600", or why the job was promoted.
@@ -198,6 +227,26 @@ class Queues {
   // by a rounding error. The slack is far below any service a round can
   // accrue (a microsecond of one GPU), so it decides nothing else.
   static constexpr double kSlackGpuSeconds = 1e-6;
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  // A crossing closer than the clock can tell apart from now still comes after it.
+  // (Only a crossing not after now needs nextafter, a libm call: this runs
+  // for every running job every round.)
+  static double after_now(double at, double now) { return at > now ? at : std::nextafter(now, kNever); }
+
+  // When a job running from now on `gpu_share` GPUs reaches its queue's threshold.
+  double crossing_at(const Standing& standing, double gpu_share, double now) const {
+    if (standing.queue + 1 >= count()) return kNever;
+    return after_now(now + (thresholds_[standing.queue] - standing.service) / gpu_share, now);
+  }
+
+  // When a job waiting from now on becomes due for promotion.
+  double promotion_at(const tessel::JobState& job, const Standing& standing, double now) const {
+    if (promote_knob_ <= 0 || standing.queue == 0) return kNever;
+    const Book& book = book_(job.slots);
+    if (book.executed_seconds <= 0) return kNever;
+    return after_now(now + (promote_knob_ * book.executed_seconds - book.waited_seconds), now);
+  }
   int queue_of(double service) const {
     return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), service + kSlackGpuSeconds) -
                             thresholds_.begin());

@@ -55,14 +55,17 @@ class PythonRandom {
   // random.randint(a, b), both ends included: a + _randbelow(b - a + 1),
   // where _randbelow(n) draws getrandbits(n.bit_length()) until below n.
   std::int64_t randint(std::int64_t a, std::int64_t b) {
-    if (b < a || b - a >= (std::int64_t{1} << 32) - 1)
+    // The width unsigned: b - a overflows std::int64_t for far-apart bounds
+    // of opposite signs, and its wrapped value would pass the check below.
+    const std::uint64_t width = static_cast<std::uint64_t>(b) - static_cast<std::uint64_t>(a);
+    if (b < a || width >= (std::uint64_t{1} << 32) - 1)
       throw std::invalid_argument("PythonRandom::randint: needs a <= b and b - a < 2^32 - 1");
-    const auto n = static_cast<std::uint32_t>(b - a + 1);
+    const auto n = static_cast<std::uint32_t>(width + 1);
     int bits = 0;
     while (bits < 32 && (n >> bits) != 0) ++bits;
     std::uint32_t r = getrandbits(bits);
     while (r >= n) r = getrandbits(bits);
-    return a + r;
+    return a + r;  // at most b
   }
 
  private:

@@ -325,6 +325,14 @@ std::string sample_insert(std::size_t rows = 1) {
 // SQLite is running a statement, not inserting the row.
 constexpr std::size_t kRowsPerStatement = 64;
 
+// kRowsPerStatement, or fewer where the connection takes fewer parameters to
+// a statement than 64 rows need: 64 job rows take over 999, SQLite's limit
+// before 3.32 (and wherever it is built or set lower).
+std::size_t rows_per_statement(sql::Database& db, std::size_t parameters) {
+  const int limit = sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+  return std::min(kRowsPerStatement, static_cast<std::size_t>(std::max(limit, 0)) / parameters);
+}
+
 // Binds `j` as the job row whose first parameter is `first`.
 void bind_job(sql::Statement& statement, int first, std::int64_t run, const JobRecord& j) {
   statement.bind(first, run);
@@ -350,16 +358,18 @@ void bind_sample(sql::Statement& statement, int first, std::int64_t run, const S
   statement.bind(first + 7, s.shared_gpus);
 }
 
-// Inserts `rows` kRowsPerStatement at a time through `batch` (prepared from
-// `sql` when first needed), the rest one at a time through `single`.
-template <class Row, class Bind>
+// Inserts `rows` rows_per_statement() at a time through `batch` (prepared
+// from `sql(rows per statement)` when first needed), the rest one at a time
+// through `single`.
+template <class Row, class Sql, class Bind>
 void insert_rows(sql::Database& db, std::span<const Row> rows, std::optional<sql::Statement>& batch,
-                 sql::Statement& single, const std::string& sql, std::size_t parameters, Bind bind) {
+                 sql::Statement& single, Sql sql, std::size_t parameters, Bind bind) {
   std::size_t done = 0;
-  if (rows.size() >= kRowsPerStatement) {
-    if (!batch) batch.emplace(db.prepare(sql));
-    for (; rows.size() - done >= kRowsPerStatement; done += kRowsPerStatement) {
-      for (std::size_t i = 0; i < kRowsPerStatement; ++i)
+  const std::size_t per_statement = rows_per_statement(db, parameters);
+  if (per_statement > 1 && rows.size() >= per_statement) {
+    if (!batch) batch.emplace(db.prepare(sql(per_statement)));
+    for (; rows.size() - done >= per_statement; done += per_statement) {
+      for (std::size_t i = 0; i < per_statement; ++i)
         bind(*batch, static_cast<int>(i * parameters + 1), rows[done + i]);
       batch->run();
     }
@@ -395,12 +405,12 @@ void RunRows::sample(const Sample& s) {
 }
 
 void RunRows::jobs(std::span<const JobRecord> jobs) {
-  insert_rows(db_, jobs, jobs_, job_, job_row_insert(kRowsPerStatement), kJobParameters,
+  insert_rows(db_, jobs, jobs_, job_, [](std::size_t rows) { return job_row_insert(rows); }, kJobParameters,
               [&](sql::Statement& statement, int first, const JobRecord& j) { bind_job(statement, first, run_, j); });
 }
 
 void RunRows::samples(std::span<const Sample> samples) {
-  insert_rows(db_, samples, samples_, sample_, sample_insert(kRowsPerStatement), kSampleParameters,
+  insert_rows(db_, samples, samples_, sample_, [](std::size_t rows) { return sample_insert(rows); }, kSampleParameters,
               [&](sql::Statement& statement, int first, const Sample& s) { bind_sample(statement, first, run_, s); });
 }
 
