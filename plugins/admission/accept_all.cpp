@@ -8,6 +8,7 @@ class AcceptAll final : public tessel::AdmissionPolicy {
   explicit AcceptAll(const tessel::PluginContext&) {}
 
   bool time_sensitive() const override { return false; }
+  bool reads_progress() const override { return false; }
 
   std::vector<tessel::AdmissionDecision> admit(const tessel::SchedulerView& view) override {
     std::vector<tessel::AdmissionDecision> decisions;

@@ -124,6 +124,7 @@ class Fifo final : public tessel::AllocationPolicy {
 
   // With a throttle, whether a recompute may happen depends on the time alone.
   bool time_sensitive() const override { return throttle_.enabled(); }
+  bool reads_progress() const override { return false; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     if (packing_threshold_ > 0 && view.throughput().max_colocated() < 2)

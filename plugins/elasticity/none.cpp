@@ -8,6 +8,7 @@ class NoElasticity final : public tessel::ElasticityPolicy {
   explicit NoElasticity(const tessel::PluginContext&) {}
 
   bool time_sensitive() const override { return false; }
+  bool reads_progress() const override { return false; }
 
   std::vector<tessel::ResizeProposal> resize(const tessel::SchedulerView&) override { return {}; }
 };

@@ -41,6 +41,7 @@ class Consolidated final : public tessel::PlacementPolicy {
   explicit Consolidated(const tessel::PluginContext& context) : migrate_(context.args().boolean("migrate")) {}
 
   bool time_sensitive() const override { return false; }
+  bool reads_progress() const override { return false; }
 
   tessel::PlacementChoice place(const tessel::SchedulerView& view, const tessel::JobState& job,
                                 const tessel::Resources& want) override {

@@ -84,6 +84,7 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
   scheduler_ = std::make_unique<Scheduler>(std::move(plugins), std::move(cluster), std::move(workload.model),
                                            settings, &log_);
   scheduler_->set_round_rules(config.scheduler.rules);
+  use_progress_source();
   // Rounds at events come, besides the events, only when the allocation plan
   // asks (revisit_at). An admission or placement that changes its mind as
   // jobs wait (philly_locality relaxing) would not be asked again before the
@@ -117,7 +118,19 @@ Simulation::Simulation(const Simulation& origin, ComposedScheduler plugins)
       sequence_(origin.sequence_),
       node_generation_(origin.node_generation_), dormant_failures_(origin.dormant_failures_),
       failure_rng_(origin.failure_rng_), next_round_(kNever),
-      capacity_since_(origin.capacity_since_), end_time_(origin.end_time_) {}
+      capacity_since_(origin.capacity_since_), end_time_(origin.end_time_) {
+  use_progress_source();
+}
+
+void Simulation::use_progress_source() {
+  scheduler_->set_progress_source([this](const JobState& job, double now) { return synced_work(job, now); });
+}
+
+bool Simulation::progress_deferred() const {
+  // An observer reads the scheduler after each round; rates that drift with
+  // progress are re-read every round.
+  return !observer_ && !scheduler_->model().rate_depends_on_progress() && !scheduler_->reads_progress();
+}
 
 Simulation::~Simulation() = default;
 
@@ -448,7 +461,10 @@ void Simulation::request_round(double now) {
 void Simulation::round(double now) {
   last_round_ = now;
   next_round_ = kNever;
-  scheduler_->report_running_progress(now, [&](const JobState& job) { return synced_work(job, now); });
+  if (progress_deferred())
+    scheduler_->defer_running_progress(now);
+  else
+    scheduler_->report_running_progress(now, [&](const JobState& job) { return synced_work(job, now); });
 
   const RoundOutcome outcome = scheduler_->run_round(now);
   for (JobId id : outcome.preempted) progress_[id].stop();
@@ -674,6 +690,10 @@ RunResults Simulation::collect(double end_time) {
   std::size_t unfinished = 0, still_running = 0;
   // The rows are made while every job's state is still held: the progress
   // of each, no longer needed, makes room for them (72 bytes a job).
+  // Deferred progress is brought to the last round, where every round's
+  // accounting left it.
+  if (progress_deferred() && last_round_ >= 0)
+    scheduler_->report_running_progress(last_round_, [&](const JobState& job) { return synced_work(job, last_round_); });
   std::vector<JobProgress>().swap(progress_);
   sink_.expect_jobs(scheduler_->job_count());
   for (const JobState* job : scheduler_->jobs()) {

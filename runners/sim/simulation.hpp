@@ -113,6 +113,11 @@ class Simulation {
     }
   };
 
+  // The scheduler settles a running job's executed work from its rate here
+  // (Scheduler::set_progress_source); rounds leave it to that when no plugin
+  // reads progress (progress_deferred).
+  void use_progress_source();
+  bool progress_deferred() const;
   void push(double time, EventKind kind, std::uint32_t subject, std::uint32_t generation);
   void handle(const Event& event);
   void sync(JobId id, double now);

@@ -201,8 +201,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 9,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 9; check that they describe the new "
+static_assert(kAbiVersion == 10,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 10; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

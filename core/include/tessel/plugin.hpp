@@ -41,7 +41,7 @@ namespace tessel {
 // A plugin's record carries the version and the layout fingerprint
 // (kAbiLayout) of the headers it was built against; the loader refuses it
 // unless both are this tessel's.
-inline constexpr std::uint32_t kAbiVersion = 9;
+inline constexpr std::uint32_t kAbiVersion = 10;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);
@@ -261,6 +261,21 @@ class TESSEL_VISIBLE Plugin {
   // last round. The simulator then skips such rounds instead of stepping
   // through them; results are the same either way, only faster.
   virtual bool time_sensitive() const { return true; }
+
+  // Return false only if this plugin never reads a running job's progress:
+  // JobState::executed_work, attained_service, gpu_seconds, shared_seconds
+  // (remaining_work() and SchedulerView::remaining_seconds() included), and
+  // never uses the lab (whose forks and plugins read them on its behalf).
+  // Those grow linearly between rate changes; when no plugin of a run reads
+  // them, the simulator brings them up to date only when a job stops,
+  // resizes or the run ends, instead of advancing every running job at every
+  // round (the largest remaining cost of a round). A plugin that answers
+  // false and reads them anyway sees values from the job's last start, stop
+  // or rate change.
+  // Why a declaration and not accessors computing progress on read: it
+  // leaves JobState's plain fields, and every plugin reading them, as they
+  // are, and a round whose plugins read progress costs what it did.
+  virtual bool reads_progress() const { return true; }
 };
 
 // Filled by a factory that fails. `argument` names the offending argument

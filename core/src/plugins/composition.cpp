@@ -98,6 +98,11 @@ bool ComposedScheduler::time_sensitive() const {
          placement->time_sensitive() || elasticity->time_sensitive();
 }
 
+bool ComposedScheduler::reads_progress() const {
+  return admission->reads_progress() || allocation->reads_progress() || placement->reads_progress() ||
+         elasticity->reads_progress();
+}
+
 namespace {
 
 // `others` says what to do with keys no declaration names: report them, or

@@ -28,6 +28,8 @@ struct ComposedScheduler {
   }
   // True when any stage may change its mind as time passes (see Plugin).
   bool time_sensitive() const;
+  // True when any stage may read a running job's progress (see Plugin).
+  bool reads_progress() const;
 };
 
 // Checks a stage's arguments against the plugin's schema and the arguments

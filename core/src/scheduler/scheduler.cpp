@@ -87,7 +87,7 @@ void Scheduler::stop(JobState& job, double now, JobStatus status) {
 }
 
 void Scheduler::end_run(JobState& job, double now, JobStatus status) {
-  accrue(job, now);
+  settle(job, now);
   leave_group(job, now);
   job.allocation = Allocation{};
   job.last_run_seconds = now - books_[job.spec.id].run_started;
@@ -202,7 +202,7 @@ NodeLoss Scheduler::lose_node(NodeId node, double now) {
     // A job sharing its GPUs stops: its partners hold the GPUs it would keep.
     if (!remaining.empty() && job.spec.elastic() && in_range && books_[id].partners.empty() &&
         calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->keep_after_loss(v, job, remaining); })) {
-      accrue(job, now);
+      settle(job, now);
       cluster_.release(id, from);
       remaining.layout = calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, remaining); });
       job.allocation = remaining;
@@ -529,6 +529,7 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
 
 bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& want, const JobLayout& layout,
                        bool may_preempt, const Reason& reason, RoundOutcome& outcome) {
+  settle(job, v.now());  // at the rate and on the GPUs it had until now
   const Allocation from = job.allocation;
   if (grants_held(from, want)) {
     // Only the layout changes: the job keeps its GPUs and restarts in place.
