@@ -398,7 +398,7 @@ preemption_overhead_seconds = 0
 decisions = true
 )");
   };
-  for (const std::string plugin :
+  for (const std::string& plugin :
        {std::string(R"(plugin = "tiresias")"), std::string(R"(plugin = "gittins", distribution = "dist.csv")")}) {
     CAPTURE(plugin);
     const std::string queues = plugin + ", queue_thresholds_gpu_seconds = [100]";
