@@ -242,14 +242,19 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
       if (name != "module" && name != "class") arguments[py::str(name)] = to_python(value);
     if (loaded->bridge.attr("takes_seed")(cls).cast<bool>()) arguments["seed"] = context.seed();
     loaded->instance = cls(**arguments);
-    py::object sensitive = py::getattr(loaded->instance, "time_sensitive", py::none());
-    if (!sensitive.is_none()) {
-      if (PyCallable_Check(sensitive.ptr())) sensitive = sensitive();
-      if (!PyBool_Check(sensitive.ptr()))
-        throw std::runtime_error(path + ":" + loaded->class_line + ": " + class_name + ".time_sensitive() returned " +
-                                 a_type(sensitive) + ", not True or False");
-      time_sensitive_ = sensitive.cast<bool>();
-    }
+    // Optional declarations, read once: a method (or attribute) returning a
+    // bool; absent, the plugin default (true) holds.
+    const auto declared = [&](const char* name, bool& flag) {
+      py::object value = py::getattr(loaded->instance, name, py::none());
+      if (value.is_none()) return;
+      if (PyCallable_Check(value.ptr())) value = value();
+      if (!PyBool_Check(value.ptr()))
+        throw std::runtime_error(path + ":" + loaded->class_line + ": " + class_name + "." + name + "() returned " +
+                                 a_type(value) + ", not True or False");
+      flag = value.cast<bool>();
+    };
+    declared("time_sensitive", time_sensitive_);
+    declared("reads_progress", reads_progress_);
   } catch (py::error_already_set& error) {
     if (!loaded->module_name.empty()) loaded->bridge.attr("unload")(loaded->module_name);
     if (loaded->bridge && error.matches(loaded->bridge.attr("ArgumentError"))) {

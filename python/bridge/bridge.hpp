@@ -40,6 +40,7 @@ class TESSEL_VISIBLE HostedPolicy {
   // "policies/sf.py:14, class SmallestFirst"
   std::string where() const;
   bool time_sensitive() const { return time_sensitive_; }
+  bool reads_progress() const { return reads_progress_; }
   bool defines(const char* method) const;
   LoadedClass& loaded() const { return *loaded_; }
   JobObjects& jobs() const { return *jobs_; }
@@ -48,6 +49,7 @@ class TESSEL_VISIBLE HostedPolicy {
   LoadedClass* loaded_;
   JobObjects* jobs_;  // the Python objects of the jobs this policy has seen
   bool time_sensitive_ = true;
+  bool reads_progress_ = true;
 };
 
 // The ArgumentDeclarer of a stage's "python" plugin: the class's constructor
@@ -68,6 +70,7 @@ class TESSEL_VISIBLE AdmissionBridge final : public AdmissionPolicy {
   explicit AdmissionBridge(const PluginContext& context) : policy_(context, PluginKind::admission) {}
   std::string hosted_code() const override { return policy_.where(); }
   bool time_sensitive() const override { return policy_.time_sensitive(); }
+  bool reads_progress() const override { return policy_.reads_progress(); }
   std::vector<AdmissionDecision> admit(const SchedulerView& view) override;
 
  private:
@@ -79,6 +82,7 @@ class TESSEL_VISIBLE AllocationBridge final : public AllocationPolicy {
   explicit AllocationBridge(const PluginContext& context) : policy_(context, PluginKind::allocation) {}
   std::string hosted_code() const override { return policy_.where(); }
   bool time_sensitive() const override { return policy_.time_sensitive(); }
+  bool reads_progress() const override { return policy_.reads_progress(); }
   AllocationPlan allocate(const SchedulerView& view) override;
 
  private:
@@ -90,6 +94,7 @@ class TESSEL_VISIBLE PlacementBridge final : public PlacementPolicy {
   explicit PlacementBridge(const PluginContext& context) : policy_(context, PluginKind::placement) {}
   std::string hosted_code() const override { return policy_.where(); }
   bool time_sensitive() const override { return policy_.time_sensitive(); }
+  bool reads_progress() const override { return policy_.reads_progress(); }
   PlacementChoice place(const SchedulerView& view, const JobState& job, const Resources& want) override;
 
  private:
@@ -103,6 +108,7 @@ class TESSEL_VISIBLE ElasticityBridge final : public ElasticityPolicy {
   explicit ElasticityBridge(const PluginContext& context);
   std::string hosted_code() const override { return policy_.where(); }
   bool time_sensitive() const override { return policy_.time_sensitive(); }
+  bool reads_progress() const override { return policy_.reads_progress(); }
   std::vector<ResizeProposal> resize(const SchedulerView& view) override;
   JobLayout arrange(const SchedulerView& view, const JobState& job, const Allocation& allocation) override;
   double reconfiguration_seconds(const SchedulerView& view, const JobState& job, const Allocation& from,

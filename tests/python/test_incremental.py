@@ -2,7 +2,7 @@
 wait in arrival order (issue 17's incremental plans)."""
 
 import tessel
-from conftest import python_stage, small_cluster
+from conftest import cli, python_stage, small_cluster
 
 POLICY = '''
 import tessel
@@ -57,3 +57,61 @@ def test_a_python_plan_of_the_queue_alone_keeps_the_running_jobs(tmp_path, write
     python = tessel.run(write("py.toml", small_cluster(allocation=python_stage(module, "IncrementalFifo"), extra=extra)),
                         db=tmp_path / "py.db")
     assert per_job(python) == per_job(native)
+
+
+WATCHING = '''
+import tessel
+
+
+class WatchingFifo:
+    """FIFO that notes, each round, the progress it sees of the running jobs."""
+
+    def __init__(self, declare: str = "absent"):
+        self.declare = declare
+        self.seen = []
+
+    def reads_progress(self):
+        if self.declare == "absent":
+            return True  # as if not defined: the default
+        return {"no": False, "bad": "no"}[self.declare]
+
+    def time_sensitive(self):
+        return False
+
+    def allocate(self, view):
+        for job in view.active():
+            if job.running():
+                self.seen.append(job.executed_work)
+        with open("seen.txt", "a") as out:
+            out.write(f"{max(self.seen, default=0)}\\n")
+        return tessel.AllocationPlan([tessel.Grant(job) for job in view.waiting()], stop_at_first_unplaced=True,
+                                     keep_running="running; FIFO never preempts")
+'''
+
+
+def test_a_python_policy_may_declare_it_reads_no_progress(tmp_path, write, monkeypatch):
+    """reads_progress() False lets rounds leave running jobs' progress alone (issue 17's lazy accounting):
+    the same jobs as the C++ fifo, and the policy sees no running job's progress move."""
+    module = write("watching.py", WATCHING)
+    monkeypatch.chdir(tmp_path)
+    native = tessel.run(write("cpp.toml", small_cluster()), db=tmp_path / "cpp.db")
+    seen_max = {}
+    for declare in ("absent", "no"):
+        (tmp_path / "seen.txt").unlink(missing_ok=True)
+        run = tessel.run(write(f"{declare}.toml", small_cluster(allocation=python_stage(module, "WatchingFifo",
+                                                                                        declare=declare))),
+                         db=tmp_path / f"{declare}.db")
+        assert per_job(run) == per_job(native)
+        seen_max[declare] = max(float(line) for line in (tmp_path / "seen.txt").read_text().split())
+    assert seen_max["absent"] > 0   # accounted every round
+    assert seen_max["no"] == 0      # FIFO never preempts, so a running job is settled only when it ends
+
+
+def test_a_python_reads_progress_that_is_not_a_bool_is_refused_with_its_class_line(tmp_path, write):
+    module = write("watching.py", WATCHING)
+    config = write("bad.toml", small_cluster(allocation=python_stage(module, "WatchingFifo", declare="bad")))
+    result = cli("run", config, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "watching.py:" in result.stderr
+    assert "WatchingFifo.reads_progress() returned" in result.stderr
+    assert "not True or False" in result.stderr
