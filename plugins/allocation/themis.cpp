@@ -41,9 +41,10 @@
 //        of g GPUs on it takes the nodes with the most offered GPUs whole
 //        until the rest fits on one node, then the node with the fewest
 //        offered GPUs that holds the rest: the fewest nodes there are (ties:
-//        lower node id first). The throughput model prices that shape, so a
-//        job slowed by spanning nodes bids less for g GPUs scattered over
-//        several nodes than for g on one. For g above the offer the bidder
+//        lower node id first; gpu_choice::split_over_fewest_nodes, as
+//        placements spread a job). The throughput model prices that shape,
+//        so a job slowed by spanning nodes bids less for g GPUs scattered
+//        over several nodes than for g on one. For g above the offer the bidder
 //        needs GPUs that running non-bidders hold; which ones the core's
 //        preemption frees is not known when bidding, so such g is priced
 //        packed, as under "packed".
@@ -116,8 +117,11 @@
 #include <tessel/tessel.hpp>
 
 #include <tessel/allocation.hpp>
+#include <tessel/gpu_choice.hpp>
 
 namespace {
+
+using tessel::gpu_choice::NodeRoom;  // a node and the GPUs offered there
 
 constexpr tessel::ArgSpec kArgs[] = {
     {"fairness_knob", tessel::ArgType::number, "0.8",
@@ -306,7 +310,7 @@ class Themis final : public tessel::AllocationPolicy {
       if (gpus > 0) offer_.push_back({node.id, gpus});
     }
     std::stable_sort(offer_.begin(), offer_.end(),
-                     [](const NodeOffer& a, const NodeOffer& b) { return a.gpus > b.gpus; });
+                     [](const NodeRoom& a, const NodeRoom& b) { return a.gpus > b.gpus; });
   }
 
   // The shape bidders price `gpus` GPUs on (step 2 of the header).
@@ -317,30 +321,19 @@ class Themis final : public tessel::AllocationPolicy {
     // prices that type.
     picked_.clear();
     int offered = 0;
-    for (const NodeOffer& node : offer_)
-      if (cluster.node(node.id).spec.gpu_type == shape.gpu_type) {
+    for (const NodeRoom& node : offer_)
+      if (cluster.node(node.node).spec.gpu_type == shape.gpu_type) {
         picked_.push_back(node);
         offered += node.gpus;
       }
     if (gpus > offered) return shape;
     shape.node_gpus.clear();
     std::vector<int> racks;
-    int left = gpus;
-    for (std::size_t i = 0; left > 0; ++i) {
-      // The rest fits on one node: the one with the fewest offered GPUs
-      // that holds it (picked_ runs from most to fewest).
-      if (picked_[i].gpus >= left) {
-        std::size_t fit = i;
-        for (std::size_t j = i + 1; j < picked_.size() && picked_[j].gpus >= left; ++j)
-          if (picked_[j].gpus < picked_[fit].gpus) fit = j;
-        i = fit;
-      }
-      const int here = std::min(left, picked_[i].gpus);
+    tessel::gpu_choice::split_over_fewest_nodes(picked_, gpus, [&](const NodeRoom& node, int here) {
       shape.node_gpus.push_back(here);
-      left -= here;
-      const int rack = cluster.node(picked_[i].id).spec.rack;
+      const int rack = cluster.node(node.node).spec.rack;
       if (std::find(racks.begin(), racks.end(), rack) == racks.end()) racks.push_back(rack);
-    }
+    });
     shape.nodes = static_cast<int>(shape.node_gpus.size());
     shape.racks = static_cast<int>(racks.size());
     return shape;
@@ -364,11 +357,6 @@ class Themis final : public tessel::AllocationPolicy {
     plan.ranked.push_back({f.job->spec.id, tessel::allocation::current_or_requested(*f.job), std::move(reason)});
   }
 
-  struct NodeOffer {
-    tessel::NodeId id;
-    int gpus;
-  };
-
   double knob_;
   bool offered_;  // bid_shape = "offered"
   tessel::Slot<Contention> contention_;
@@ -376,8 +364,8 @@ class Themis final : public tessel::AllocationPolicy {
   std::vector<Fairness> fairness_;
   std::vector<Bid> bids_;
   std::vector<tessel::JobId> bidder_ids_;
-  std::vector<NodeOffer> offer_;
-  std::vector<NodeOffer> picked_;  // offer_ of one GPU type
+  std::vector<NodeRoom> offer_;
+  std::vector<NodeRoom> picked_;  // offer_ of one GPU type
   tessel::allocation::CountKnapsack knapsack_;
 };
 

@@ -125,27 +125,40 @@ inline int take_tightest(const ClusterState& cluster, NodeId id, const Resources
   return left;
 }
 
-// Places the job on as few of `rooms` as possible: the roomiest nodes whole
+// Splits `gpus` over as few of `rooms` as possible: the roomiest nodes whole
 // while even the roomiest is too small for what remains, then the rest on the
-// remaining node that fits it most tightly. Needs the rooms to hold at least
-// want.gpus GPUs together; reorders `rooms`. Returns the number of nodes used.
+// remaining node that fits it most tightly (the first of equals). `rooms`
+// must be sorted roomiest first, lower node id among equals, and hold at
+// least `gpus` together. Calls take(room, count) for each node used, in that
+// order; returns the number of nodes used. For a placement
+// (spread_over_fewest_nodes) and for pricing the shape a job would get
+// (themis's bids on the offered GPUs).
+template <class Take>
+int split_over_fewest_nodes(std::span<const NodeRoom> rooms, int gpus, Take&& take) {
+  std::size_t next = 0;
+  while (gpus > rooms[next].gpus) {
+    take(rooms[next], rooms[next].gpus);
+    gpus -= rooms[next].gpus;
+    ++next;
+  }
+  std::size_t last = next;  // rooms are sorted roomiest first: the tightest fit is the last that fits
+  for (std::size_t i = next + 1; i < rooms.size() && rooms[i].gpus >= gpus; ++i)
+    if (rooms[i].gpus < rooms[last].gpus) last = i;
+  take(rooms[last], gpus);
+  return static_cast<int>(next) + 1;
+}
+
+// Places the job on as few of `rooms` as possible (split_over_fewest_nodes).
+// Needs the rooms to hold at least want.gpus GPUs together; reorders `rooms`.
+// Returns the number of nodes used.
 inline int spread_over_fewest_nodes(const ClusterState& cluster, const Resources& want,
                                     std::vector<NodeRoom>& rooms, std::vector<GpuId>& out) {
   std::sort(rooms.begin(), rooms.end(), [](const NodeRoom& a, const NodeRoom& b) {
     return a.gpus != b.gpus ? a.gpus > b.gpus : a.node < b.node;
   });
-  int needed = want.gpus;
-  std::size_t next = 0;
-  while (needed > rooms[next].gpus) {
-    take_tightest(cluster, rooms[next].node, want, rooms[next].gpus, out);
-    needed -= rooms[next].gpus;
-    ++next;
-  }
-  std::size_t last = next;  // rooms are sorted roomiest first: the tightest fit is the last that fits
-  for (std::size_t i = next + 1; i < rooms.size() && rooms[i].gpus >= needed; ++i)
-    if (rooms[i].gpus < rooms[last].gpus) last = i;
-  take_tightest(cluster, rooms[last].node, want, needed, out);
-  return static_cast<int>(next) + 1;
+  return split_over_fewest_nodes(rooms, want.gpus, [&](const NodeRoom& room, int count) {
+    take_tightest(cluster, room.node, want, count, out);
+  });
 }
 
 // For a job no single node can take whole (and `rooms` can hold): with
