@@ -79,6 +79,11 @@ const Experiment kExperiments[] = {
      {"synergy/model_sensitivity.csv"}},
     // The same rules on Synergy's own jobs for its seed 42: 300 jobs, the middle 100 tracked.
     {"synergy/artifact-jobs.toml", {"workload.jobs=300", "workload.track=[100,200]"}, {"synergy/model_sensitivity.csv"}},
+    // Fig. 8's set-up on those jobs and rules, FIFO, LAS and SRTF each proportional and TUNE: 300 jobs at
+    // 9 jobs/h, the middle 100 tracked.
+    {"synergy/fig8.toml",
+     {"workload.jobs=300", "workload.track=[100,200]", R"(sweep."workload.jobs_per_hour"=[9])"},
+     {"synergy/model_sensitivity.csv"}},
     // The nine static pairs and the synthesizers, 200 jobs at 8 jobs/h, one seed.
     {"blox-synthesizer/poisson.toml",
      {"workload.jobs=200", "workload.track=[50,150]", R"(sweep."workload.jobs_per_hour"=[8])", "sweep.seeds=[1]"},
