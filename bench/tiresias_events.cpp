@@ -3,12 +3,13 @@
 //
 // The trace: Tiresias's run script (simulator/sim_runs.sh) runs a 480-job
 // trace on n15g4 (15 x 4 GPUs, the 60-GPU testbed); that trace is not
-// published, so we take 480 jobs of pollux/philly.csv: the rows sorted by
-// submit time (stably, file order among equal times), the 480 from index
-// 62,000 on (0-based), submit times counted from the first of them. GPU
-// counts are the trace's (at most 32 in these rows; larger ones would be
-// capped at the cluster's 60 GPUs), durations whole seconds (Tiresias's
-// jobs.py truncates them). The jobs arrive over 20 h; their longest one
+// published, so we take the 480 jobs of pollux/philly.csv that
+// experiments/tiresias/testbed.toml runs: its [workload], read as tessel
+// runs it (the rows sorted by submit time, stably; its window holds indices
+// 62,000 to 62,479 and counts submit times from the first of them). GPU
+// counts are the trace's (at most 32 in these rows), durations whole seconds
+// (Tiresias's jobs.py truncates them; these are whole already). The jobs
+// arrive over 20 h; their longest one
 // ends the run near 866,000 s (about 10 days). The trace is written in
 // Tiresias's CSV format (job_id,num_gpu,submit_time,iterations,model_name,
 // duration,interval) and tessel reads that file (`tiresias-csv`), so both
@@ -74,9 +75,8 @@ using namespace tessel;
 
 namespace {
 
-constexpr std::size_t kFirstJob = 62000;  // index into philly.csv sorted by submit time
 constexpr std::size_t kJobs = 480;
-constexpr int kClusterGpus = 60;  // n15g4
+constexpr const char* kTestbed = "experiments/tiresias/testbed.toml";
 
 double cpu_seconds() {
   rusage usage{};
@@ -85,30 +85,29 @@ double cpu_seconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
-// The 480 jobs, in Tiresias's job CSV at `path`.
+// testbed.toml's jobs, with its trace path set to `philly`, in Tiresias's
+// job CSV at `path`. Under the `linear` model a job's work is GPU-seconds
+// (it runs at one unit a second per GPU, models/linear.cpp), so its duration
+// is its work over its GPUs.
 void write_trace(const std::filesystem::path& philly, const std::filesystem::path& path) {
-  const ExperimentConfig config = read_experiment(std::make_shared<TomlDocument>(TomlDocument::parse(
-      "[cluster]\nnodes = 15\ngpus_per_node = 4\n[workload]\nkind = \"pollux-csv\"\npath = \"" + philly.string() +
-          "\"\nmodel = \"linear\"\n[scheduler]\nallocation = { plugin = \"fifo\" }\nplacement = { plugin = \"consolidated\" }\n",
-      "tiresias_events")));
-  Trace trace = build_workload_source(config.workload)->read(0);
-  std::stable_sort(trace.jobs.begin(), trace.jobs.end(),
-                   [](const TraceJob& a, const TraceJob& b) { return a.spec.arrival < b.spec.arrival; });
-  if (trace.jobs.size() < kFirstJob + kJobs)
-    throw std::runtime_error(philly.string() + " has " + std::to_string(trace.jobs.size()) + " jobs, fewer than " +
-                             std::to_string(kFirstJob + kJobs));
+  const ExperimentConfig config = read_experiment(
+      std::make_shared<TomlDocument>(TomlDocument::load(kTestbed, {"workload.path=\"" + philly.string() + "\""})));
+  if (config.workload.model.name != "linear")
+    throw std::runtime_error(std::string(kTestbed) + ": expected the linear model, whose work is GPU-seconds");
+  const Workload workload = build_workload(config.workload, ClusterState(config.cluster.nodes));
+  if (workload.jobs.size() != kJobs)
+    throw std::runtime_error(std::string(kTestbed) + " selects " + std::to_string(workload.jobs.size()) +
+                             " jobs of " + philly.string() + ", not " + std::to_string(kJobs));
   std::ofstream out(path);
   out << "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n";
-  const double origin = std::floor(trace.jobs[kFirstJob].spec.arrival);
   for (std::size_t i = 0; i < kJobs; ++i) {
-    const TraceJob& job = trace.jobs[kFirstJob + i];
-    const long submit = std::lround(std::floor(job.spec.arrival) - origin);
-    const long next = i + 1 < kJobs ? std::lround(std::floor(trace.jobs[kFirstJob + i + 1].spec.arrival) - origin)
-                                    : submit;
-    const long duration = std::max(1L, std::lround(std::floor(job.duration)));
+    const JobSpec& job = workload.jobs[i];
+    const long submit = std::lround(std::floor(job.arrival));
+    const long next = i + 1 < kJobs ? std::lround(std::floor(workload.jobs[i + 1].arrival)) : submit;
+    const long duration = std::max(1L, std::lround(std::floor(job.total_work / job.gpus)));
     // iterations and model_name are read by neither simulator's 2D policies.
-    out << i << ',' << std::min(job.spec.gpus, kClusterGpus) << ',' << submit << ',' << duration << ",resnet50,"
-        << duration << ',' << next - submit << '\n';
+    out << i << ',' << job.gpus << ',' << submit << ',' << duration << ",resnet50," << duration << ','
+        << next - submit << '\n';
   }
   if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
 }
@@ -199,8 +198,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tiresias_events: %s\n", error.what());
     return 1;
   }
-  std::printf("tiresias_events: %zu jobs of pollux/philly.csv from index %zu by submit time, on n15g4 "
-              "(60 GPUs); trace in Tiresias's format at %s\n", kJobs, kFirstJob, trace.c_str());
+  std::printf("tiresias_events: the %zu jobs of %s, on n15g4 (60 GPUs); trace in Tiresias's format at %s\n", kJobs,
+              kTestbed, trace.c_str());
 
   struct Policy {
     const char* name;

@@ -49,6 +49,8 @@ const Experiment kExperiments[] = {
     {"tiresias/tiresias.toml",
      {"workload.max_jobs=20"},
      {"tiresias/60_job.csv", "tiresias/n32g4.csv", "tiresias/yarn-gput1000.csv"}},
+    // The 480 jobs on 60 GPUs, whole: eight runs of a few seconds in all.
+    {"tiresias/testbed.toml", {}, {"pollux/philly.csv", "tiresias/yarn-gput1000.csv"}},
     // The first 2,000 Philly jobs at 5x on 8 of the 256 nodes, so that they queue; all six policies.
     {"tiresias/production.toml",
      {"workload.max_jobs=2000", "cluster.nodes=8", R"(sweep."workload.arrival_rate_scale"=[5])"},
