@@ -271,7 +271,7 @@ class TESSEL_VISIBLE Plugin {
   // resizes or the run ends, instead of advancing every running job at every
   // round (the largest remaining cost of a round). A plugin that answers
   // false and reads them anyway sees values from the job's last start, stop
-  // or rate change.
+  // or rate change; SchedulerView::attained_service is current either way.
   // Why a declaration and not accessors computing progress on read: it
   // leaves JobState's plain fields, and every plugin reading them, as they
   // are, and a round whose plugins read progress costs what it did.
