@@ -6,9 +6,9 @@
 // (NSDI'19, §3.2), which the `tiresias` plugin discretizes.
 //
 // Rule as implemented: every active job is ranked by its attained service
-// (SchedulerView::attained_service), the least first, ties by arrival. Its unit follows `[scheduler]
-// attained_service`: GPU-seconds (2D-LAS, the default) or seconds of running
-// (classic LAS). Running jobs keep what they hold, waiting jobs ask for their
+// (SchedulerView::attained_service), the least first, ties by arrival. Its
+// unit follows `[scheduler] attained_service`: GPU-seconds (2D-LAS, the
+// default) or seconds of running (classic LAS). Running jobs keep what they hold, waiting jobs ask for their
 // request; a job that does not fit preempts lower-ranked running jobs (the
 // core picks them, lowest first), and one that cannot fit even so is skipped.
 // The plan is incremental (see allocate): the running jobs ranked ahead of
