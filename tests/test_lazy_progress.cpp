@@ -68,8 +68,8 @@ RunResults run(const ExperimentConfig& config, bool observed) {
 TEST_CASE("a composition reads progress unless each of its four plugins says it does not") {
   // accept_all, fifo, consolidated and none (the defaults besides fifo) do not.
   CHECK_FALSE(composition_reads_progress("allocation = { plugin = \"fifo\" }\nplacement = { plugin = \"consolidated\" }\n"));
-  // LAS ranks by attained service; a plugin that says nothing is assumed to read.
-  CHECK(composition_reads_progress("allocation = { plugin = \"las\" }\nplacement = { plugin = \"consolidated\" }\n"));
+  // SRTF ranks by remaining work; a plugin that says nothing is assumed to read.
+  CHECK(composition_reads_progress("allocation = { plugin = \"srtf\" }\nplacement = { plugin = \"consolidated\" }\n"));
   CHECK(composition_reads_progress("allocation = { plugin = \"fifo\" }\nplacement = { plugin = \"first_fit\" }\n"));
 }
 

@@ -5,10 +5,10 @@
 // service counted in GPU-seconds it is the continuous 2D-LAS of Tiresias
 // (NSDI'19, §3.2), which the `tiresias` plugin discretizes.
 //
-// Rule as implemented: every active job is ranked by JobState::attained_service,
-// the least first, ties by arrival. Its unit follows `[scheduler]
-// attained_service`: GPU-seconds (2D-LAS, the default) or seconds of running
-// (classic LAS). Running jobs keep what they hold, waiting jobs ask for their
+// Rule as implemented: every active job is ranked by its attained service
+// (SchedulerView::attained_service), the least first, ties by arrival. Its
+// unit follows `[scheduler] attained_service`: GPU-seconds (2D-LAS, the
+// default) or seconds of running (classic LAS). Running jobs keep what they hold, waiting jobs ask for their
 // request; a job that does not fit preempts lower-ranked running jobs (the
 // core picks them, lowest first), and one that cannot fit even so is skipped.
 // The plan is incremental (see allocate): the running jobs ranked ahead of
@@ -36,6 +36,9 @@ class Las final : public tessel::AllocationPolicy {
 
   // Running jobs gain service as time passes and fall behind waiting ones.
   bool time_sensitive() const override { return true; }
+  // It reads service through SchedulerView::attained_service, current without
+  // rounds accounting every running job; so they need not (lazy progress).
+  bool reads_progress() const override { return false; }
 
   // An incremental plan (AllocationPlan::keep_running): the running jobs
   // ranked ahead of every waiting job keep what they hold whatever their
@@ -59,7 +62,7 @@ class Las final : public tessel::AllocationPolicy {
       if (job->attained_service < first_waiting.attained) first_waiting = {job->attained_service, job->spec.id, job};
     keys_.clear();
     for (const tessel::JobState* job : view.active()) {
-      const Key key{job->attained_service, job->spec.id, job};
+      const Key key{view.attained_service(*job), job->spec.id, job};
       if (!job->running() || first_waiting < key) keys_.push_back(key);
     }
     std::sort(keys_.begin(), keys_.end());

@@ -134,7 +134,7 @@
   FIELD(SchedulerSettings, round_seconds, 0) \
   FIELD(SchedulerSettings, service, 8) \
   FIELD(SchedulerSettings, restart_seconds, 16) \
-  TYPE(SchedulerView, 104, 8) \
+  TYPE(SchedulerView, 120, 8) \
   TYPE(BatchSizeRange, 8, 4) \
   FIELD(BatchSizeRange, smallest, 0) \
   FIELD(BatchSizeRange, largest, 4) \
@@ -201,8 +201,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 10,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 10; check that they describe the new "
+static_assert(kAbiVersion == 11,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 11; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

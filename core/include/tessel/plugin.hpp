@@ -41,7 +41,7 @@ namespace tessel {
 // A plugin's record carries the version and the layout fingerprint
 // (kAbiLayout) of the headers it was built against; the loader refuses it
 // unless both are this tessel's.
-inline constexpr std::uint32_t kAbiVersion = 10;
+inline constexpr std::uint32_t kAbiVersion = 11;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);
@@ -271,7 +271,7 @@ class TESSEL_VISIBLE Plugin {
   // resizes or the run ends, instead of advancing every running job at every
   // round (the largest remaining cost of a round). A plugin that answers
   // false and reads them anyway sees values from the job's last start, stop
-  // or rate change.
+  // or rate change; SchedulerView::attained_service is current either way.
   // Why a declaration and not accessors computing progress on read: it
   // leaves JobState's plain fields, and every plugin reading them, as they
   // are, and a round whose plugins read progress costs what it did.

@@ -18,6 +18,17 @@ class PolicyLab;  // lab.hpp
 // seconds of running (classic LAS).
 enum class ServiceUnit : unsigned char { gpu_seconds, seconds };
 
+// The service a job holding `gpus` GPUs gains in `elapsed` seconds of
+// running: the one formula for the core's accounting and for
+// SchedulerView::attained_service.
+inline double service_gained(double elapsed, double gpus, ServiceUnit unit) {
+  return unit == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
+}
+// GPUs a running job holds, a share of a GPU counted as its fraction.
+inline double held_gpus(const Allocation& allocation) {
+  return allocation.gpu_count() * (allocation.gpu_milli / 1000.0);
+}
+
 struct SchedulerSettings {
   double round_seconds = 300;
   ServiceUnit service = ServiceUnit::gpu_seconds;
@@ -32,9 +43,11 @@ class SchedulerView {
   SchedulerView(const SchedulerSettings& settings, const ClusterState& cluster,
                 const ThroughputModel& throughput, std::span<JobState* const> all_jobs,
                 std::span<JobState* const> pending, std::span<JobState* const> active,
-                std::span<JobState* const> waiting, double now, PolicyLab* lab = nullptr)
+                std::span<JobState* const> waiting, double now, PolicyLab* lab = nullptr,
+                std::span<const double> accounted_until = {})
       : settings_(settings), cluster_(cluster), throughput_(throughput), all_(all_jobs),
-        pending_(pending), active_(active), waiting_(waiting), now_(now), lab_(lab) {}
+        pending_(pending), active_(active), waiting_(waiting), now_(now), lab_(lab),
+        accounted_until_(accounted_until) {}
 
   double now() const { return now_; }
   const SchedulerSettings& settings() const { return settings_; }
@@ -58,6 +71,20 @@ class SchedulerView {
     return throughput_.seconds_for(job.spec, job.remaining_work(), shape);
   }
 
+  // `job`'s attained service at now(): JobState::attained_service plus what
+  // it gained running since the core last accounted it. Current even in a
+  // run whose rounds do not account running jobs (Plugin::reads_progress),
+  // for a policy that ranks by service alone (las): a running job's service
+  // is linear in time between the moments its run changes. Equal to the
+  // field when the round accounted every job (the view was made without
+  // accounting times, or nothing elapsed).
+  double attained_service(const JobState& job) const {
+    if (!job.running() || job.spec.id >= accounted_until_.size()) return job.attained_service;
+    const double elapsed = now_ - accounted_until_[job.spec.id];
+    if (elapsed <= 0) return job.attained_service;
+    return job.attained_service + service_gained(elapsed, held_gpus(job.allocation), settings_.service);
+  }
+
   // Other policies and what-if simulations (lab.hpp), for policies that
   // choose among policies. The simulator offers one; null on real nodes and
   // inside a what-if simulation.
@@ -73,6 +100,7 @@ class SchedulerView {
   std::span<const JobState* const> waiting_;
   double now_;
   PolicyLab* lab_;
+  std::span<const double> accounted_until_;  // by job id: until when its service is counted
 };
 
 }  // namespace tessel

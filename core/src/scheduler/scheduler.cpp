@@ -37,6 +37,7 @@ Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
 std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   auto copy = std::make_unique<Scheduler>(std::move(plugins), cluster_, model_, settings_, nullptr);
   copy->books_ = books_;
+  copy->accounted_until_ = accounted_until_;
   copy->running_ = running_;
   copy->sharing_ = sharing_;
   copy->round_ = round_;
@@ -69,6 +70,7 @@ JobState& Scheduler::submit(JobSpec spec, double now) {
   job.waiting_since = now;
   all_.push_back(&job);
   books_.emplace_back();
+  accounted_until_.push_back(0);
   const int need = job.spec.elastic() ? job.spec.min_gpus : job.spec.gpus;
   if (need < 1 || (need > cluster_.installed_gpus() && !growing_cluster_)) {
     job.status = JobStatus::rejected;
@@ -138,6 +140,7 @@ JobState& Scheduler::restore(const JobState& saved) {
   job.attempts = saved.attempts;
   all_.push_back(&job);
   Book& book = books_.emplace_back();
+  accounted_until_.push_back(0);
   // A job that ran continues its attempt when it runs again.
   book.new_attempt = job.attempts == 0;
   if (job.status == JobStatus::pending) pending_.push_back(&job);
@@ -268,7 +271,7 @@ std::span<JobState* const> Scheduler::pending() { return pending_; }
 
 SchedulerView Scheduler::view(double now) {
   compact();
-  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, waiting_, now, lab_);
+  return SchedulerView(settings_, cluster_, *model_, all_, pending_, active_, waiting_, now, lab_, accounted_until_);
 }
 
 void Scheduler::log(double now, JobId job, PluginKind stage, std::string_view code,
@@ -506,7 +509,7 @@ void Scheduler::begin_run(JobState& job, Allocation allocation, double now, bool
   waiting_stale_ = true;  // its entry in waiting_ goes at the next view
   if (!job.first_start) job.first_start = now;
   Book& book = books_[job.spec.id];
-  book.accounted_until = now;
+  accounted_until_[job.spec.id] = now;
   book.run_started = now;
   if (book.new_attempt) {
     ++job.attempts;

@@ -211,7 +211,6 @@ class Scheduler {
 
  private:
   struct Book {
-    double accounted_until = 0;
     double run_started = 0;
     std::uint64_t admission_in = 0;  // round in which admission decided on it
     std::uint64_t ranked_in = 0;     // round in which the plan ranked it
@@ -227,14 +226,14 @@ class Scheduler {
 
   SchedulerView view(double now);
   void accrue(JobState& job, double now) {
-    Book& book = books_[job.spec.id];
-    const double elapsed = now - book.accounted_until;
+    double& accounted_until = accounted_until_[job.spec.id];
+    const double elapsed = now - accounted_until;
     if (!job.running() || elapsed <= 0) return;
-    const double gpus = job.allocation.gpu_count() * (job.allocation.gpu_milli / 1000.0);
+    const double gpus = held_gpus(job.allocation);
     job.gpu_seconds += elapsed * gpus;
-    job.attained_service += settings_.service == ServiceUnit::gpu_seconds ? elapsed * gpus : elapsed;
-    if (!book.partners.empty()) job.shared_seconds += elapsed;
-    book.accounted_until = now;
+    job.attained_service += service_gained(elapsed, gpus, settings_.service);
+    if (!books_[job.spec.id].partners.empty()) job.shared_seconds += elapsed;
+    accounted_until = now;
   }
   // Brings a running job's progress, service and GPU time up to `now`,
   // before its run changes (see defer_running_progress). A job launched at
@@ -359,6 +358,9 @@ class Scheduler {
   std::deque<JobState> storage_;  // stable addresses
   std::vector<JobState*> all_;    // by id
   std::vector<Book> books_;       // by id
+  // By id: until when a running job's service and GPU time are counted
+  // (accrue). Apart from Book, for views to read (SchedulerView::attained_service).
+  std::vector<double> accounted_until_;
   std::vector<JobState*> active_;
   std::vector<JobState*> pending_;
   // The active jobs that wait, in id order. It changes only when a view is
