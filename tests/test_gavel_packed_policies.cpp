@@ -284,7 +284,8 @@ TEST_CASE("the new packed policies stop at a missing co-location pair, and at co
   dir.write("e.toml", run_config(R"({ plugin = "gavel", policy = "max_sum_throughput_normalized_by_cost", gpu_costs = { k80 = 0.9 } })"));
   const test::CommandResult run = test::run_tessel({"run", "e.toml"}, dir.path());
   CHECK(run.code == 2);
-  CHECK(run.err.find("argument 'gpu_costs': names GPU type 'k80', which the cluster lacks (its types: v100)") !=
+  CHECK(run.err.find("argument 'gpu_costs' of allocation plugin 'gavel' names GPU type 'k80', which the cluster "
+                     "lacks (its types: v100)") !=
         std::string::npos);
 }
 

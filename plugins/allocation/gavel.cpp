@@ -220,7 +220,8 @@ constexpr tessel::ArgSpec kArgs[] = {
      "Gavel's simulator does (1920); 0: at every change of the jobs or the GPUs up"},
     {"gpu_costs", tessel::ArgType::number_table, "{}",
      "the _normalized_by_cost policies (only): each GPU type's cost per GPU and second, by type name, every "
-     "type of the cluster named (Gavel: the instance's price)"},
+     "type of the cluster named (Gavel: the instance's price)",
+     tessel::kClusterGpuTypes},
     {"slo_factor", tessel::ArgType::number, "0",
      "the _SLOs policies (only, and required there): each job's deadline is its arrival plus this many times "
      "its duration alone on its fastest type (Gavel draws 1.2, 2 or 10 per job)"},
@@ -680,6 +681,8 @@ class Gavel final : public tessel::AllocationPolicy {
     const std::vector<std::string>& type_names = view.cluster().gpu_types();
     std::vector<double> type_weight(capacity.size(), 1.0);
     if (policy_.by_cost) {
+      // The core refuses a simulated cluster's unknown type before the run
+      // (kClusterGpuTypes); real nodes' cluster is known only as they join.
       std::string known;
       for (const std::string& type : type_names) known += (known.empty() ? "" : ", ") + type;
       for (const auto& [type, cost] : gpu_costs_)

@@ -70,44 +70,34 @@ class Consolidated final : public tessel::PlacementPolicy {
       const int fits = cluster.fits_on(node.id, want);
       if (fits == 0) continue;
       total += fits;
-      if (fits >= want.gpus && (!one_node || fits < free_[best].first)) {
+      if (fits >= want.gpus && (!one_node || fits < free_[best].gpus)) {
         best = free_.size();
         one_node = true;
       }
-      free_.push_back({fits, node.id});
+      free_.push_back({node.id, fits});
     }
     if (one_node) {
-      cluster.take(free_[best].second, want, want.gpus, choice.gpus);
-      choice.reason = tessel::Reason("best fit on one node, {} GPUs left there", free_[best].first - want.gpus);
+      cluster.take(free_[best].node, want, want.gpus, choice.gpus);
+      choice.reason = tessel::Reason("best fit on one node, {} GPUs left there", free_[best].gpus - want.gpus);
       return choice;
     }
     if (total < want.gpus) {
       choice.reason = tessel::Reason("needs {} GPUs, {} usable in the cluster", want.gpus, total);
       return choice;
     }
-    // Take the largest nodes whole while even the largest is too small for
-    // what remains, then best-fit the rest: the fewest nodes possible.
-    std::sort(free_.begin(), free_.end(), [](auto& a, auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    int needed = want.gpus;
-    std::size_t next = 0;
-    while (needed > free_[next].first) {
-      cluster.take(free_[next].second, want, free_[next].first, choice.gpus);
-      needed -= free_[next].first;
-      ++next;
-    }
-    best = next;
-    for (std::size_t i = next + 1; i < free_.size() && free_[i].first >= needed; ++i)
-      if (free_[i].first < free_[best].first) best = i;
-    cluster.take(free_[best].second, want, needed, choice.gpus);
+    // The fewest nodes possible, each node's lowest GPUs that fit (not
+    // spread_over_fewest_nodes's tightest GPUs within a node).
+    tessel::gpu_choice::sort_roomiest_first(free_);
+    const int nodes = tessel::gpu_choice::split_over_fewest_nodes(
+        free_, want.gpus,
+        [&](const tessel::gpu_choice::NodeRoom& room, int count) { cluster.take(room.node, want, count, choice.gpus); });
     if (migrate_)
       if (std::optional<tessel::Reason> wait = wait_for_migration(view, job, want, choice.gpus)) {
         choice.gpus.clear();
         choice.reason = *wait;
         return choice;
       }
-    choice.reason = tessel::Reason("spread over {} nodes, the fewest possible", next + 1);
+    choice.reason = tessel::Reason("spread over {} nodes, the fewest possible", nodes);
     return choice;
   }
 
@@ -138,7 +128,7 @@ class Consolidated final : public tessel::PlacementPolicy {
   }
 
   bool migrate_;
-  std::vector<std::pair<int, tessel::NodeId>> free_;  // reused across calls
+  std::vector<tessel::gpu_choice::NodeRoom> free_;  // reused across calls
 };
 
 }  // namespace

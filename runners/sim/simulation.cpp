@@ -58,7 +58,8 @@ class Simulation::Lab final : public PolicyLab {
     const Simulation& s = simulation_;
     return as_stage<Stage>(create_plugin(stage, *s.registry_, derive_seed(s.config_.workload.seed, salt),
                                          *s.scheduler_->plugins().slots,
-                                         s.config_.document->base_directory().string()),
+                                         s.config_.document->base_directory().string(),
+                                         &s.scheduler_->cluster().gpu_types()),
                            stage);
   }
 
@@ -74,7 +75,7 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
       next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
   ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed,
-                                                config.document->base_directory().string());
+                                                config.document->base_directory().string(), &cluster.gpu_types());
   Workload workload = build_workload(config.workload, cluster, std::move(model));
   jobs_ = std::make_shared<const std::vector<JobSpec>>(std::move(workload.jobs));
   stream_ = std::move(workload.stream);
@@ -143,7 +144,7 @@ std::unique_ptr<Simulation> Simulation::fork(const SchedulerConfig& composition)
   // The private constructor: make_unique cannot reach it.
   return std::unique_ptr<Simulation>(new Simulation(
       *this, compose_scheduler(composition, *registry_, config_.workload.seed,
-                               config_.document->base_directory().string())));
+                               config_.document->base_directory().string(), &scheduler_->cluster().gpu_types())));
 }
 
 Forecast Simulation::forecast(const SchedulerConfig& composition, const ForecastOptions& options) {

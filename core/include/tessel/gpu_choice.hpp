@@ -125,14 +125,21 @@ inline int take_tightest(const ClusterState& cluster, NodeId id, const Resources
   return left;
 }
 
+// The order split_over_fewest_nodes needs: roomiest first, lower node id among equals.
+inline void sort_roomiest_first(std::span<NodeRoom> rooms) {
+  std::sort(rooms.begin(), rooms.end(), [](const NodeRoom& a, const NodeRoom& b) {
+    return a.gpus != b.gpus ? a.gpus > b.gpus : a.node < b.node;
+  });
+}
+
 // Splits `gpus` over as few of `rooms` as possible: the roomiest nodes whole
 // while even the roomiest is too small for what remains, then the rest on the
 // remaining node that fits it most tightly (the first of equals). `rooms`
 // must be sorted roomiest first, lower node id among equals, and hold at
 // least `gpus` together. Calls take(room, count) for each node used, in that
-// order; returns the number of nodes used. For a placement
-// (spread_over_fewest_nodes) and for pricing the shape a job would get
-// (themis's bids on the offered GPUs).
+// order; returns the number of nodes used. For placements
+// (spread_over_fewest_nodes, consolidated) and for pricing the shape a job
+// would get (themis's bids on the offered GPUs).
 template <class Take>
 int split_over_fewest_nodes(std::span<const NodeRoom> rooms, int gpus, Take&& take) {
   std::size_t next = 0;
@@ -153,9 +160,7 @@ int split_over_fewest_nodes(std::span<const NodeRoom> rooms, int gpus, Take&& ta
 // Returns the number of nodes used.
 inline int spread_over_fewest_nodes(const ClusterState& cluster, const Resources& want,
                                     std::vector<NodeRoom>& rooms, std::vector<GpuId>& out) {
-  std::sort(rooms.begin(), rooms.end(), [](const NodeRoom& a, const NodeRoom& b) {
-    return a.gpus != b.gpus ? a.gpus > b.gpus : a.node < b.node;
-  });
+  sort_roomiest_first(rooms);
   return split_over_fewest_nodes(rooms, want.gpus, [&](const NodeRoom& room, int count) {
     take_tightest(cluster, room.node, want, count, out);
   });

@@ -54,7 +54,7 @@ std::string_view to_string(ArgType type);
 // into ArgRecords at compile time). `default_value` is TOML value syntax
 // ("3600", "[3600]", "true", "\"fifo\""); nullptr makes the argument
 // required. `choices` lists the allowed strings as "a|b|c" (string arguments
-// only). Declare the table constexpr.
+// only), or kClusterGpuTypes. Declare the table constexpr.
 struct ArgSpec {
   const char* name;
   ArgType type;
@@ -62,6 +62,14 @@ struct ArgSpec {
   const char* help;
   const char* choices = nullptr;
 };
+
+// `choices` of an argument that names GPU types: a string argument, each
+// string of a string_list, or each key of a number_table must be a GPU type
+// of the cluster. Plugins see the cluster only once it runs, so the core
+// checks these before creating any plugin: `tessel validate` names a type the
+// simulated cluster lacks. On real nodes the cluster is unknown until agents
+// join, and a plugin still checks what it uses.
+inline constexpr char kClusterGpuTypes[] = "@cluster_gpu_types";
 
 // The room in the records for each text, its terminating NUL included. The
 // macros refuse (static_assert) a longer text.
@@ -191,7 +199,7 @@ struct ArgDeclaration {
   ArgType type = ArgType::string;
   std::optional<std::string> default_value;  // TOML value syntax; nullopt: required
   std::string help;
-  std::string choices;  // "a|b|c" (string arguments only); empty: any
+  std::string choices;  // as ArgSpec::choices; empty: any
 };
 
 // Thrown by a plugin constructor when an argument has the right type but a

@@ -36,7 +36,7 @@ std::variant<ArgValue, std::string> convert(const toml::node& node, const ArgDec
     case ArgType::string: {
       const auto* s = node.as_string();
       if (s == nullptr) return expected();
-      if (!spec.choices.empty()) {
+      if (!spec.choices.empty() && spec.choices != kClusterGpuTypes) {
         const std::string& choices = spec.choices;
         const std::string bounded = "|" + choices + "|";
         if (bounded.find("|" + s->get() + "|") == std::string::npos) {
@@ -91,6 +91,21 @@ std::string where_of(const StageConfig& stage, std::string_view argument) {
   return it == stage.arg_where.end() ? stage.where : it->second;
 }
 
+// The first GPU type an argument declared kClusterGpuTypes names that the
+// cluster lacks, if any.
+std::optional<std::string> type_lacking(const ArgValue& value, const std::vector<std::string>& types) {
+  auto lacks = [&](const std::string& type) { return std::find(types.begin(), types.end(), type) == types.end(); };
+  if (const auto* one = std::get_if<std::string>(&value))
+    if (lacks(*one)) return *one;
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value))
+    for (const std::string& type : *list)
+      if (lacks(type)) return type;
+  if (const auto* table = std::get_if<NumberTable>(&value))
+    for (const auto& [type, number] : *table)
+      if (lacks(type)) return type;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool ComposedScheduler::time_sensitive() const {
@@ -111,7 +126,7 @@ enum class OtherKeys { refused, left };
 
 PluginArgs check_declared(const StageConfig& stage, const PluginInfo& info,
                           std::span<const ArgDeclaration> declarations, OtherKeys others,
-                          Diagnostics& diagnostics) {
+                          const std::vector<std::string>* cluster_gpu_types, Diagnostics& diagnostics) {
   PluginArgs out;
   std::string valid;
   for (const ArgDeclaration& spec : declarations) valid += (valid.empty() ? "" : ", ") + spec.name;
@@ -142,10 +157,21 @@ PluginArgs check_declared(const StageConfig& stage, const PluginInfo& info,
       }
     }
     auto converted = convert(*node, spec);
-    if (auto* error = std::get_if<std::string>(&converted))
+    if (auto* error = std::get_if<std::string>(&converted)) {
       diagnostics.error(where_of(stage, spec.name), "argument '" + spec.name + "' of " + who(info) + " " + *error);
-    else
-      out.set(spec.name, std::get<ArgValue>(std::move(converted)));
+      continue;
+    }
+    ArgValue& value = std::get<ArgValue>(converted);
+    if (spec.choices == kClusterGpuTypes && cluster_gpu_types != nullptr)
+      if (const std::optional<std::string> lacking = type_lacking(value, *cluster_gpu_types)) {
+        std::string known;
+        for (const std::string& type : *cluster_gpu_types) known += (known.empty() ? "" : ", ") + type;
+        diagnostics.error(where_of(stage, spec.name), "argument '" + spec.name + "' of " + who(info) +
+                                                          " names GPU type '" + *lacking +
+                                                          "', which the cluster lacks (its types: " + known + ")");
+        continue;
+      }
+    out.set(spec.name, std::move(value));
   }
   return out;
 }
@@ -153,14 +179,15 @@ PluginArgs check_declared(const StageConfig& stage, const PluginInfo& info,
 }  // namespace
 
 PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
-                           const std::string& config_directory, Diagnostics& diagnostics) {
+                           const std::string& config_directory, Diagnostics& diagnostics,
+                           const std::vector<std::string>* cluster_gpu_types) {
   std::vector<ArgDeclaration> declarations = entry.arguments;
   if (entry.declare_arguments == nullptr)
-    return check_declared(stage, entry.info, declarations, OtherKeys::refused, diagnostics);
+    return check_declared(stage, entry.info, declarations, OtherKeys::refused, cluster_gpu_types, diagnostics);
 
   // The plugin's own arguments say which code it hosts; that code declares the rest.
   Diagnostics own;
-  const PluginArgs args = check_declared(stage, entry.info, declarations, OtherKeys::left, own);
+  const PluginArgs args = check_declared(stage, entry.info, declarations, OtherKeys::left, cluster_gpu_types, own);
   if (!own.empty()) {
     for (const Diagnostic& d : own.items()) diagnostics.error(d.where, d.message);
     return args;
@@ -182,7 +209,7 @@ PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
     }
     declarations.push_back(std::move(declaration));
   }
-  return check_declared(stage, entry.info, declarations, OtherKeys::refused, diagnostics);
+  return check_declared(stage, entry.info, declarations, OtherKeys::refused, cluster_gpu_types, diagnostics);
 }
 
 StageConfig parse_stage(PluginKind kind, std::string_view text) {
@@ -211,11 +238,12 @@ namespace {
 // The two halves of creating a plugin, so that composing four of them can
 // report every stage's problems before creating any.
 const PluginEntry* find_and_check(const StageConfig& stage, PluginRegistry& registry,
-                                  const std::string& config_directory, PluginArgs& args, Diagnostics& diagnostics) {
+                                  const std::string& config_directory, const std::vector<std::string>* cluster_gpu_types,
+                                  PluginArgs& args, Diagnostics& diagnostics) {
   try {
     const PluginEntry* entry = stage.library.empty() ? &registry.find(stage.kind, stage.plugin)
                                                      : &registry.open(stage.library, stage.kind);
-    args = check_arguments(stage, *entry, config_directory, diagnostics);
+    args = check_arguments(stage, *entry, config_directory, diagnostics, cluster_gpu_types);
     return entry;
   } catch (const PluginLoadError& e) {
     diagnostics.error(stage.where, e.what());
@@ -239,10 +267,11 @@ PluginPtr<Plugin> instantiate(const StageConfig& stage, const PluginEntry& entry
 }  // namespace
 
 PluginPtr<Plugin> create_plugin(const StageConfig& stage, PluginRegistry& registry, std::uint64_t seed,
-                                SlotRegistry& slots, const std::string& config_directory) {
+                                SlotRegistry& slots, const std::string& config_directory,
+                                const std::vector<std::string>* cluster_gpu_types) {
   Diagnostics diagnostics;
   PluginArgs args;
-  const PluginEntry* entry = find_and_check(stage, registry, config_directory, args, diagnostics);
+  const PluginEntry* entry = find_and_check(stage, registry, config_directory, cluster_gpu_types, args, diagnostics);
   diagnostics.raise_if_any();
   PluginPtr<Plugin> plugin = instantiate(stage, *entry, PluginContext(args, seed, slots, config_directory), diagnostics);
   diagnostics.raise_if_any();
@@ -250,11 +279,13 @@ PluginPtr<Plugin> create_plugin(const StageConfig& stage, PluginRegistry& regist
 }
 
 ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistry& registry,
-                                    std::uint64_t seed, const std::string& config_directory) {
+                                    std::uint64_t seed, const std::string& config_directory,
+                                    const std::vector<std::string>* cluster_gpu_types) {
   Diagnostics diagnostics;
   std::array<const PluginEntry*, 4> entries{};
   std::array<PluginArgs, 4> args;
-  for (std::size_t i = 0; i < 4; ++i) entries[i] = find_and_check(config.stages[i], registry, config_directory, args[i], diagnostics);
+  for (std::size_t i = 0; i < 4; ++i)
+    entries[i] = find_and_check(config.stages[i], registry, config_directory, cluster_gpu_types, args[i], diagnostics);
   diagnostics.raise_if_any();
 
   ComposedScheduler composed;

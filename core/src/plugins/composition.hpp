@@ -34,9 +34,13 @@ struct ComposedScheduler {
 
 // Checks a stage's arguments against the plugin's schema and the arguments
 // its hosted code declares (a Python class's), if it hosts any; returns them
-// with defaults filled in. Problems go to `diagnostics`.
+// with defaults filled in. Problems go to `diagnostics`. `cluster_gpu_types`:
+// the cluster's GPU types, which arguments declared kClusterGpuTypes must
+// name; nullptr where the cluster is not known yet (real nodes, before
+// agents join), leaving that check to the plugin.
 PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
-                           const std::string& config_directory, Diagnostics& diagnostics);
+                           const std::string& config_directory, Diagnostics& diagnostics,
+                           const std::vector<std::string>* cluster_gpu_types = nullptr);
 
 // A stage written as one string: a plugin name, optionally followed by its
 // arguments as a TOML inline table ("load_based { factor = 1.4 }"). Throws
@@ -59,12 +63,15 @@ PluginPtr<Stage> as_stage(PluginPtr<Plugin> plugin, const StageConfig& stage) {
 
 // Finds, checks and creates one plugin; throws ConfigError located at the stage.
 PluginPtr<Plugin> create_plugin(const StageConfig& stage, PluginRegistry& registry, std::uint64_t seed,
-                                SlotRegistry& slots, const std::string& config_directory);
+                                SlotRegistry& slots, const std::string& config_directory,
+                                const std::vector<std::string>* cluster_gpu_types = nullptr);
 
 // Finds, checks and creates the four plugins; throws ConfigError with every
 // problem, located in the config file.
 // `config_directory` is what relative paths in plugin arguments are relative to.
+// `cluster_gpu_types` as for check_arguments.
 ComposedScheduler compose_scheduler(const SchedulerConfig& config, PluginRegistry& registry,
-                                    std::uint64_t seed, const std::string& config_directory = {});
+                                    std::uint64_t seed, const std::string& config_directory = {},
+                                    const std::vector<std::string>* cluster_gpu_types = nullptr);
 
 }  // namespace tessel

@@ -134,7 +134,7 @@ Trace synergy_jobs(const SynergyGeneratorParameters& p, std::int64_t seed) {
 
 std::unique_ptr<WorkloadSource> parse_synergy_workload(TableReader& reader) {
   SynergyGeneratorParameters p;
-  p.jobs = reader.integer("jobs", p.jobs, 1, 100'000'000).value_or(p.jobs);
+  p.jobs = read_job_count(reader, p.jobs);
   const auto rate = reader.number("jobs_per_hour", p.jobs_per_hour, 0);
   if (rate && *rate <= 0)
     reader.error("jobs_per_hour", "'jobs_per_hour' in [workload] must be > 0 for kind = \"synergy\"");

@@ -253,7 +253,7 @@ std::unique_ptr<WorkloadSource> parse_synthetic_workload(TableReader& reader) {
       reader.error("jobs", "'jobs' in [workload] must be a count of jobs, or \"until_tracked_done\" (generate "
                            "until every tracked job is done), got '" + *value + "'");
   } else
-    w->jobs = reader.integer("jobs", w->jobs, 1, 100'000'000).value_or(w->jobs);
+    w->jobs = read_job_count(reader, w->jobs);
   w->jobs_per_hour = reader.number("jobs_per_hour", w->jobs_per_hour, 0).value_or(w->jobs_per_hour);
   w->gpu_counts = reader.numbers("gpu_counts", w->gpu_counts, 1, 1 << 20).value_or(w->gpu_counts);
   w->gpu_weights = reader.numbers("gpu_weights", w->gpu_weights, 0).value_or(w->gpu_weights);

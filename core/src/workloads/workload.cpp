@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 
@@ -9,7 +10,33 @@
 #include "tessel/rng.hpp"
 #include "workloads/kinds.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace tessel {
+
+std::int64_t read_job_count(TableReader& reader, std::int64_t fallback) {
+  const std::optional<std::int64_t> jobs = reader.integer("jobs", fallback, 1, 100'000'000);
+  if (!jobs) return fallback;
+  double usable = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    usable = std::min(usable, static_cast<double>(limit.rlim_cur));
+  const double needed = static_cast<double>(*jobs) * static_cast<double>(sizeof(TraceJob) + sizeof(JobSpec));
+  if (needed > usable) {
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    auto gib = [&](double bytes) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f GiB", bytes / kGiB);
+      return std::string(text);
+    };
+    reader.error("jobs", "'jobs' in [workload]: " + count_text(static_cast<std::size_t>(*jobs)) + " jobs need " +
+                             gib(needed) + " for their specs alone, more than the " + gib(usable) +
+                             " this process may use (physical memory, or its address-space limit)");
+    return fallback;
+  }
+  return *jobs;
+}
 
 std::span<const WorkloadKind> workload_kinds() {
   static const WorkloadKind kinds[] = {
