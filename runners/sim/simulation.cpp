@@ -77,7 +77,14 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
   ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed,
                                                 config.document->base_directory().string(), &cluster.gpu_types());
   Workload workload = build_workload(config.workload, cluster, std::move(model));
-  jobs_ = std::make_shared<const std::vector<JobSpec>>(std::move(workload.jobs));
+  job_count_ = workload.jobs.size();
+  for (std::size_t first = 0; first < job_count_; first += kJobBlock) {
+    const auto begin = workload.jobs.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto end = workload.jobs.begin() + static_cast<std::ptrdiff_t>(std::min(first + kJobBlock, job_count_));
+    job_blocks_.push_back(std::make_shared<const std::vector<JobSpec>>(std::make_move_iterator(begin),
+                                                                      std::make_move_iterator(end)));
+  }
+  std::vector<JobSpec>().swap(workload.jobs);
   stream_ = std::move(workload.stream);
   notes_ = std::move(workload.notes);
   SchedulerSettings settings = config.scheduler.settings;
@@ -103,16 +110,18 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
                               std::string(stages.stage_info(kind).name) +
                               "'); use rounds = \"clock\", or a setting of the plugin that does not depend on time");
     }
-  progress_.resize(jobs_->size());  // a stream's grow as its jobs arrive
+  progress_.resize(job_count_);  // a stream's grow as its jobs arrive
   if (config.simulation.whole_iterations)
-    for (const JobSpec& job : *jobs_) require_iteration_size(job);
-  arrivals_end_ = stream_ ? std::numeric_limits<std::size_t>::max() : jobs_->size();
+    for (const auto& block : job_blocks_)
+      for (const JobSpec& job : *block) require_iteration_size(job);
+  arrivals_end_ = stream_ ? std::numeric_limits<std::size_t>::max() : job_count_;
   lab_ = std::make_unique<Lab>(*this);
   scheduler_->set_lab(lab_.get());
 }
 
 Simulation::Simulation(const Simulation& origin, ComposedScheduler plugins)
-    : config_(origin.config_), registry_(origin.registry_), jobs_(origin.jobs_), stream_(origin.stream_),
+    : config_(origin.config_), registry_(origin.registry_), job_blocks_(origin.job_blocks_),
+      job_count_(origin.job_count_), stream_(origin.stream_),
       upcoming_(origin.upcoming_), tracked_done_below_(origin.tracked_done_below_), log_(false),
       scheduler_(origin.scheduler_->fork(std::move(plugins))), progress_(origin.progress_),
       next_arrival_(origin.next_arrival_), arrivals_end_(origin.arrivals_end_), events_(origin.events_),
@@ -543,7 +552,7 @@ bool Simulation::work_left() {
 
 const JobSpec* Simulation::upcoming() {
   if (next_arrival_ >= arrivals_end_) return nullptr;
-  if (!stream_) return &(*jobs_)[next_arrival_];
+  if (!stream_) return &(*job_blocks_[next_arrival_ / kJobBlock])[next_arrival_ % kJobBlock];
   if (!upcoming_) {
     upcoming_ = stream_->next();
     if (config_.simulation.whole_iterations) require_iteration_size(*upcoming_);
@@ -663,6 +672,8 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
       if (stream_) {
         upcoming_.reset();
         progress_.emplace_back();
+      } else if (next_arrival_ % kJobBlock == 0 || next_arrival_ == job_count_) {
+        job_blocks_[(next_arrival_ - 1) / kJobBlock].reset();
       }
       end_time_ = std::max(end_time_, now);
       request_round(now);
@@ -689,26 +700,27 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
 
 RunResults Simulation::collect(double end_time) {
   std::size_t unfinished = 0, still_running = 0;
-  // The rows are made while every job's state is still held: the progress
-  // of each, no longer needed, makes room for them (72 bytes a job).
-  // Deferred progress is brought to the last round, where every round's
+  // The progress of each job, no longer needed, makes room for the rows
+  // (72 bytes a job). Deferred progress is brought to the last round, where every round's
   // accounting left it.
   if (progress_deferred() && last_round_ >= 0)
     scheduler_->report_running_progress(last_round_, [&](const JobState& job) { return synced_work(job, last_round_); });
   std::vector<JobProgress>().swap(progress_);
   sink_.expect_jobs(scheduler_->job_count());
-  for (const JobState* job : scheduler_->jobs()) {
-    sink_.job_changed(job_record(*job));
-    if (job->running())  // a job that never ends (infinite duration) holds its GPUs to the end
+  const auto [first_tracked, last_tracked] = gave_up_ ? stream_->track() : std::pair<JobId, JobId>{};
+  std::size_t left = 0;  // tracked jobs not done
+  // The scheduler frees each job once its row is made (a million jobs'
+  // states and rows together would be twice the run's memory); it is done.
+  scheduler_->release_jobs([&](const JobState& job) {
+    sink_.job_changed(job_record(job));
+    if (job.running())  // a job that never ends (infinite duration) holds its GPUs to the end
       ++still_running;
-    else if (job->active() || job->status == JobStatus::pending)
+    else if (job.active() || job.status == JobStatus::pending)
       ++unfinished;
-  }
+    left += job.spec.id >= first_tracked && job.spec.id < last_tracked && !job.done();
+  });
   std::vector<std::string> notes = notes_;
   if (gave_up_) {
-    const auto [first, last] = stream_->track();
-    std::size_t left = 0;
-    for (JobId id = first; id < last; ++id) left += !scheduler_->job(id).done();
     notes.push_back("the run gave up give_up_hours after the last tracked job arrived, with " +
                     std::to_string(left) + " tracked jobs not done, after " + std::to_string(next_arrival_) +
                     " jobs arrived: " + std::to_string(still_running) + " still running, " +

@@ -55,7 +55,9 @@ class Simulation {
   // could ever place still waiting. Such a run has settled (see settled());
   // time-sensitive policies, drifting rates and random node failures do not
   // keep it going. `stop` is polled between events; when it becomes true,
-  // throws Interrupted.
+  // throws Interrupted. Once it has returned, the jobs live on only in the
+  // results (their states are freed as their rows are made): a simulation
+  // runs once.
   RunResults run(const std::atomic<bool>* stop = nullptr);
 
   // Called after every round with the core's state: for invariant checks
@@ -72,7 +74,7 @@ class Simulation {
   std::unique_ptr<Simulation> fork(const SchedulerConfig& composition) const;
 
   // A finite workload's jobs; 0 for a workload without end (endless()).
-  std::size_t job_count() const { return jobs_->size(); }
+  std::size_t job_count() const { return job_count_; }
   bool endless() const { return stream_.has_value(); }
   // What the workload left out or changed, for the user.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -175,7 +177,7 @@ class Simulation {
   // Handles every event up to `until`; returns false once nothing is left to do.
   bool advance(double until, const std::atomic<bool>* stop);
   // Tells the sink how the run ended (its jobs, decisions and totals) and
-  // takes what it gathered.
+  // takes what it gathered; the scheduler's jobs are freed as it goes.
   RunResults collect(double end_time);
 
   class Lab;
@@ -186,7 +188,13 @@ class Simulation {
 
   const ExperimentConfig& config_;
   PluginRegistry* registry_;
-  std::shared_ptr<const std::vector<JobSpec>> jobs_;  // arrival order; shared with forks
+  // A finite workload's jobs in arrival order, kJobBlock to a block. A block
+  // is dropped once all its jobs have arrived, as the scheduler then holds
+  // their specs: a run does not hold each spec twice (216 bytes a job).
+  // Forks share the blocks they have still to reach.
+  static constexpr std::size_t kJobBlock = 4096;
+  std::vector<std::shared_ptr<const std::vector<JobSpec>>> job_blocks_;
+  std::size_t job_count_ = 0;
   // A workload without end: its jobs are made as they arrive, and none once
   // every tracked one is done (the run ends there). Forks copy it.
   std::optional<JobStream> stream_;
@@ -198,7 +206,7 @@ class Simulation {
   DecisionLog log_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<JobProgress> progress_;
-  std::size_t next_arrival_ = 0;  // into jobs_
+  std::size_t next_arrival_ = 0;  // into job_blocks_
   std::size_t arrivals_end_ = 0;  // jobs from here on never arrive (a forecast without foresight; a stream's end)
   std::vector<Event> events_;  // min-heap
   std::uint64_t sequence_ = 0;

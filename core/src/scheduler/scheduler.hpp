@@ -13,7 +13,6 @@
 #pragma once
 
 #include <algorithm>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -25,6 +24,7 @@
 #include "engine/errors.hpp"
 #include "plugins/composition.hpp"
 #include "scheduler/decision_log.hpp"
+#include "scheduler/job_store.hpp"
 #include "tessel/cluster.hpp"
 #include "tessel/job.hpp"
 #include "tessel/lab.hpp"
@@ -196,6 +196,17 @@ class Scheduler {
   JobState& job(JobId id) { return *all_[id]; }
   const JobState& job(JobId id) const { return *all_[id]; }
   std::span<JobState* const> jobs() const { return all_; }
+  // A run's end: hands each job to `take` in id order and frees it after,
+  // so that the rows made of them do not sit beside every job. The
+  // scheduler holds no jobs after; nothing but its destruction may follow.
+  template <class Take>
+  void release_jobs(Take&& take) {
+    std::vector<Book>().swap(books_);
+    for (auto* list : {&active_, &pending_, &waiting_, &requeued_, &round_running_, &victim_order_, &victims_})
+      std::vector<JobState*>().swap(*list);
+    std::vector<JobState*>().swap(all_);
+    storage_.release(std::forward<Take>(take));
+  }
   // Admitted, not done, in arrival order.
   std::span<JobState* const> active();
   std::span<JobState* const> pending();
@@ -355,7 +366,7 @@ class Scheduler {
   DecisionLog* log_;
   PolicyLab* lab_ = nullptr;
 
-  std::deque<JobState> storage_;  // stable addresses
+  JobStore storage_;              // stable addresses
   std::vector<JobState*> all_;    // by id
   std::vector<Book> books_;       // by id
   // By id: until when a running job's service and GPU time are counted
