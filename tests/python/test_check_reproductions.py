@@ -116,15 +116,15 @@ def test_mistakes_in_the_arguments_or_the_table_exit_2(write):
 
 def test_the_published_tenplex_gains_are_reported_as_met_or_missed():
     """The real table: Fig. 9's 24%, as plotted, is met within 15%; 298
-    against 576 min, and 24% on the failure sweep, are not, and the table
-    says so."""
+    against 576 min is not, and the table says so; the failure sweep, which
+    the paper does not have, is held to no published figure."""
     result = check_reproductions("--only", "tenplex", "--reduced")
     assert result.returncode == 1, result.stderr
     rows = table(result.stdout)
     assert rows[0] == HEADER
-    assert [row[-1] for row in rows[1:]] == ["PASS", "FAIL", "FAIL"]
-    assert [row[2] for row in rows[1:]] == ["0.76×", "0.52×", "0.76×"]
-    assert all(row[4] == "±15%" for row in rows[1:])
+    assert [row[-1] for row in rows[1:]] == ["PASS", "FAIL", "N/A"]
+    assert [row[2] for row in rows[1:]] == ["0.76×", "0.52×", "none"]
+    assert [row[4] for row in rows[1:]] == ["±15%", "±15%", "-"]
 
 
 def test_every_check_of_the_real_table_names_a_figure_of_report(tmp_path):
