@@ -199,12 +199,20 @@ class Gittins final : public tessel::AllocationPolicy {
 
   // Jobs move between queues, and their indices change, as they run and wait.
   bool time_sensitive() const override { return true; }
+  // It reads GPU-seconds through SchedulerView::gpu_seconds
+  // (discretized_queues.hpp), current without rounds accounting every running
+  // job; so they need not (lazy progress). Except under the simulator's rules
+  // (greedy_by_count), run with rounds at events: there rounds fall at
+  // computed crossing moments, fractional seconds, where GPU time summed
+  // once differs from the per-round sum in its last bit, and the published
+  // figures of those runs would move.
+  bool reads_progress() const override { return greedy_by_count_; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     order_.clear();
     double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
-      const tessel::discretized::Standing standing = queues_.update(*job, view.now());
+      const tessel::discretized::Standing standing = queues_.update(view, *job);
       revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
       const double index = table_.index(standing.service);
       order_.push_back({job, standing.queue, index, reason(standing, index)});

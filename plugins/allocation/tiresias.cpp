@@ -93,6 +93,14 @@ class Tiresias final : public tessel::AllocationPolicy {
 
   // Jobs move between queues as they run and wait.
   bool time_sensitive() const override { return true; }
+  // It reads GPU-seconds through SchedulerView::gpu_seconds
+  // (discretized_queues.hpp), current without rounds accounting every running
+  // job; so they need not (lazy progress). Except under the simulator's rules
+  // (greedy_by_count), run with rounds at events: there rounds fall at
+  // computed crossing moments, fractional seconds, where GPU time summed
+  // once differs from the per-round sum in its last bit, and the published
+  // figures of those runs would move.
+  bool reads_progress() const override { return greedy_by_count_; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     tessel::AllocationPlan plan = entry_order_ ? allocate_in_entry_order(view) : allocate_running_first(view);
@@ -116,7 +124,7 @@ class Tiresias final : public tessel::AllocationPolicy {
     standings_.reserve(view.active().size());
     double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
-      const tessel::discretized::Standing standing = queues_.update(*job, view.now());
+      const tessel::discretized::Standing standing = queues_.update(view, *job);
       revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
       const bool behind_running = running_first_ && !job->running();
       const std::size_t bucket = 2 * static_cast<std::size_t>(standing.queue) + (behind_running ? 1 : 0);
@@ -151,7 +159,7 @@ class Tiresias final : public tessel::AllocationPolicy {
     double revisit_at = std::numeric_limits<double>::infinity();
     listed_.clear();
     for (const tessel::JobState* job : view.active()) {
-      const tessel::discretized::Standing standing = queues_.update(*job, view.now());
+      const tessel::discretized::Standing standing = queues_.update(view, *job);
       revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
       QueuePlace& place = place_(job->slots);
       const bool entered = place.queue != standing.queue;

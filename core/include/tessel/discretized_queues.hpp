@@ -14,8 +14,10 @@
 //     arrived or since its last promotion (the simulator's `executed_time`
 //     times `num_gpu`; `executed_time` is zeroed by a promotion, while the
 //     progress that decides completion is kept apart). We read it from
-//     JobState::gpu_seconds, whatever `[scheduler] attained_service` says,
-//     because 2D-LAS is defined on GPU time.
+//     SchedulerView::gpu_seconds, whatever `[scheduler] attained_service`
+//     says, because 2D-LAS is defined on GPU time; so the plugins read no
+//     progress (Plugin::reads_progress) and the core need not account
+//     every running job each round.
 //   * Queue q holds the jobs whose service s satisfies T[q-1] <= s < T[q]
 //     (the simulator demotes on `j_gt >= queue_limit[q]`).
 //   * Starvation guard (the paper's PROMOTEKNOB): a waiting job in a lower
@@ -118,20 +120,24 @@ class Queues {
 
   // Accounts for the time since the job was last looked at, demotes or
   // promotes it, and says where it stands. Call once per job per round.
-  Standing update(const tessel::JobState& job, double now) const {
+  // GPU-seconds are read through SchedulerView::gpu_seconds, current without
+  // the core accounting running jobs each round (Plugin::reads_progress).
+  Standing update(const tessel::SchedulerView& view, const tessel::JobState& job) const {
+    const double now = view.now();
+    const double gpu_seconds = view.gpu_seconds(job);
     Book& book = book_(job.slots);
     if (!book.seen) {
       book.seen = true;
       book.checked_at = now;
-      book.gpu_seconds_at_check = job.gpu_seconds;
-      book.service_origin = job.gpu_seconds;
+      book.gpu_seconds_at_check = gpu_seconds;
+      book.service_origin = gpu_seconds;
     }
     if (promote_knob_ == 0) {
       // Without the guard nothing reads the run and wait times, and the
       // service is counted from the job's first sight: this runs for every
       // active job every round.
       Standing standing;
-      standing.service = job.gpu_seconds - book.service_origin;
+      standing.service = gpu_seconds - book.service_origin;
       standing.queue = queue_of(standing.service);
       return standing;
     }
@@ -142,21 +148,21 @@ class Queues {
     const tessel::Resources gpus = tessel::allocation::current_or_requested(job);
     const double gpu_share = gpus.gpus * (gpus.gpu_milli / 1000.0);
     const double elapsed = now - book.checked_at;
-    const double ran = std::clamp((job.gpu_seconds - book.gpu_seconds_at_check) / gpu_share, 0.0, elapsed);
+    const double ran = std::clamp((gpu_seconds - book.gpu_seconds_at_check) / gpu_share, 0.0, elapsed);
     book.executed_seconds += ran;
     if (book.executed_seconds > 0) book.waited_seconds += elapsed - ran;
     book.checked_at = now;
-    book.gpu_seconds_at_check = job.gpu_seconds;
+    book.gpu_seconds_at_check = gpu_seconds;
 
     Standing standing;
-    standing.service = job.gpu_seconds - book.service_origin;
+    standing.service = gpu_seconds - book.service_origin;
     standing.queue = queue_of(standing.service);
     if (promote_knob_ > 0 && standing.queue > 0 && job.waiting() && book.executed_seconds > 0 &&
         book.waited_seconds >= promote_knob_ * book.executed_seconds) {
       standing.promoted_now = true;
       standing.waited_seconds = book.waited_seconds;
       standing.executed_seconds = book.executed_seconds;
-      book.service_origin = job.gpu_seconds;
+      book.service_origin = gpu_seconds;
       book.executed_seconds = 0;
       book.waited_seconds = 0;
       ++book.promotions;
@@ -194,7 +200,7 @@ class Queues {
       if (runs == job.running()) continue;  // revisit_at saw it as it will be
       const Book& book = book_(job.slots);
       Standing standing;
-      standing.service = job.gpu_seconds - book.service_origin;
+      standing.service = view.gpu_seconds(job) - book.service_origin;
       standing.queue = queue_of(standing.service);
       at = std::min(at, runs ? crossing_at(standing, tessel::allocation::gpu_count(grant.resources), now)
                              : promotion_at(job, standing, now));

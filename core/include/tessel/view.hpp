@@ -79,10 +79,16 @@ class SchedulerView {
   // field when the round accounted every job (the view was made without
   // accounting times, or nothing elapsed).
   double attained_service(const JobState& job) const {
-    if (!job.running() || job.spec.id >= accounted_until_.size()) return job.attained_service;
-    const double elapsed = now_ - accounted_until_[job.spec.id];
+    const double elapsed = unaccounted_seconds(job);
     if (elapsed <= 0) return job.attained_service;
     return job.attained_service + service_gained(elapsed, held_gpus(job.allocation), settings_.service);
+  }
+  // `job`'s GPU-seconds at now(), current in the same way: for a policy
+  // defined on GPU time whatever the service unit (tiresias, gittins).
+  double gpu_seconds(const JobState& job) const {
+    const double elapsed = unaccounted_seconds(job);
+    if (elapsed <= 0) return job.gpu_seconds;
+    return job.gpu_seconds + elapsed * held_gpus(job.allocation);
   }
 
   // Other policies and what-if simulations (lab.hpp), for policies that
@@ -91,6 +97,12 @@ class SchedulerView {
   PolicyLab* lab() const { return lab_; }
 
  private:
+  // How long `job` has run since the core last accounted it; 0 if it waits.
+  double unaccounted_seconds(const JobState& job) const {
+    if (!job.running() || job.spec.id >= accounted_until_.size()) return 0;
+    return now_ - accounted_until_[job.spec.id];
+  }
+
   const SchedulerSettings& settings_;
   const ClusterState& cluster_;
   const ThroughputModel& throughput_;
