@@ -333,7 +333,9 @@ std::size_t rows_per_statement(sql::Database& db, std::size_t parameters) {
   return std::min(kRowsPerStatement, static_cast<std::size_t>(std::max(limit, 0)) / parameters);
 }
 
-// Binds `j` as the job row whose first parameter is `first`.
+// Binds `j` as the job row whose first parameter is `first`. Its texts are
+// bound without a copy: `j` outlives the statement's run (RunRows::job and
+// insert_rows run it before returning).
 void bind_job(sql::Statement& statement, int first, std::int64_t run, const JobRecord& j) {
   statement.bind(first, run);
   int index = first + 1;
@@ -344,6 +346,8 @@ void bind_job(sql::Statement& statement, int first, std::int64_t run, const JobR
           using Value = std::remove_cvref_t<decltype(value)>;
           if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, JobId>)
             statement.bind(index, static_cast<std::int64_t>(value));
+          else if constexpr (std::is_same_v<Value, std::string>)
+            statement.bind_unowned(index, value);
           else
             statement.bind(index, value);
         },
