@@ -119,6 +119,12 @@ Statement& Statement::bind(int index, std::string_view value) {
   return *this;
 }
 
+Statement& Statement::bind_unowned(int index, std::string_view value) {
+  if (sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC) != SQLITE_OK)
+    fail(sqlite3_db_handle(stmt_), "bind");
+  return *this;
+}
+
 Statement& Statement::bind(int index, std::optional<double> value) {
   return value ? bind(index, *value) : bind_null(index);
 }

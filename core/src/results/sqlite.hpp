@@ -79,6 +79,10 @@ class Statement {
   Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
   Statement& bind(int index, double value);
   Statement& bind(int index, std::string_view value);
+  // The text is not copied: it must stay unchanged until the statement is
+  // reset (run() resets it). For many rows of texts that outlive the
+  // statement's run, where copying each is most of binding it.
+  Statement& bind_unowned(int index, std::string_view value);
   Statement& bind(int index, std::optional<double> value);
   Statement& bind_null(int index);
 

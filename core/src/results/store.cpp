@@ -174,6 +174,131 @@ ALTER TABLE samples ADD COLUMN shared_gpus INTEGER NOT NULL DEFAULT 0;
 
 void add_job_columns(sql::Database& db);  // below, with the columns
 
+// What the migrations above and add_job_columns leave in a new file, statement
+// for statement as SQLite stores it (sqlite_master.sql, same order): a new
+// file gets it in one script. Each ALTER TABLE re-reads the whole schema, so
+// the migrations cost a fresh database several times its run's other
+// statements (issue 17). A new migration changes this text too; the test
+// "a new database's schema is the migrated one" (test_startup_paths.cpp)
+// compares the two.
+constexpr const char* kCurrentSchema = R"sql(CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  label TEXT NOT NULL DEFAULT '',
+  axes TEXT NOT NULL DEFAULT '{}',
+  config TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  version TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  wall_seconds REAL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed', 'interrupted')),
+  note TEXT NOT NULL DEFAULT '',
+  cluster_gpus INTEGER,
+  capacity_gpu_seconds REAL,
+  end_time REAL,
+  events INTEGER
+, fingerprint TEXT NOT NULL DEFAULT '');
+CREATE TABLE jobs (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_id INTEGER NOT NULL,
+  name TEXT NOT NULL, tenant TEXT NOT NULL, vc TEXT NOT NULL, model TEXT NOT NULL,
+  arrival REAL NOT NULL,
+  first_start REAL,
+  finish REAL,
+  gpus INTEGER NOT NULL, min_gpus INTEGER NOT NULL, max_gpus INTEGER NOT NULL,
+  total_work REAL NOT NULL, executed_work REAL NOT NULL,
+  attained_service REAL NOT NULL, gpu_seconds REAL NOT NULL,
+  preemptions INTEGER NOT NULL, attempts INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  tracked INTEGER NOT NULL, gpu_milli INTEGER NOT NULL DEFAULT 1000, held_gpus INTEGER NOT NULL DEFAULT 0, priority REAL NOT NULL DEFAULT 1, shared_seconds REAL NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, job_id)
+) WITHOUT ROWID;
+CREATE TABLE samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time REAL NOT NULL,
+  total_gpus INTEGER NOT NULL, busy_gpus INTEGER NOT NULL,
+  running_jobs INTEGER NOT NULL, waiting_jobs INTEGER NOT NULL, pending_jobs INTEGER NOT NULL
+, shared_gpus INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX samples_by_run ON samples(run_id, time);
+CREATE TABLE decisions (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time REAL NOT NULL,
+  job_id INTEGER NOT NULL,
+  stage TEXT NOT NULL, plugin TEXT NOT NULL, code TEXT NOT NULL, reason TEXT NOT NULL
+);
+CREATE INDEX decisions_by_job ON decisions(run_id, job_id, time);
+CREATE TABLE metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value REAL,
+  PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+CREATE TABLE resizes (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time REAL NOT NULL,
+  job_id INTEGER NOT NULL,
+  from_gpus INTEGER NOT NULL,
+  to_gpus INTEGER NOT NULL,
+  cost_seconds REAL NOT NULL,
+  batch_size INTEGER NOT NULL,
+  tensor_parallel INTEGER NOT NULL,
+  pipeline_parallel INTEGER NOT NULL
+);
+CREATE INDEX resizes_by_job ON resizes(run_id, job_id, time);
+CREATE TABLE cluster_runs (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  epoch REAL NOT NULL
+);
+CREATE TABLE cluster_jobs (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_id INTEGER NOT NULL,
+  command TEXT NOT NULL,
+  env TEXT NOT NULL,
+  workdir TEXT NOT NULL,
+  iterations INTEGER,
+  processes TEXT NOT NULL CHECK (processes IN ('per_gpu', 'per_node')),
+  grace_seconds REAL NOT NULL,
+  submitted_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, job_id)
+) WITHOUT ROWID;
+CREATE TABLE cluster_launches (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  launch_id INTEGER NOT NULL,
+  job_id INTEGER NOT NULL,
+  decided REAL NOT NULL,
+  resume INTEGER NOT NULL,
+  ended REAL,
+  outcome TEXT, master_port INTEGER,
+  PRIMARY KEY (run_id, launch_id)
+) WITHOUT ROWID;
+CREATE INDEX cluster_launches_by_job ON cluster_launches(run_id, job_id);
+CREATE TABLE cluster_ranks (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  launch_id INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  gpus TEXT NOT NULL,
+  pid INTEGER,
+  started REAL,
+  exit_code INTEGER,
+  signal INTEGER,
+  PRIMARY KEY (run_id, launch_id, rank)
+) WITHOUT ROWID;
+CREATE TABLE cluster_nodes (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  address TEXT NOT NULL,
+  gpus INTEGER NOT NULL,
+  gpu_type TEXT NOT NULL,
+  cpus REAL NOT NULL,
+  mem_gb REAL NOT NULL,
+  up INTEGER NOT NULL,
+  last_seen REAL NOT NULL,
+  PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+)sql";
+
+
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -214,6 +339,8 @@ ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
   }
 }
 
+std::span<const char* const> schema_migrations() { return kMigrations; }
+
 std::int64_t schema_version(sql::Database& db, const std::string& path) {
   auto pragma = [&](const char* sql) {
     auto statement = db.prepare(sql);
@@ -247,8 +374,12 @@ void ResultsStore::migrate() {
   db_.exec("PRAGMA foreign_keys=ON");
   if (version == kSchemaVersion) return;
   sql::Transaction transaction(db_);
-  for (std::int64_t v = version; v < kSchemaVersion; ++v) db_.exec(kMigrations[v]);
-  add_job_columns(db_);
+  if (version == 0) {
+    db_.exec(kCurrentSchema);
+  } else {
+    for (std::int64_t v = version; v < kSchemaVersion; ++v) db_.exec(kMigrations[v]);
+    add_job_columns(db_);
+  }
   db_.exec("PRAGMA application_id=" + std::to_string(kApplicationId));
   db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
   transaction.commit();
@@ -333,7 +464,9 @@ std::size_t rows_per_statement(sql::Database& db, std::size_t parameters) {
   return std::min(kRowsPerStatement, static_cast<std::size_t>(std::max(limit, 0)) / parameters);
 }
 
-// Binds `j` as the job row whose first parameter is `first`.
+// Binds `j` as the job row whose first parameter is `first`. Its texts are
+// bound without a copy: `j` outlives the statement's run (RunRows::job and
+// insert_rows run it before returning).
 void bind_job(sql::Statement& statement, int first, std::int64_t run, const JobRecord& j) {
   statement.bind(first, run);
   int index = first + 1;
@@ -344,6 +477,8 @@ void bind_job(sql::Statement& statement, int first, std::int64_t run, const JobR
           using Value = std::remove_cvref_t<decltype(value)>;
           if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, JobId>)
             statement.bind(index, static_cast<std::int64_t>(value));
+          else if constexpr (std::is_same_v<Value, std::string>)
+            statement.bind_unowned(index, value);
           else
             statement.bind(index, value);
         },

@@ -143,6 +143,11 @@ struct RunRow {
 // 0 for an empty file. Throws UserError if it is not a tessel database.
 std::int64_t schema_version(sql::Database& db, const std::string& path);
 
+// The schema's steps: the i-th takes a database from version i to i + 1 (a
+// new file gets their result in one script). For tests that build an older
+// database.
+std::span<const char* const> schema_migrations();
+
 // Creates the folder that the database file `path` goes in, if it is
 // missing: a run or `tessel serve` writes there. Throws UserError naming the
 // folder when it cannot be made (its parent is a file, or read-only).
