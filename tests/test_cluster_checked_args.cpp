@@ -94,6 +94,35 @@ database = "out/results.db"
   }
 }
 
+// A type that only a [[cluster.events]] node brings is the cluster's too:
+// the run will need its cost when the node arrives, so validate accepts it.
+TEST_CASE("gavel's gpu_costs may name a GPU type a cluster event adds later") {
+  test::TempDir dir;
+  dir.write("e.toml", R"([cluster]
+nodes = 2
+gpus_per_node = 4
+gpu_type = "v100"
+
+[[cluster.events]]
+at_seconds = 100
+add = { count = 1, gpus_per_node = 4, gpu_type = "k80" }
+
+[workload]
+kind = "synthetic"
+jobs = 5
+seed = 1
+
+[scheduler]
+allocation = { plugin = "gavel", policy = "max_sum_throughput_normalized_by_cost", gpu_costs = { v100 = 2.48, k80 = 0.9 } }
+placement = { plugin = "consolidated" }
+
+[output]
+database = "out/results.db"
+)");
+  const test::CommandResult result = test::run_tessel({"validate", "e.toml"}, dir.path());
+  CHECK_MESSAGE(result.code == 0, result.err);
+}
+
 // A generated workload larger than the process can hold is refused, named,
 // before any job is made; without the check the trace reserves the whole
 // count at once and the run dies of std::bad_alloc (exit 1). The limit is

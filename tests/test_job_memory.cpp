@@ -103,4 +103,7 @@ placement = { plugin = "consolidated" }
     REQUIRE(job.status == "finished");
     REQUIRE(job.executed_work == doctest::Approx(spec.total_work));
   }
+  // The run freed its jobs as it made their rows: a second run is refused,
+  // not run over freed state.
+  CHECK_THROWS_AS(simulation.run(), std::logic_error);
 }

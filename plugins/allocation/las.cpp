@@ -8,9 +8,10 @@
 // Rule as implemented: every active job is ranked by its attained service
 // (SchedulerView::attained_service), the least first, ties by arrival. Its
 // unit follows `[scheduler] attained_service`: GPU-seconds (2D-LAS, the
-// default) or seconds of running (classic LAS). Running jobs keep what they hold, waiting jobs ask for their
-// request; a job that does not fit preempts lower-ranked running jobs (the
-// core picks them, lowest first), and one that cannot fit even so is skipped.
+// default) or seconds of running (classic LAS). Running jobs keep what they
+// hold, waiting jobs ask for their request; a job that does not fit preempts
+// lower-ranked running jobs (the core picks them, lowest first), and one that
+// cannot fit even so is skipped.
 // The plan is incremental (see allocate): the running jobs ranked ahead of
 // every waiting job are kept without being listed. With `[scheduler]
 // placement_each_round = "every_round"` the core places those kept jobs

@@ -201,11 +201,19 @@ int validate(const std::string& path, const std::vector<std::string>& overrides)
 
 namespace {
 
+// What an argument's choices allow, in words: the kClusterGpuTypes marker
+// depends on the cluster, so it is said rather than printed.
+std::string choices_text(const std::string& choices) {
+  if (choices.empty()) return "";
+  if (choices == kClusterGpuTypes) return ", GPU types of the cluster";
+  return ", one of " + choices;
+}
+
 void print_arguments(std::span<const ArgDeclaration> declarations, std::string_view indent) {
   for (const ArgDeclaration& arg : declarations)
     std::cout << indent << arg.name << " (" << to_string(arg.type)
               << (arg.default_value ? ", default " + *arg.default_value : std::string(", required"))
-              << (arg.choices.empty() ? std::string() : ", one of " + arg.choices) << "): " << arg.help << "\n";
+              << choices_text(arg.choices) << "): " << arg.help << "\n";
 }
 
 // The classes defined at the top level of a Python file, by their `class` lines.

@@ -18,6 +18,17 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // A stuck time-sensitive scheduler (jobs that can never be placed, nothing
 // running, nothing left to happen) is given this many rounds to change its mind.
 constexpr std::uint64_t kStallRounds = 10'000;
+
+// The GPU types plugin arguments may name: the cluster's now, and every type
+// a [[cluster.events]] entry adds later, so that an argument naming a type
+// that arrives mid-run is accepted before the run, as the run will need it.
+std::vector<std::string> gpu_types_of_run(const ClusterState& cluster, const ClusterConfig& config) {
+  std::vector<std::string> types = cluster.gpu_types();
+  for (const ClusterEvent& event : config.events)
+    for (const NodeSpec& added : event.added)
+      if (std::find(types.begin(), types.end(), added.gpu_type) == types.end()) types.push_back(added.gpu_type);
+  return types;
+}
 }  // namespace
 
 // The simulation's PolicyLab: other policies, created on demand for this run,
@@ -56,10 +67,10 @@ class Simulation::Lab final : public PolicyLab {
     std::uint64_t salt = 0xcbf29ce484222325ULL;  // FNV-1a of the spelling: a seed of its own
     for (char c : policy) salt = (salt ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
     const Simulation& s = simulation_;
+    const std::vector<std::string> gpu_types = gpu_types_of_run(s.scheduler_->cluster(), s.config_.cluster);
     return as_stage<Stage>(create_plugin(stage, *s.registry_, derive_seed(s.config_.workload.seed, salt),
                                          *s.scheduler_->plugins().slots,
-                                         s.config_.document->base_directory().string(),
-                                         &s.scheduler_->cluster().gpu_types()),
+                                         s.config_.document->base_directory().string(), &gpu_types),
                            stage);
   }
 
@@ -74,8 +85,9 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
       failure_rng_(derive_seed(config.workload.seed, 0x6661696c)),  // "fail"
       next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
+  const std::vector<std::string> gpu_types = gpu_types_of_run(cluster, config.cluster);
   ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed,
-                                                config.document->base_directory().string(), &cluster.gpu_types());
+                                                config.document->base_directory().string(), &gpu_types);
   Workload workload = build_workload(config.workload, cluster, std::move(model));
   job_count_ = workload.jobs.size();
   for (std::size_t first = 0; first < job_count_; first += kJobBlock) {
@@ -151,9 +163,10 @@ PolicyLab& Simulation::lab() {
 
 std::unique_ptr<Simulation> Simulation::fork(const SchedulerConfig& composition) const {
   // The private constructor: make_unique cannot reach it.
+  const std::vector<std::string> gpu_types = gpu_types_of_run(scheduler_->cluster(), config_.cluster);
   return std::unique_ptr<Simulation>(new Simulation(
       *this, compose_scheduler(composition, *registry_, config_.workload.seed,
-                               config_.document->base_directory().string(), &scheduler_->cluster().gpu_types())));
+                               config_.document->base_directory().string(), &gpu_types)));
 }
 
 Forecast Simulation::forecast(const SchedulerConfig& composition, const ForecastOptions& options) {
@@ -684,6 +697,10 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
 }
 
 RunResults Simulation::run(const std::atomic<bool>* stop) {
+  // A run's end frees its jobs as it makes their rows (collect), so there is
+  // nothing left to run a second time.
+  if (ran_) throw std::logic_error("Simulation::run: a simulation runs once");
+  ran_ = true;
   const ClusterState& cluster = scheduler_->cluster();
   node_generation_.assign(cluster.nodes().size(), 0);
   for (NodeId node = 0; node < cluster.nodes().size(); ++node) schedule_node_failure(node, 0);

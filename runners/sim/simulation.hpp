@@ -216,6 +216,7 @@ class Simulation {
   BatchSink sink_;  // the run's samples and resizes as it goes; the rest at its end
   RoundObserver observer_;
   double next_round_;
+  bool ran_ = false;  // run() was called: it frees the jobs at its end
   double last_round_ = -1;
   std::uint64_t idle_rounds_ = 0;  // consecutive rounds that changed nothing with nothing running
   std::uint64_t handled_ = 0;      // events handled, rounds and arrivals included

@@ -216,7 +216,7 @@ struct Roofline {
   // outputs use: whole tiles in whole waves, one tile per multiprocessor.
   double wave_fill(double m, double n, double count) const {
     double best = 0;
-    for (const auto [rows, columns] : {std::pair{kTileRows, kTileColumns}, std::pair{kTileColumns, kTileRows}}) {
+    for (const auto& [rows, columns] : {std::pair{kTileRows, kTileColumns}, std::pair{kTileColumns, kTileRows}}) {
       const double tiles = std::ceil(m / rows) * std::ceil(n / columns) * count;
       const double waves = std::ceil(tiles / multiprocessors);
       best = std::max(best, m * n * count / (rows * columns) / (waves * multiprocessors));

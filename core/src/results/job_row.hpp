@@ -75,7 +75,10 @@ JobStatus status_named(const std::string& name);
 
 }  // namespace job_columns_detail
 
-// The `jobs` table after run_id, in its order.
+// The `jobs` table after run_id, in its order. A new column goes here, in a
+// migration for older databases (store.cpp, add_job_columns) and in
+// store.cpp's kCurrentSchema for new ones; test_startup_paths checks the two
+// schemas agree.
 inline constexpr JobColumn kJobColumns[] = {
     job_columns_detail::copied<&JobRecord::id, &JobSpec::id>("job_id", "INTEGER NOT NULL"),
     job_columns_detail::copied<&JobRecord::name, &JobSpec::name>("name", "TEXT NOT NULL"),

@@ -144,6 +144,8 @@ bool Statement::step() {
   const int code = sqlite3_extended_errcode(db);
   const std::string message = sqlite3_errmsg(db);
   sqlite3_reset(stmt_);
+  // Texts bound without a copy may not outlive this failure.
+  sqlite3_clear_bindings(stmt_);
   raise(file_of(db), "step", code, message);
 }
 

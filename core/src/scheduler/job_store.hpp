@@ -26,7 +26,7 @@ namespace tessel {
 class JobStore {
  public:
   // The first blocks are small, for the many short-lived schedulers of
-  // tests and forks; they double up to kMaxBlock jobs (51 MiB).
+  // tests and forks; they double up to kMaxBlock jobs (50 MiB).
   static constexpr std::size_t kFirstBlock = 256;
   static constexpr std::size_t kMaxBlock = std::size_t{1} << 17;
 

@@ -205,6 +205,7 @@ class Scheduler {
     for (auto* list : {&active_, &pending_, &waiting_, &requeued_, &round_running_, &victim_order_, &victims_})
       std::vector<JobState*>().swap(*list);
     std::vector<JobState*>().swap(all_);
+    std::vector<double>().swap(accounted_until_);
     storage_.release(std::forward<Take>(take));
   }
   // Admitted, not done, in arrival order.

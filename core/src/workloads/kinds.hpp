@@ -19,7 +19,7 @@ std::unique_ptr<WorkloadSource> parse_synergy_workload(TableReader&);
 // `jobs` in [workload] for the kinds that generate their jobs: 1..1e8, and no
 // more than this process can hold. A finite workload's jobs are held whole
 // (the trace, then the run's specs), so a count whose specs alone exceed the
-// memory the process may use (physical memory, or its address-space limit if
+// memory the process may use (memory and swap, or its address-space limit if
 // lower) would fail part way, or at once where the trace reserves them all; it
 // is refused here, named, before any job is made. Returns the count, or
 // `fallback` after a reported problem.

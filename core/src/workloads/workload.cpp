@@ -11,14 +11,18 @@
 #include "workloads/kinds.hpp"
 
 #include <sys/resource.h>
-#include <unistd.h>
+#include <sys/sysinfo.h>
 
 namespace tessel {
 
 std::int64_t read_job_count(TableReader& reader, std::int64_t fallback) {
   const std::optional<std::int64_t> jobs = reader.integer("jobs", fallback, 1, 100'000'000);
   if (!jobs) return fallback;
-  double usable = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  // Memory and swap together, as a run may page; where the figure cannot be
+  // read, no bound: a false refusal would stop a run that fits.
+  double usable = std::numeric_limits<double>::infinity();
+  if (struct sysinfo info{}; sysinfo(&info) == 0)
+    usable = (static_cast<double>(info.totalram) + static_cast<double>(info.totalswap)) * info.mem_unit;
   rlimit limit{};
   if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
     usable = std::min(usable, static_cast<double>(limit.rlim_cur));
@@ -32,7 +36,7 @@ std::int64_t read_job_count(TableReader& reader, std::int64_t fallback) {
     };
     reader.error("jobs", "'jobs' in [workload]: " + count_text(static_cast<std::size_t>(*jobs)) + " jobs need " +
                              gib(needed) + " for their specs alone, more than the " + gib(usable) +
-                             " this process may use (physical memory, or its address-space limit)");
+                             " this process may use (memory and swap, or its address-space limit)");
     return fallback;
   }
   return *jobs;
