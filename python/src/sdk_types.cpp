@@ -366,7 +366,12 @@ void bind_sdk(py::module_& m) {
       .def("remaining_seconds",
            [](const PolicyView& v, const JobState& job, const Shape& shape) {
              return v.get().remaining_seconds(job, shape);
-           });
+           })
+      // Current even in rounds that skip per-job accounting (a policy whose
+      // reads_progress() is False): job.attained_service and job.gpu_seconds
+      // are then as of the job's last start, stop or resize.
+      .def("attained_service", [](const PolicyView& v, const JobState& job) { return v.get().attained_service(job); })
+      .def("gpu_seconds", [](const PolicyView& v, const JobState& job) { return v.get().gpu_seconds(job); });
 
   // Decisions are plain Python classes (tessel/decisions.py); the bridge
   // reads them.

@@ -115,3 +115,59 @@ def test_a_python_reads_progress_that_is_not_a_bool_is_refused_with_its_class_li
     assert "watching.py:" in result.stderr
     assert "WatchingFifo.reads_progress() returned" in result.stderr
     assert "not True or False" in result.stderr
+
+
+SERVICE = '''
+import json
+
+import tessel
+
+
+class ServiceFifo:
+    """FIFO that writes, each round, each running job's service: the stored
+    field when rounds account progress, view.attained_service() when not."""
+
+    def __init__(self, lazy: bool = False):
+        self.lazy = lazy
+
+    def reads_progress(self):
+        return not self.lazy
+
+    def time_sensitive(self):
+        return False
+
+    def allocate(self, view):
+        running = [j for j in view.active() if j.running()]
+        seen = {j.spec.id: [view.attained_service(j) if self.lazy else j.attained_service,
+                            view.gpu_seconds(j) if self.lazy else j.gpu_seconds] for j in running}
+        if not self.lazy:  # accounted every round: the view adds nothing
+            assert all(seen[j.spec.id] == [view.attained_service(j), view.gpu_seconds(j)] for j in running)
+        elif any(j.attained_service != view.attained_service(j) for j in running):
+            open("stale.txt", "w").close()  # the stored field lags: rounds really skipped accounting
+        with open(f"service-{self.lazy}.jsonl", "a") as out:
+            out.write(json.dumps([view.now(), sorted(seen.items())]) + "\\n")
+        return tessel.AllocationPlan([tessel.Grant(job) for job in view.waiting()], stop_at_first_unplaced=True,
+                                     keep_running="running; FIFO never preempts")
+'''
+
+
+def test_a_python_policy_reading_no_progress_reads_current_service_from_the_view(tmp_path, write, monkeypatch):
+    """view.attained_service(job) and view.gpu_seconds(job) give, in rounds that
+    skip per-job accounting, what the accounted fields give when rounds keep them."""
+    import json
+    module = write("service.py", SERVICE)
+    monkeypatch.chdir(tmp_path)
+    rounds = {}
+    for lazy in (False, True):
+        tessel.run(write(f"{lazy}.toml", small_cluster(allocation=python_stage(module, "ServiceFifo", lazy=lazy))),
+                   db=tmp_path / f"{lazy}.db")
+        rounds[lazy] = [json.loads(line) for line in (tmp_path / f"service-{lazy}.jsonl").read_text().split("\n")
+                        if line]
+    assert any(seen for _, seen in rounds[False])  # jobs ran while rounds were held
+    assert (tmp_path / "stale.txt").exists()
+    assert len(rounds[True]) == len(rounds[False])
+    for (now, lazy_seen), (_, accounted) in zip(rounds[True], rounds[False]):
+        assert [job for job, _ in lazy_seen] == [job for job, _ in accounted], now
+        for (_, (service, gpu_seconds)), (_, (want_service, want_gpu_seconds)) in zip(lazy_seen, accounted):
+            assert abs(service - want_service) <= 1e-6 * max(1.0, want_service), now
+            assert abs(gpu_seconds - want_gpu_seconds) <= 1e-6 * max(1.0, want_gpu_seconds), now
