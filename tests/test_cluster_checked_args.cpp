@@ -66,13 +66,15 @@ TEST_CASE("a string, each string of a list and each key of a table declared as G
   CHECK(errors_of(R"(typed { one = "p100", costs = { t4 = 1 } })", nullptr).empty());
 }
 
-TEST_CASE("gavel's gpu_costs naming a type the cluster lacks: validate and run refuse it, exit 2, before running") {
-  test::TempDir dir;
-  dir.write("e.toml", R"([cluster]
+namespace {
+
+// v100 nodes, then what `events` adds; gavel's gpu_costs names v100 and k80.
+std::string gavel_costs_experiment(const std::string& events) {
+  return R"([cluster]
 nodes = 2
 gpus_per_node = 4
 gpu_type = "v100"
-
+)" + events + R"(
 [workload]
 kind = "synthetic"
 jobs = 5
@@ -84,7 +86,14 @@ placement = { plugin = "consolidated" }
 
 [output]
 database = "out/results.db"
-)");
+)";
+}
+
+}  // namespace
+
+TEST_CASE("gavel's gpu_costs naming a type the cluster lacks: validate and run refuse it, exit 2, before running") {
+  test::TempDir dir;
+  dir.write("e.toml", gavel_costs_experiment(""));
   for (const char* command : {"validate", "run"}) {
     CAPTURE(command);
     const test::CommandResult result = test::run_tessel({command, "e.toml"}, dir.path());
@@ -98,27 +107,11 @@ database = "out/results.db"
 // the run will need its cost when the node arrives, so validate accepts it.
 TEST_CASE("gavel's gpu_costs may name a GPU type a cluster event adds later") {
   test::TempDir dir;
-  dir.write("e.toml", R"([cluster]
-nodes = 2
-gpus_per_node = 4
-gpu_type = "v100"
-
+  dir.write("e.toml", gavel_costs_experiment(R"(
 [[cluster.events]]
 at_seconds = 100
 add = { count = 1, gpus_per_node = 4, gpu_type = "k80" }
-
-[workload]
-kind = "synthetic"
-jobs = 5
-seed = 1
-
-[scheduler]
-allocation = { plugin = "gavel", policy = "max_sum_throughput_normalized_by_cost", gpu_costs = { v100 = 2.48, k80 = 0.9 } }
-placement = { plugin = "consolidated" }
-
-[output]
-database = "out/results.db"
-)");
+)"));
   const test::CommandResult result = test::run_tessel({"validate", "e.toml"}, dir.path());
   CHECK_MESSAGE(result.code == 0, result.err);
 }

@@ -30,12 +30,6 @@ namespace {
 
 // ------------------------------------------------------------- placement
 
-class FlatRate final : public ThroughputModel {
- public:
-  std::string_view name() const override { return "flat"; }
-  double rate(const JobSpec&, const Shape&) const override { return 1; }
-};
-
 // A placement plugin, created as the loader creates it: arguments checked
 // against its schema, defaults filled in.
 class Placer {

@@ -41,18 +41,6 @@ preemption_overhead_seconds = 0
 )" + (events ? "rounds = \"events\"\n" : ""));
 }
 
-std::vector<double> finishes(const RunResults& results) {
-  std::vector<double> out;
-  for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN));
-  return out;
-}
-
-class FlatRate final : public ThroughputModel {
- public:
-  std::string_view name() const override { return "flat"; }
-  double rate(const JobSpec&, const Shape&) const override { return 1; }
-};
-
 }  // namespace
 
 TEST_CASE("las lists only the waiting jobs and the running jobs one of them outranks; it keeps the others") {
@@ -154,21 +142,21 @@ TEST_CASE("greedy_by_count at events: a job started at a round crosses its queue
   const std::string trace = "0,4,1000\n0,4,1000\n";
   const std::string queues = "queue_thresholds_gpu_seconds = [400], promote_knob = 0, selection = \"greedy_by_count\"";
   const RunResults events = run(trace, "{ plugin = \"tiresias\", " + queues + " }", true);
-  CHECK(finishes(events) == std::vector<double>{2000, 1100});
-  CHECK(finishes(run(trace, "{ plugin = \"tiresias\", " + queues + " }", false)) == finishes(events));
+  CHECK(finish_times(events) == std::vector<double>{2000, 1100});
+  CHECK(finish_times(run(trace, "{ plugin = \"tiresias\", " + queues + " }", false)) == finish_times(events));
   // In entry order, job 1, demoted while running at 200, queues behind job 0,
   // which waits in queue 2 already: job 0 runs from 200 to its end at 1100.
   const std::string entry_order = "{ plugin = \"tiresias\", entry_order = true, " + queues + " }";
   const RunResults entered = run(trace, entry_order, true);
-  CHECK(finishes(entered) == std::vector<double>{1100, 2000});
-  CHECK(finishes(run(trace, entry_order, false)) == finishes(entered));
+  CHECK(finish_times(entered) == std::vector<double>{1100, 2000});
+  CHECK(finish_times(run(trace, entry_order, false)) == finish_times(entered));
   // 2D-Gittins the same way: at 100 job 0 is in queue 2 and job 1 preempts
   // it; at 200 both are in queue 2 at the same index and job 0, the earlier,
   // runs to 1100. (One-second rounds re-read the index each second, which
   // rounds at events do only at rounds, so the two runs differ here.)
   const RunResults gittins =
       run(trace, "{ plugin = \"gittins\", distribution = \"sizes.csv\", delta = 3250, " + queues + " }", true);
-  CHECK(finishes(gittins) == std::vector<double>{1100, 2000});
+  CHECK(finish_times(gittins) == std::vector<double>{1100, 2000});
   CHECK(gittins.jobs[0].preemptions == 1);
 }
 
@@ -185,8 +173,8 @@ TEST_CASE("greedy_by_count at events: a job the selection stops becomes due for 
       "selection = \"greedy_by_count\" }";
   const RunResults events = run(trace, allocation, true);
   const RunResults clock = run(trace, allocation, false);
-  CHECK(finishes(events) == std::vector<double>{1900, 2000});
-  CHECK(finishes(events) == finishes(clock));
+  CHECK(finish_times(events) == std::vector<double>{1900, 2000});
+  CHECK(finish_times(events) == finish_times(clock));
   CHECK(events.jobs[0].preemptions == clock.jobs[0].preemptions);
   CHECK(events.jobs[1].preemptions == clock.jobs[1].preemptions);
 }

@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <doctest/doctest.h>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/mount.h>
@@ -147,6 +149,32 @@ RunResults simulate(const TempDir& dir, const std::string& toml, const std::stri
   PluginRegistry registry(config.scheduler.plugin_path);
   Simulation simulation(config, registry);
   return simulation.run();
+}
+
+int check_lazy_progress_changes_nothing(const ExperimentConfig& config) {
+  auto run = [&](bool observed) {
+    PluginRegistry registry(config.scheduler.plugin_path);
+    Simulation simulation(config, registry);
+    // An observer reads the scheduler after each round, so every round
+    // accounts the running jobs.
+    if (observed) simulation.observe_rounds([](double, const Scheduler&, const RoundOutcome&) {});
+    return simulation.run();
+  };
+  const RunResults lazy = run(false);
+  const RunResults eager = run(true);
+  REQUIRE(lazy.jobs.size() == eager.jobs.size());
+  int preemptions = 0;
+  for (std::size_t i = 0; i < lazy.jobs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(lazy.jobs[i].status == eager.jobs[i].status);
+    CHECK(lazy.jobs[i].first_start == eager.jobs[i].first_start);
+    CHECK(lazy.jobs[i].finish == eager.jobs[i].finish);
+    CHECK(lazy.jobs[i].preemptions == eager.jobs[i].preemptions);
+    CHECK(lazy.jobs[i].attained_service == eager.jobs[i].attained_service);
+    CHECK(lazy.jobs[i].gpu_seconds == eager.jobs[i].gpu_seconds);
+    preemptions += eager.jobs[i].preemptions;
+  }
+  return preemptions;
 }
 
 std::vector<double> finish_times(const RunResults& results) {

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "config/experiment.hpp"
 #include "results/store.hpp"
+#include "tessel/throughput.hpp"
 
 namespace tessel::test {
 
@@ -70,6 +72,22 @@ CommandResult run_command(const std::vector<std::string>& argv, const fs::path& 
 
 // Simulates the experiment in `toml` (written to dir/name) and returns its results.
 RunResults simulate(const TempDir& dir, const std::string& toml, const std::string& name = "experiment.toml");
+
+// One unit of work a second, whatever the job and its shape: hand-worked
+// figures stay in seconds.
+class FlatRate final : public ThroughputModel {
+ public:
+  std::string_view name() const override { return "flat"; }
+  double rate(const JobSpec&, const Shape&) const override { return 1; }
+};
+
+// Runs `config` twice: as is, where rounds account running jobs only if a
+// plugin reads their progress (lazy progress), and with a round observer,
+// which makes every round account every job. Checks that each job's status,
+// first start, finish, preemptions, attained service and GPU-seconds are
+// the same in both, and returns the preemptions of the run, for the caller
+// to check that the ranking of running jobs mattered.
+int check_lazy_progress_changes_nothing(const ExperimentConfig& config);
 
 // Finish time of each job, by id (NaN if it did not finish).
 std::vector<double> finish_times(const RunResults& results);
