@@ -58,6 +58,8 @@ class Las final : public tessel::AllocationPolicy {
     // The waiting job ranked first: the least attained service, the earliest
     // arrival among ties. view.waiting() and view.active() are in id (=
     // arrival) order, so ties by id are ties by arrival and keys are unique.
+    // A waiting job holds no GPUs and gains no service: its stored field is
+    // what view.attained_service would add nothing to.
     Key first_waiting{std::numeric_limits<double>::infinity(), 0, nullptr};
     for (const tessel::JobState* job : view.waiting())
       if (job->attained_service < first_waiting.attained) first_waiting = {job->attained_service, job->spec.id, job};
