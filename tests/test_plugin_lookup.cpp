@@ -83,10 +83,53 @@ TEST_CASE("listing the plugins opens every one") {
 TEST_CASE("a name defined twice is refused although neither file is opened") {
   MarkedPlugin marked;
   TempDir other;
-  fs::copy_file(test_plugin("newest_first"), other.path() / "renamed.so");
+  fs::copy_file(test_plugin("newest_first"), other.path() / "newest_first.so");
   PluginRegistry registry({marked.dir.path().string(), other.path().string()});
   CHECK_THROWS_AS(registry.find(PluginKind::allocation, "newest_first"), PluginLoadError);
   CHECK_FALSE(marked.opened());
+}
+
+TEST_CASE("a plugin's file is named after it: a file of another name is refused, never opened") {
+  TempDir dir, markers;
+  REQUIRE(setenv("TESSEL_TEST_MARKER_DIR", markers.path().c_str(), 1) == 0);
+  const fs::path renamed = dir.path() / "renamed.so";
+  fs::copy_file(test_plugin("newest_first"), renamed);
+  PluginRegistry registry({dir.path().string()});
+  const std::string refusal = renamed.string() +
+                              ": plugin file not named after its plugin: it defines allocation plugin "
+                              "'newest_first', so it must be called newest_first.so to be found by that name "
+                              "(or be named with `path`)";
+  // Looked up by its name, it is not found, and the error says where it is.
+  try {
+    registry.find(PluginKind::allocation, "newest_first");
+    FAIL("a misnamed file was found");
+  } catch (const PluginLoadError& e) {
+    CHECK(e.code() == LoadError::not_found);
+    CHECK(std::string(e.what()).find("\n  note: refused " + refusal) != std::string::npos);
+  }
+  // Listed, it is refused, in the same words.
+  REQUIRE(registry.rejected().size() == 1);
+  CHECK(registry.rejected()[0].error == LoadError::misnamed);
+  CHECK(registry.rejected()[0].message == refusal);
+  CHECK_FALSE(fs::exists(markers.path() / "newest_first"));
+  // Named by its path, it is what it says it is.
+  CHECK(std::string_view(registry.open(renamed.string(), PluginKind::allocation).info.name) == "newest_first");
+  unsetenv("TESSEL_TEST_MARKER_DIR");
+}
+
+TEST_CASE("a broken file of the name asked for is the answer, typed; one of another name is only noted in a listing") {
+  TempDir dir;
+  // Refused when read (another ABI), so a lookup that read it would have it
+  // as a refusal; it is only noted when everything is listed.
+  fs::copy_file(test_plugin("wrong_abi"), dir.path() / "wrong_abi.so");
+  fs::copy_file(test_plugin("newest_first"), dir.path() / "newest_first.so");
+  PluginRegistry registry({dir.path().string()});
+  CHECK(registry.find(PluginKind::allocation, "newest_first").path == (dir.path() / "newest_first.so").string());
+  // A broken file of the name asked for is the answer, typed, ahead of "not found".
+  CHECK_THROWS_WITH_AS(registry.find(PluginKind::allocation, "wrong_abi"),
+                       doctest::Contains("wrong_abi.so: plugin ABI mismatch"), PluginLoadError);
+  REQUIRE(registry.rejected().size() == 1);
+  CHECK(registry.rejected()[0].error == LoadError::abi_mismatch);
 }
 
 TEST_CASE("tessel validate and tessel run open only the plugins the experiment names") {

@@ -210,9 +210,10 @@ TEST_CASE("truncated and garbage files give a typed error, never a crash") {
 TEST_CASE("two plugins of one name are an error naming both files; one file reached twice is not") {
   TempDir first, second;
   fs::copy_file(test_plugin("newest_first"), first.path() / "newest_first.so");
-  fs::copy_file(test_plugin("newest_first"), second.path() / "mine.so");
+  fs::create_directory(second.path() / "stage");
+  fs::copy_file(test_plugin("newest_first"), second.path() / "stage" / "newest_first.so");
   const std::string a = (first.path() / "newest_first.so").string();
-  const std::string b = (second.path() / "mine.so").string();
+  const std::string b = (second.path() / "stage" / "newest_first.so").string();
 
   PluginRegistry twice({first.path().string(), second.path().string()});
   const std::string expected = "allocation plugin 'newest_first' is defined by 2 files: " + a + " and " + b +
@@ -239,8 +240,8 @@ TEST_CASE("two plugins of one name are an error naming both files; one file reac
   // The same file through a directory named twice, a link to that
   // directory, or a hard link, is one plugin.
   fs::create_directory_symlink(first.path(), second.path() / "link");
-  fs::remove(second.path() / "mine.so");
-  fs::create_hard_link(first.path() / "newest_first.so", second.path() / "hard.so");
+  fs::remove(b);
+  fs::create_hard_link(first.path() / "newest_first.so", b);
   PluginRegistry once({first.path().string(), first.path().string(), (second.path() / "link").string(),
                        second.path().string()});
   CHECK(once.find(PluginKind::allocation, "newest_first").path == a);

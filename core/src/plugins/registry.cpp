@@ -32,6 +32,7 @@ std::string_view describe(LoadError error) {
     case LoadError::missing_factory: return "plugin has no factory";
     case LoadError::factory_threw: return "plugin factory failed";
     case LoadError::duplicate_name: return "plugin defined more than once";
+    case LoadError::misnamed: return "plugin file not named after its plugin";
   }
   return "?";
 }
@@ -251,56 +252,96 @@ PluginEntry PluginRegistry::inspect(const std::string& path) {
   return entry;
 }
 
-void PluginRegistry::scan() {
-  std::lock_guard lock(mutex_);
-  if (scanned_) return;
-  scanned_ = true;
-  std::set<std::pair<dev_t, ino_t>> seen;
-  std::vector<Found> found;
+const std::vector<std::string>& PluginRegistry::files() {
+  if (files_) return *files_;
+  files_.emplace();
   for (const std::string& dir : search_path_) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
-    std::vector<std::string> files;
+    std::vector<std::string> here;
     for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
-      if (it.depth() > 1) it.disable_recursion_pending();
-      if (it->is_regular_file(ec) && it->path().extension() == ".so") files.push_back(it->path().string());
+      if (it.depth() == 1) it.disable_recursion_pending();  // a directory and its subdirectories, no deeper
+      if (it->is_regular_file(ec) && it->path().extension() == ".so") here.push_back(it->path().string());
     }
-    std::sort(files.begin(), files.end());
-    for (const std::string& file : files) {
-      // The same file through two directories (a directory named twice, a
-      // link) is one plugin, not two.
-      if (const auto identity = identity_of(file); identity && !seen.insert(*identity).second) continue;
-      try {
-        bool declares = false;
-        PluginEntry entry = read_records(file, declares);
-        found.push_back({std::move(entry), declares, std::nullopt});
-      } catch (const PluginLoadError& e) {
-        // Ordinary shared libraries may sit beside plugins; only report files
-        // that claim to be plugins.
-        if (e.code() != LoadError::not_a_plugin) rejected_.push_back({file, e.code(), e.what()});
-      }
-    }
+    std::sort(here.begin(), here.end());
+    files_->insert(files_->end(), here.begin(), here.end());
   }
+  return *files_;
+}
+
+const PluginRegistry::FileRecords* PluginRegistry::read(const std::string& path) {
+  // The same file through two directories (a directory named twice, a
+  // link) is one file, read once, known by the path it was first reached by.
+  const auto identity = identity_of(path);
+  if (!identity) return nullptr;
+  if (const auto known = read_.find(*identity); known != read_.end()) return &known->second;
+  FileRecords& records = read_[*identity];
+  records.path = path;
+  try {
+    bool declares = false;
+    PluginEntry entry = read_records(path, declares);
+    const std::string stem = fs::path(path).stem().string();
+    if (stem != entry.info.name)
+      fail(LoadError::misnamed, path,
+           "it defines " + std::string(to_string(entry.info.kind)) + " plugin '" + entry.info.name +
+               "', so it must be called " + entry.info.name + ".so to be found by that name (or be named with `path`)");
+    found_.push_back({std::move(entry), declares, std::nullopt});
+    records.plugin = &found_.back();
+  } catch (const PluginLoadError& e) {
+    // Ordinary shared libraries may sit beside plugins; only files that
+    // claim to be plugins are refused.
+    if (e.code() != LoadError::not_a_plugin) records.refused = RejectedFile{path, e.code(), e.what()};
+  }
+  return &records;
+}
+
+namespace {
+std::string defined_twice(PluginKind kind, std::string_view name, const std::vector<std::string>& paths) {
+  std::string files;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    files += (i == 0 ? "" : i + 1 == paths.size() ? " and " : ", ") + paths[i];
+  return std::string(to_string(kind)) + " plugin '" + std::string(name) + "' is defined by " +
+         std::to_string(paths.size()) + " files: " + files + "; remove all but one, or name one with `path`";
+}
+}  // namespace
+
+void PluginRegistry::open_all() {
+  std::lock_guard lock(mutex_);
+  if (opened_all_) return;
+  opened_all_ = true;
+  // Every file, in search order, so that the refusals read in that order.
+  std::vector<const FileRecords*> each;
+  std::set<const FileRecords*> seen;
+  for (const std::string& file : files())
+    if (const FileRecords* records = read(file); records && seen.insert(records).second) each.push_back(records);
   // Two files defining one (kind, name): neither is used, since which one a
   // run got would depend on the search path's order. Their records say so,
   // whether or not either would open.
-  std::map<std::pair<PluginKind, std::string_view>, std::vector<const PluginEntry*>> by_name;
-  for (const Found& each : found) by_name[{each.entry.info.kind, each.entry.info.name}].push_back(&each.entry);
-  for (const auto& [key, entries] : by_name) {
-    if (entries.size() < 2) continue;
-    std::string files;
-    for (std::size_t i = 0; i < entries.size(); ++i)
-      files += (i == 0 ? "" : i + 1 == entries.size() ? " and " : ", ") + entries[i]->path;
-    const std::string message = std::string(to_string(key.first)) + " plugin '" + std::string(key.second) +
-                                "' is defined by " + std::to_string(entries.size()) + " files: " + files +
-                                "; remove all but one, or name one with `path`";
-    duplicates_.push_back({key.first, std::string(key.second), message});
-    rejected_.push_back({entries.front()->path, LoadError::duplicate_name,
-                         std::string(describe(LoadError::duplicate_name)) + ": " + message});
+  std::map<std::pair<PluginKind, std::string_view>, std::vector<std::string>> paths_by_name;
+  for (const FileRecords* records : each)
+    if (const Found* found = records->plugin) paths_by_name[{found->entry.info.kind, found->entry.info.name}].push_back(records->path);
+  for (const FileRecords* records : each) {
+    if (records->refused) {
+      rejected_.push_back(*records->refused);
+      continue;
+    }
+    if (!records->plugin) continue;
+    Found& found = *records->plugin;
+    const auto& paths = paths_by_name[{found.entry.info.kind, found.entry.info.name}];
+    if (paths.size() > 1) {
+      if (paths.front() == records->path)
+        rejected_.push_back({records->path, LoadError::duplicate_name,
+                             std::string(describe(LoadError::duplicate_name)) + ": " +
+                                 defined_twice(found.entry.info.kind, found.entry.info.name, paths)});
+      continue;
+    }
+    try {
+      plugins_.push_back(opened(found));
+    } catch (const PluginLoadError&) {
+      rejected_.push_back(*found.refused);
+    }
   }
-  for (Found& each : found)
-    if (by_name[{each.entry.info.kind, each.entry.info.name}].size() == 1) found_.push_back(std::move(each));
 }
 
 const PluginEntry& PluginRegistry::opened(Found& found) {
@@ -316,20 +357,6 @@ const PluginEntry& PluginRegistry::opened(Found& found) {
   return found.entry;
 }
 
-void PluginRegistry::open_all() {
-  std::lock_guard lock(mutex_);
-  scan();
-  if (opened_all_) return;
-  opened_all_ = true;
-  for (Found& found : found_) {
-    try {
-      plugins_.push_back(opened(found));
-    } catch (const PluginLoadError&) {
-      rejected_.push_back(*found.refused);
-    }
-  }
-}
-
 const std::deque<PluginEntry>& PluginRegistry::plugins() {
   open_all();
   return plugins_;
@@ -342,19 +369,41 @@ const std::vector<RejectedFile>& PluginRegistry::rejected() {
 
 const PluginEntry& PluginRegistry::find(PluginKind kind, std::string_view name) {
   std::lock_guard lock(mutex_);
-  scan();
-  for (const Duplicate& duplicate : duplicates_)
-    if (duplicate.kind == kind && duplicate.name == name)
-      throw PluginLoadError(LoadError::duplicate_name, duplicate.message);
-  for (Found& found : found_)
-    if (found.entry.info.kind == kind && name == found.entry.info.name) return opened(found);
-  for (const Found& found : found_)
-    if (name == found.entry.info.name)
-      throw PluginLoadError(LoadError::wrong_kind,
-                            "'" + std::string(name) + "' is " + plugin_noun(found.entry.info.kind) +
-                                ", not " + plugin_noun(kind));
+  // Only the files called <name>.so are read: a plugin's file is named after it.
+  const std::string file_name = std::string(name) + ".so";
+  std::vector<const FileRecords*> candidates;
+  for (const std::string& file : files())
+    if (fs::path(file).filename() == file_name)
+      if (const FileRecords* records = read(file);
+          records && std::find(candidates.begin(), candidates.end(), records) == candidates.end())
+        candidates.push_back(records);
+  std::vector<const FileRecords*> of_kind;
+  const FileRecords* of_another_kind = nullptr;
+  const FileRecords* refused = nullptr;
+  for (const FileRecords* records : candidates) {
+    if (records->refused && !refused) refused = records;
+    if (!records->plugin) continue;
+    if (records->plugin->entry.info.kind == kind)
+      of_kind.push_back(records);
+    else
+      of_another_kind = records;
+  }
+  if (of_kind.size() > 1) {
+    std::vector<std::string> paths;
+    for (const FileRecords* records : of_kind) paths.push_back(records->path);
+    throw PluginLoadError(LoadError::duplicate_name, defined_twice(kind, name, paths));
+  }
+  if (of_kind.size() == 1) return opened(*of_kind.front()->plugin);
+  // A file of that name that could not be read is the likeliest answer,
+  // ahead of one of another stage (each stage has its own python.so).
+  if (refused) throw PluginLoadError(refused->refused->error, refused->refused->message);
+  if (of_another_kind)
+    throw PluginLoadError(LoadError::wrong_kind, "'" + std::string(name) + "' is " +
+                                                     plugin_noun(of_another_kind->plugin->entry.info.kind) +
+                                                     ", not " + plugin_noun(kind));
   // The error path: the valid names are those that open, with every refusal
-  // noted, as `tessel plugins` lists them.
+  // noted (a file defining this name under another file name among them),
+  // as `tessel plugins` lists them.
   open_all();
   std::vector<std::string> valid;
   for (const PluginEntry& entry : plugins_)

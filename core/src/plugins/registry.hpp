@@ -2,10 +2,17 @@
 //
 // Search order: the directories in [scheduler] plugin_path, then
 // TESSEL_PLUGIN_PATH (colon-separated), then the plugins that belong with
-// this process's libtessel (own_plugin_dir()). A stage may also name a
-// library file with `path`. Two files on the search path that define a
-// plugin of the same kind and name are an error naming both, whenever that
-// name is looked up; one file reached through two directories is one file.
+// this process's libtessel (own_plugin_dir()), each with its subdirectories.
+// A stage may also name a library file with `path`.
+//
+// A plugin's file is named after it: plugin `fifo` is some `fifo.so` on the
+// search path (each stage has its own `python.so`). So looking a plugin up
+// reads the records of the files of that name alone, as Slurm finds its
+// plugins, instead of every file's (which made every command pay for all of
+// them), and a file defining another name is refused (misnamed). Two files
+// on the search path that define a plugin of the same kind and name are an
+// error naming both, whenever that name is looked up; one file reached
+// through two directories is one file.
 //
 // A file is checked before any of its code runs, static constructors
 // included: its info record and argument records are read from the ELF file
@@ -14,17 +21,19 @@
 // then is the library opened and its factory taken. Failures are typed
 // (LoadError).
 //
-// Looking a plugin up reads the records of every file on the search path
-// (a few small reads each: that is what finds a name defined twice, whatever
-// the files are called) but opens only the library it returns: opening one
-// runs the dynamic loader over it and its dependencies (libpython for the
-// Python plugins, GLPK for the LP ones), which costs more than the records of
-// all of them. Listing every plugin (plugins(), rejected()) opens them all,
-// and so does the error for an unknown name, whose list of valid names holds
-// only plugins that load.
+// Looking a plugin up opens only the library it returns: opening one runs
+// the dynamic loader over it and its dependencies (libpython for the Python
+// plugins, GLPK for the LP ones). Listing every plugin (plugins(),
+// rejected()) reads and opens them all, and so does the error for an unknown
+// name, whose list of valid names holds only plugins that load and whose
+// notes name every refused file (one defining that name under another file
+// name among them).
 #pragma once
 
+#include <sys/types.h>
+
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,6 +58,7 @@ enum class LoadError {
   missing_factory,  // has an info record but no factory
   factory_threw,    // the factory (plugin constructor) failed
   duplicate_name,   // two files on the search path define the same plugin
+  misnamed,         // on the search path under another name than its plugin's
 };
 
 std::string_view describe(LoadError error);
@@ -131,25 +141,32 @@ class PluginRegistry {
     bool declares_arguments = false;  // the file exports tessel_plugin_arguments
     std::optional<RejectedFile> refused;  // why it could not be opened
   };
+  // What reading one file's records gave: a plugin, a refusal, or neither
+  // (an ordinary library beside the plugins).
+  struct FileRecords {
+    std::string path;  // the first path it was reached by
+    Found* plugin = nullptr;  // in found_
+    std::optional<RejectedFile> refused;
+  };
 
-  void scan();  // reads the records of every file
+  // The *.so files on the search path, in its order, sorted within each
+  // directory: listed once, nothing read.
+  const std::vector<std::string>& files();
+  // Reads a file's records once, however many paths reach it; nullptr when
+  // it is gone.
+  const FileRecords* read(const std::string& path);
   const PluginEntry& opened(Found& found);  // throws PluginLoadError
-  void open_all();
+  void open_all();  // reads and opens every file
 
   std::vector<std::string> search_path_;
   std::recursive_mutex mutex_;
-  bool scanned_ = false;
-  bool opened_all_ = false;
+  std::optional<std::vector<std::string>> files_;
+  std::map<std::pair<dev_t, ino_t>, FileRecords> read_;  // by the file's identity
   std::deque<Found> found_;  // never erased from: find() returns references into it
-  std::deque<PluginEntry> plugins_;  // those of found_ that opened, once open_all() ran
+  bool opened_all_ = false;
+  std::deque<PluginEntry> plugins_;  // those of found_ that opened and are not defined twice, once open_all() ran
   std::deque<PluginEntry> opened_;  // explicit files
-  std::vector<RejectedFile> rejected_;  // duplicate names among them, by their first file
-  struct Duplicate {
-    PluginKind kind;
-    std::string name;
-    std::string message;
-  };
-  std::vector<Duplicate> duplicates_;
+  std::vector<RejectedFile> rejected_;  // once open_all() ran: refusals, in search order, and names defined twice
 };
 
 }  // namespace tessel
