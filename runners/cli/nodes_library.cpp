@@ -46,9 +46,10 @@ const NodesCommands* nodes_commands() {
   if (libtessel.empty())
     return refuse("cannot find where libtessel.so was loaded from, so not the real-node commands' library either");
   std::error_code ec;
-  const fs::path file = fs::equivalent(libtessel.parent_path(), kBuildLibraryDir, ec)
-                            ? fs::path(kBuildNodesLibrary)
-                            : libtessel.parent_path() / kNodesLibrary;
+  // Without the RUNPATH's "..": the file is named in errors.
+  fs::path dir = fs::weakly_canonical(libtessel.parent_path(), ec);
+  if (ec) dir = libtessel.parent_path();
+  const fs::path file = fs::equivalent(dir, kBuildLibraryDir, ec) ? fs::path(kBuildNodesLibrary) : dir / kNodesLibrary;
   void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr)
     return refuse("cannot load " + file.string() + ", which serve, agent and the client commands need: " + dlerror());
