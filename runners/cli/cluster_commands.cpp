@@ -283,7 +283,7 @@ int progress(std::int64_t iteration, std::int64_t total) {
 
 }  // namespace tessel::cli::nodes
 
-extern "C" const tessel::cli::NodesCommands* tessel_nodes_commands() {
+extern "C" __attribute__((visibility("default"))) const tessel::cli::NodesCommands* tessel_nodes_commands() {
   using namespace tessel::cli;
   static constexpr NodesCommands commands{
       kNodesInterface, sizeof(NodesCommands), nodes_layout(), &nodes::message_prefix, &nodes::serve, &nodes::agent,
