@@ -75,48 +75,28 @@ const NodesCommands* nodes_commands() {
   return opened;
 }
 
+// Runs one of the library's commands; 1 when the library cannot be used.
+template <auto command, typename... Args>
+int call(const Args&... args) {
+  const NodesCommands* commands = nodes_commands();
+  return commands == nullptr ? 1 : (commands->*command)(args...);
+}
+
 }  // namespace
 
 std::string message_prefix() { return opened == nullptr ? "tessel: " : opened->message_prefix(); }
 
-int serve(const ServeOptions& options) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->serve(options);
-}
-
-int agent(const AgentCommandOptions& options) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->agent(options);
-}
-
+int serve(const ServeOptions& options) { return call<&NodesCommands::serve>(options); }
+int agent(const AgentCommandOptions& options) { return call<&NodesCommands::agent>(options); }
 int submit(const ClientOptions& client, const SubmitOptions& options) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->submit(client, options);
+  return call<&NodesCommands::submit>(client, options);
 }
-
-int jobs(const ClientOptions& client, const std::string& format) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->jobs(client, format);
-}
-
-int cancel(const ClientOptions& client, std::uint32_t job) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->cancel(client, job);
-}
-
-int status(const ClientOptions& client) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->status(client);
-}
-
-int logs(const ClientOptions& client, const LogsOptions& options) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->logs(client, options);
-}
-
+int jobs(const ClientOptions& client, const std::string& format) { return call<&NodesCommands::jobs>(client, format); }
+int cancel(const ClientOptions& client, std::uint32_t job) { return call<&NodesCommands::cancel>(client, job); }
+int status(const ClientOptions& client) { return call<&NodesCommands::status>(client); }
+int logs(const ClientOptions& client, const LogsOptions& options) { return call<&NodesCommands::logs>(client, options); }
 int progress(std::int64_t iteration, std::int64_t total) {
-  const NodesCommands* commands = nodes_commands();
-  return commands == nullptr ? 1 : commands->progress(iteration, total);
+  return call<&NodesCommands::progress>(iteration, total);
 }
 
 }  // namespace tessel::cli
