@@ -1,5 +1,6 @@
 // Packaging: `meson install` lays out the binary, library, headers, plugins
-// and pkg-config file, and an out-of-tree plugin builds against them.
+// and pkg-config file, and an out-of-tree plugin builds against them; the
+// installed tessel opens its real-node commands' library from the install.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -45,6 +46,26 @@ TEST_CASE("the out-of-tree example builds against the installed SDK and runs") {
   CHECK(installed.err.empty());
   CHECK(installed.out.find("file: " + libtessel.parent_path().string()) != std::string::npos);
   CHECK(installed.out.find("file: " + build_root().string()) == std::string::npos);
+
+  // The real-node commands come from the installed libtessel_nodes.so, which
+  // tessel opens only for them: the program itself does not link OpenSSL.
+  const fs::path nodes_library = fs::canonical(libtessel.parent_path()) / "tessel" / "libtessel_nodes.so";
+  CHECK(fs::exists(nodes_library));
+  const auto needed = run_command({"readelf", "-d", tessel.string()});
+  REQUIRE_MESSAGE(needed.code == 0, needed.err);
+  CHECK(needed.out.find("[libtessel.so]") != std::string::npos);
+  CHECK(needed.out.find("libssl") == std::string::npos);
+  CHECK(needed.out.find("libcrypto") == std::string::npos);
+  const fs::path secret = dir.path() / "secret";
+  std::ofstream(secret) << "a-secret-for-the-packaging-test\n";
+  fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  const auto status = run_command({tessel.string(), "status", "--scheduler", "127.0.0.1:1", "--insecure",
+                                   "--secret-file", secret.string()},
+                                  dir.path(), {"LD_LIBRARY_PATH=" + libtessel.parent_path().string(), "LD_DEBUG=libs"});
+  CHECK(status.code == 2);
+  CHECK_MESSAGE(status.err.find("tessel: cannot reach the scheduler at 127.0.0.1:1") != std::string::npos, status.err);
+  CHECK(status.err.find("calling init: " + nodes_library.string()) != std::string::npos);
+  CHECK(status.err.find(build_root().string()) == std::string::npos);
 
   const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + pc.parent_path().string(),
                                         "PKG_CONFIG_SYSROOT_DIR=" + prefix_root.string()};

@@ -21,7 +21,9 @@
 #include "results/store.hpp"
 #include "tessel/progress.hpp"
 
-namespace tessel::cli {
+// The library's side: the commands' bodies, reached through the table at the
+// end; the executable's side, of the same names, is nodes_library.cpp.
+namespace tessel::cli::nodes {
 
 using namespace tessel::cluster;
 
@@ -279,4 +281,12 @@ int progress(std::int64_t iteration, std::int64_t total) {
   return 0;
 }
 
-}  // namespace tessel::cli
+}  // namespace tessel::cli::nodes
+
+extern "C" __attribute__((visibility("default"))) const tessel::cli::NodesCommands* tessel_nodes_commands() {
+  using namespace tessel::cli;
+  static constexpr NodesCommands commands{
+      kNodesInterface, sizeof(NodesCommands), nodes_layout(), &nodes::message_prefix, &nodes::serve, &nodes::agent,
+      &nodes::submit,  &nodes::jobs,          &nodes::cancel, &nodes::status,         &nodes::logs,  &nodes::progress};
+  return &commands;
+}

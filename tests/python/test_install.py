@@ -1,6 +1,7 @@
 """`pip install --no-build-isolation .` from a fresh clone, then tessel from
 another directory: the wheel holds the core, its plugins (found beside
-libtessel, wherever pip put it), the bridge and the package."""
+libtessel, wherever pip put it), the real-node commands' library, the
+bridge and the package."""
 
 import os
 import subprocess
@@ -46,3 +47,21 @@ def test_pip_install_from_a_fresh_clone(tmp_path):
                          text=True, env=env, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "30"
+
+    # The real-node commands' library, in the package beside libtessel, is
+    # what the `tessel` script's program opens for them; the program itself
+    # does not link OpenSSL.
+    package = next((venv / "lib").glob("python3*/site-packages/tessel"))
+    assert (package / "libtessel_nodes.so").exists()
+    needed = subprocess.run(["readelf", "-d", str(package / "tessel")], capture_output=True, text=True, check=True)
+    assert "[libtessel.so]" in needed.stdout
+    assert "libssl" not in needed.stdout and "libcrypto" not in needed.stdout
+    secret = elsewhere / "secret"
+    secret.write_text("a-secret-for-the-wheel-test\n")
+    secret.chmod(0o600)
+    status = subprocess.run([str(venv / "bin" / "tessel"), "status", "--scheduler", "127.0.0.1:1", "--insecure",
+                             "--secret-file", str(secret)], cwd=elsewhere, capture_output=True, text=True,
+                            env={**env, "LD_DEBUG": "libs"}, timeout=60)
+    assert status.returncode == 2, status.stderr
+    assert "tessel: cannot reach the scheduler at 127.0.0.1:1" in status.stderr
+    assert f"calling init: {package.resolve() / 'libtessel_nodes.so'}" in status.stderr
