@@ -42,7 +42,9 @@ def test_pip_install_from_a_fresh_clone(tmp_path):
         res = tessel.run("sf.toml", db="sf.db")
         print(res.report()["finished"][0])
         """)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TESSEL_PLUGIN_PATH")}
+    # Nothing of the build tree: meson test's LD_LIBRARY_PATH would put its
+    # libtessel ahead of the wheel's own.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TESSEL_PLUGIN_PATH", "LD_LIBRARY_PATH")}
     ran = subprocess.run([str(venv / "bin" / "python"), "-c", script], cwd=elsewhere, capture_output=True,
                          text=True, env=env, timeout=300)
     assert ran.returncode == 0, ran.stderr
