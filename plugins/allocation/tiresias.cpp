@@ -106,7 +106,10 @@ class Tiresias final : public tessel::AllocationPolicy {
   bool reads_progress() const override { return greedy_by_count_; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
-    if (keeps_running_) return allocate_keeping_running(view);
+    // With a decision log the full plan: it logs each running job's queue and
+    // service every round, where an incremental plan would log the kept jobs
+    // with one reason (kKept). The decisions are the same either way.
+    if (keeps_running_ && !view.settings().decisions_recorded) return allocate_keeping_running(view);
     tessel::AllocationPlan plan = entry_order_ ? allocate_in_entry_order(view) : allocate_running_first(view);
     if (greedy_by_count_) {
       tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
