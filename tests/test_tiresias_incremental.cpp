@@ -131,7 +131,7 @@ placement = { plugin = "consolidated" }
   all[1]->gpu_seconds = 1000;
   all[2]->status = JobStatus::queued;
   plan = plan_at(5000, {all[0], all[1], all[2]});
-  CHECK(ids(plan) == std::vector<JobId>{2, 0});
+  REQUIRE(ids(plan) == std::vector<JobId>{2, 0});
   CHECK(plan.keep_running.has_value());
   CHECK(plan.ranked[0].resources.gpus == 1);
   CHECK(plan.ranked[1].reason.str() == "queue 2 of 2: attained 5000 GPU-s >= 3600");
@@ -148,7 +148,7 @@ placement = { plugin = "consolidated" }
   // With a decision log, the full plan: every job, by queue, running first.
   settings.decisions_recorded = true;
   plan = plan_at(6000, {all[0], all[1], all[2]});
-  CHECK(ids(plan) == std::vector<JobId>{1, 0, 2});
+  REQUIRE(ids(plan) == std::vector<JobId>{1, 0, 2});
   CHECK_FALSE(plan.keep_running.has_value());
   CHECK(plan.ranked[0].reason.str() == "queue 1 of 2: attained 1000 GPU-s < 3600");
 }
