@@ -43,6 +43,13 @@
 //     a waiting job that does not fit preempts the lowest-ranked running jobs
 //     first, on the GPUs its placement needs.
 //
+// The plan is incremental under the default rules (running_first, no
+// promote_knob, ranked selection; see allocate_keeping_running): the running
+// jobs no waiting job outranks are kept without being listed, the others as
+// before. With `[scheduler] placement_each_round = "every_round"` the core
+// places those kept jobs again in arrival order rather than by queue, which
+// may choose other GPUs for them (as for `las`).
+//
 // Simplifications and differences:
 //   * On a clock, queues are re-evaluated at round boundaries, not at the
 //     exact moment a job crosses a threshold; the plan's revisit_at is that
@@ -119,27 +126,30 @@ class Tiresias final : public tessel::AllocationPolicy {
   }
 
  private:
-  tessel::AllocationPlan allocate_running_first(const tessel::SchedulerView& view) {
-    // Each job falls in a bucket: its queue, running jobs ahead of waiting
-    // ones unless all go by arrival. view.active() is in arrival order, so a
-    // counting sort (count each bucket, then fill each from its offset)
-    // keeps arrival order within a bucket, and every grant is built once,
-    // in place: this runs every round over every active job.
+  // Each job falls in a bucket: its queue, running jobs ahead of waiting
+  // ones unless all go by arrival. view.active() is in arrival order, so a
+  // counting sort (count each bucket, then fill each from its offset) keeps
+  // arrival order within a bucket, and every grant is built once, in place:
+  // this runs every round over every active job. Running jobs in queues up
+  // to `kept_through` are read (revisit_at) but not listed: see
+  // allocate_keeping_running; -1 lists every job.
+  tessel::AllocationPlan allocate_running_first(const tessel::SchedulerView& view, int kept_through = -1) {
     const std::size_t bucket_count = 2 * static_cast<std::size_t>(queues_.count());
     offsets_.assign(bucket_count + 1, 0);
     standings_.clear();
-    standings_.reserve(view.active().size());
+    if (kept_through < 0) standings_.reserve(view.active().size());
     double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
       const tessel::discretized::Standing standing = queues_.update(view, *job);
       revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
+      if (job->running() && standing.queue <= kept_through) continue;
       const bool behind_running = running_first_ && !job->running();
       const std::size_t bucket = 2 * static_cast<std::size_t>(standing.queue) + (behind_running ? 1 : 0);
       ++offsets_[bucket + 1];
       standings_.push_back({job, bucket, standing});
     }
     tessel::AllocationPlan plan;
-    plan.revisit_at = revisit_at;  // the next queue change
+    plan.revisit_at = revisit_at;  // the next queue change, of any job, kept or listed
     fill_by_bucket(plan);
     return plan;
   }
@@ -165,22 +175,8 @@ class Tiresias final : public tessel::AllocationPolicy {
     int first_waiting_queue = queues_.count();
     for (const tessel::JobState* job : view.waiting())
       first_waiting_queue = std::min(first_waiting_queue, queues_.update(view, *job).queue);
-    tessel::AllocationPlan plan;
+    tessel::AllocationPlan plan = allocate_running_first(view, first_waiting_queue);
     plan.keep_running = tessel::Reason(kKept);
-    const std::size_t bucket_count = 2 * static_cast<std::size_t>(queues_.count());
-    offsets_.assign(bucket_count + 1, 0);
-    standings_.clear();
-    double revisit_at = std::numeric_limits<double>::infinity();
-    for (const tessel::JobState* job : view.active()) {
-      const tessel::discretized::Standing standing = queues_.update(view, *job);
-      revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
-      if (job->running() && standing.queue <= first_waiting_queue) continue;  // kept
-      const std::size_t bucket = 2 * static_cast<std::size_t>(standing.queue) + (job->running() ? 0 : 1);
-      ++offsets_[bucket + 1];
-      standings_.push_back({job, bucket, standing});
-    }
-    plan.revisit_at = revisit_at;  // the next queue change, of any job, kept or listed
-    fill_by_bucket(plan);
     return plan;
   }
 
