@@ -43,6 +43,13 @@
 //     a waiting job that does not fit preempts the lowest-ranked running jobs
 //     first, on the GPUs its placement needs.
 //
+// The plan is incremental under the default rules (running_first, no
+// promote_knob, ranked selection; see allocate_keeping_running): the running
+// jobs no waiting job outranks are kept without being listed, the others as
+// before. With `[scheduler] placement_each_round = "every_round"` the core
+// places those kept jobs again in arrival order rather than by queue, which
+// may choose other GPUs for them (as for `las`).
+//
 // Simplifications and differences:
 //   * On a clock, queues are re-evaluated at round boundaries, not at the
 //     exact moment a job crosses a threshold; the plan's revisit_at is that
@@ -85,7 +92,10 @@ class Tiresias final : public tessel::AllocationPolicy {
   explicit Tiresias(const tessel::PluginContext& context)
       : queues_(context), running_first_(context.args().boolean("running_first")),
         entry_order_(context.args().boolean("entry_order")),
-        greedy_by_count_(tessel::discretized::greedy_by_count(context)), place_(context.job_slot<QueuePlace>()) {
+        greedy_by_count_(tessel::discretized::greedy_by_count(context)),
+        keeps_running_(running_first_ && !entry_order_ && !greedy_by_count_ &&
+                       context.args().number(tessel::discretized::kPromoteKnobArg.name) == 0),
+        place_(context.job_slot<QueuePlace>()) {
     if (entry_order_ && !running_first_)
       throw tessel::ArgumentError("entry_order",
                                   "needs running_first = true: the simulator's queues put running jobs first");
@@ -103,6 +113,10 @@ class Tiresias final : public tessel::AllocationPolicy {
   bool reads_progress() const override { return greedy_by_count_; }
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
+    // With a decision log the full plan: it logs each running job's queue and
+    // service every round, where an incremental plan would log the kept jobs
+    // with one reason (kKept). The decisions are the same either way.
+    if (keeps_running_ && !view.settings().decisions_recorded) return allocate_keeping_running(view);
     tessel::AllocationPlan plan = entry_order_ ? allocate_in_entry_order(view) : allocate_running_first(view);
     if (greedy_by_count_) {
       tessel::discretized::select_greedy_by_count(view, plan.ranked, skipped_);
@@ -112,35 +126,73 @@ class Tiresias final : public tessel::AllocationPolicy {
   }
 
  private:
-  tessel::AllocationPlan allocate_running_first(const tessel::SchedulerView& view) {
-    // Each job falls in a bucket: its queue, running jobs ahead of waiting
-    // ones unless all go by arrival. view.active() is in arrival order, so a
-    // counting sort (count each bucket, then fill each from its offset)
-    // keeps arrival order within a bucket, and every grant is built once,
-    // in place: this runs every round over every active job.
+  // Each job falls in a bucket: its queue, running jobs ahead of waiting
+  // ones unless all go by arrival. view.active() is in arrival order, so a
+  // counting sort (count each bucket, then fill each from its offset) keeps
+  // arrival order within a bucket, and every grant is built once, in place:
+  // this runs every round over every active job. Running jobs in queues up
+  // to `kept_through` are read (revisit_at) but not listed: see
+  // allocate_keeping_running; -1 lists every job.
+  tessel::AllocationPlan allocate_running_first(const tessel::SchedulerView& view, int kept_through = -1) {
     const std::size_t bucket_count = 2 * static_cast<std::size_t>(queues_.count());
     offsets_.assign(bucket_count + 1, 0);
     standings_.clear();
-    standings_.reserve(view.active().size());
+    if (kept_through < 0) standings_.reserve(view.active().size());
     double revisit_at = std::numeric_limits<double>::infinity();
     for (const tessel::JobState* job : view.active()) {
       const tessel::discretized::Standing standing = queues_.update(view, *job);
       revisit_at = std::min(revisit_at, queues_.revisit_at(*job, standing, view.now()));
+      if (job->running() && standing.queue <= kept_through) continue;
       const bool behind_running = running_first_ && !job->running();
       const std::size_t bucket = 2 * static_cast<std::size_t>(standing.queue) + (behind_running ? 1 : 0);
       ++offsets_[bucket + 1];
       standings_.push_back({job, bucket, standing});
     }
-    for (std::size_t b = 1; b <= bucket_count; ++b) offsets_[b] += offsets_[b - 1];
     tessel::AllocationPlan plan;
-    plan.revisit_at = revisit_at;  // the next queue change
+    plan.revisit_at = revisit_at;  // the next queue change, of any job, kept or listed
+    fill_by_bucket(plan);
+    return plan;
+  }
+
+  // An incremental plan (AllocationPlan::keep_running), for the default
+  // rules (running jobs first, no starvation guard, ranked selection), under
+  // which a round's plan is what allocate_running_first gives with the
+  // running jobs of the top queues left unlisted. With running jobs first in
+  // each queue, a running job is ranked ahead of every waiting job when its
+  // queue is no lower than the highest queue any job waits in; no waiting job
+  // can preempt it, and the core keeps it with what it holds. On Philly most
+  // rounds have no waiting job at all, so a round lists nothing and the core
+  // visits no running job. The running jobs are still read, each once: a job
+  // enters its queue when first seen (Queues::update) and revisit_at is the
+  // next crossing of any of them, as before.
+  // The kept jobs go first in arrival order where the full plan has them by
+  // queue, then arrival: the same jobs kept, none preempted, so nothing
+  // changes, except under `[scheduler] placement_each_round = "every_round"`,
+  // where the core places them again in that order.
+  tessel::AllocationPlan allocate_keeping_running(const tessel::SchedulerView& view) {
+    // The highest queue (least index) a job waits in; count(): none waits.
+    // A waiting job gains no service, so this is its queue all round.
+    int first_waiting_queue = queues_.count();
+    for (const tessel::JobState* job : view.waiting())
+      first_waiting_queue = std::min(first_waiting_queue, queues_.update(view, *job).queue);
+    tessel::AllocationPlan plan = allocate_running_first(view, first_waiting_queue);
+    plan.keep_running = tessel::Reason(kKept);
+    return plan;
+  }
+
+  // plan.ranked: standings_ by bucket, each bucket in the order standings_
+  // has it (arrival), by a counting sort over offsets_ (each bucket's count
+  // at bucket + 1): every grant is built once, in place.
+  void fill_by_bucket(tessel::AllocationPlan& plan) {
+    for (std::size_t b = 1; b < offsets_.size(); ++b) offsets_[b] += offsets_[b - 1];
     plan.ranked.resize(standings_.size());
     for (const Placed& placed : standings_)
       plan.ranked[offsets_[placed.bucket]++] = {placed.job->spec.id,
                                                 tessel::allocation::current_or_requested(*placed.job),
                                                 queues_.reason(placed.standing)};
-    return plan;
   }
+
+  static constexpr const char* kKept = "running in a queue no waiting job is above; kept";
 
   struct Placed {
     const tessel::JobState* job;
@@ -191,6 +243,7 @@ class Tiresias final : public tessel::AllocationPolicy {
   bool running_first_;
   bool entry_order_;
   bool greedy_by_count_;
+  bool keeps_running_;  // allocate_keeping_running
   tessel::Slot<QueuePlace> place_;
   std::vector<tessel::Grant> skipped_;  // reused across rounds (greedy_by_count)
   std::vector<Listed> listed_;  // reused across rounds

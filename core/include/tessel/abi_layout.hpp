@@ -133,6 +133,7 @@
   TYPE(SchedulerSettings, 24, 8) \
   FIELD(SchedulerSettings, round_seconds, 0) \
   FIELD(SchedulerSettings, service, 8) \
+  FIELD(SchedulerSettings, decisions_recorded, 9) \
   FIELD(SchedulerSettings, restart_seconds, 16) \
   TYPE(SchedulerView, 120, 8) \
   TYPE(BatchSizeRange, 8, 4) \
@@ -201,8 +202,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 11,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 11; check that they describe the new "
+static_assert(kAbiVersion == 12,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 12; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

@@ -32,6 +32,12 @@ inline double held_gpus(const Allocation& allocation) {
 struct SchedulerSettings {
   double round_seconds = 300;
   ServiceUnit service = ServiceUnit::gpu_seconds;
+  // Whether the run keeps a decision log (`[output] decisions`), set by the
+  // core. Where it does, a policy whose incremental plan
+  // (AllocationPlan::keep_running) would log other reasons for the jobs it
+  // keeps than its full plan gives them may rank every job, so that the log
+  // says the same either way (tiresias). Decisions must not depend on it.
+  bool decisions_recorded = false;
   // Modelled seconds of no progress when a job restarts after a preemption
   // or a resize. Set by the simulator; 0 on real nodes, where a restart costs
   // what it really costs.

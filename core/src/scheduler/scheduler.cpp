@@ -32,7 +32,9 @@ Scheduler::Scheduler(ComposedScheduler plugins, ClusterState cluster,
                      DecisionLog* log)
     : plugins_(std::move(plugins)), admission_(plugins_.admission.get()),
       admission_name_(plugins_.stage_info(PluginKind::admission).name),
-      cluster_(std::move(cluster)), model_(std::move(model)), settings_(settings), log_(log) {}
+      cluster_(std::move(cluster)), model_(std::move(model)), settings_(settings), log_(log) {
+  settings_.decisions_recorded = log_ != nullptr && log_->enabled();  // a fork records nothing
+}
 
 std::unique_ptr<Scheduler> Scheduler::fork(ComposedScheduler plugins) const {
   auto copy = std::make_unique<Scheduler>(std::move(plugins), cluster_, model_, settings_, nullptr);
