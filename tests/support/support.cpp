@@ -160,19 +160,21 @@ int check_lazy_progress_changes_nothing(const ExperimentConfig& config) {
     if (observed) simulation.observe_rounds([](double, const Scheduler&, const RoundOutcome&) {});
     return simulation.run();
   };
-  const RunResults lazy = run(false);
-  const RunResults eager = run(true);
-  REQUIRE(lazy.jobs.size() == eager.jobs.size());
+  return check_same_jobs(run(false), run(true));
+}
+
+int check_same_jobs(const RunResults& a, const RunResults& b) {
+  REQUIRE(a.jobs.size() == b.jobs.size());
   int preemptions = 0;
-  for (std::size_t i = 0; i < lazy.jobs.size(); ++i) {
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
     CAPTURE(i);
-    CHECK(lazy.jobs[i].status == eager.jobs[i].status);
-    CHECK(lazy.jobs[i].first_start == eager.jobs[i].first_start);
-    CHECK(lazy.jobs[i].finish == eager.jobs[i].finish);
-    CHECK(lazy.jobs[i].preemptions == eager.jobs[i].preemptions);
-    CHECK(lazy.jobs[i].attained_service == eager.jobs[i].attained_service);
-    CHECK(lazy.jobs[i].gpu_seconds == eager.jobs[i].gpu_seconds);
-    preemptions += eager.jobs[i].preemptions;
+    CHECK(a.jobs[i].status == b.jobs[i].status);
+    CHECK(a.jobs[i].first_start == b.jobs[i].first_start);
+    CHECK(a.jobs[i].finish == b.jobs[i].finish);
+    CHECK(a.jobs[i].preemptions == b.jobs[i].preemptions);
+    CHECK(a.jobs[i].attained_service == b.jobs[i].attained_service);
+    CHECK(a.jobs[i].gpu_seconds == b.jobs[i].gpu_seconds);
+    preemptions += b.jobs[i].preemptions;
   }
   return preemptions;
 }

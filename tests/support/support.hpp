@@ -88,6 +88,10 @@ class FlatRate final : public ThroughputModel {
 // the same in both, and returns the preemptions of the run, for the caller
 // to check that the ranking of running jobs mattered.
 int check_lazy_progress_changes_nothing(const ExperimentConfig& config);
+// Checks that each job's status, first start, finish, preemptions, attained
+// service and GPU-seconds are the same in both runs; returns the
+// preemptions of `b`.
+int check_same_jobs(const RunResults& a, const RunResults& b);
 
 // Finish time of each job, by id (NaN if it did not finish).
 std::vector<double> finish_times(const RunResults& results);
