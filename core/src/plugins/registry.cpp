@@ -177,21 +177,20 @@ fs::path this_library_dir() {
 }
 }  // namespace
 
-std::string installed_plugin_dir() {
-  // Found from where libtessel itself is, not from the install prefix, so
-  // that a relocated install (a Python wheel) finds its own plugins.
-  const fs::path dir = this_library_dir();
-  return dir.empty() ? std::string() : (dir / kPluginSubdir).string();
-}
-
-std::string own_plugin_dir() {
+std::string own_file(std::string_view in_build_tree, std::string_view beside) {
   // One or the other, never both: an installed tessel whose build tree still
   // exists would otherwise find every plugin twice, under the same names,
   // and a build-tree tessel would mix in plugins built from older sources.
+  // Found from where libtessel itself is, not from the install prefix, so
+  // that a relocated install (a Python wheel) finds its own files.
+  const fs::path dir = this_library_dir();
+  if (dir.empty()) return {};
   std::error_code ec;
-  if (fs::equivalent(this_library_dir(), kBuildLibraryDir, ec)) return kBuildPluginDir;
-  return installed_plugin_dir();
+  if (fs::equivalent(dir, kBuildLibraryDir, ec)) return std::string(in_build_tree);
+  return (dir / beside).string();
 }
+
+std::string own_plugin_dir() { return own_file(kBuildPluginDir, kPluginSubdir); }
 
 namespace {
 

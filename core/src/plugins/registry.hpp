@@ -63,12 +63,14 @@ enum class LoadError {
 
 std::string_view describe(LoadError error);
 
-// tessel/plugins beside the libtessel this process loaded: where an install
-// (system-wide, or in a Python wheel) keeps its plugins.
-std::string installed_plugin_dir();
+// A file that belongs with the libtessel this process loaded: `in_build_tree`
+// when that library is the build tree's, else `beside` it (a path relative
+// to libtessel's directory, in a system install or a Python wheel); empty
+// when where libtessel was loaded from cannot be told.
+std::string own_file(std::string_view in_build_tree, std::string_view beside);
 
-// The plugins built with the libtessel this process loaded: the build tree's
-// when that library is the build tree's, else installed_plugin_dir().
+// The plugins built with the libtessel this process loaded: own_file() of
+// the build tree's plugin directory and the installed one.
 std::string own_plugin_dir();
 
 class PluginLoadError : public UserError {
