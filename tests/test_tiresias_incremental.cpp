@@ -93,7 +93,7 @@ placement = { plugin = "consolidated" }
   }
   const FlatRate model;
   SchedulerSettings settings;
-  auto run = [&](JobState& job, int gpu) {
+  auto run = [&](JobState& job, GpuId gpu) {
     job.status = JobStatus::running;
     job.allocation = Allocation{{gpu}, 1000, 0, 0};
   };
