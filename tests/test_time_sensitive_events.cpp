@@ -43,7 +43,7 @@ preemption_overhead_seconds = 0
 
 }  // namespace
 
-TEST_CASE("las lists only the waiting jobs and the running jobs one of them outranks; it keeps the others") {
+TEST_CASE("las's provisional plan lists the waiting jobs; its whole plan also the running jobs they outrank") {
   PluginRegistry registry;
   SlotRegistry slots;
   StageConfig stage;
@@ -77,9 +77,18 @@ TEST_CASE("las lists only the waiting jobs and the running jobs one of them outr
   waiting.push_back(all[2]);
   const SchedulerSettings settings;
   const FlatRate model;
-  // Job 0 ranks ahead of the waiting job 2, which cannot preempt it: kept.
-  // Job 2 outranks job 1, which it may preempt: both listed, in LAS order.
-  const AllocationPlan plan = las->allocate(SchedulerView(settings, cluster, model, all, {}, all, waiting, 10));
+  const SchedulerView view(settings, cluster, model, all, {}, all, waiting, 10);
+  // Provisional: the waiting job alone; the running ones are kept while it
+  // fits on free GPUs.
+  const AllocationPlan provisional = las->allocate(view);
+  CHECK(provisional.provisional);
+  REQUIRE(provisional.keep_running.has_value());
+  REQUIRE(provisional.ranked.size() == 1);
+  CHECK(provisional.ranked[0].job == 2);
+  // Whole: job 0 ranks ahead of the waiting job 2, which cannot preempt it:
+  // kept. Job 2 outranks job 1, which it may preempt: both listed, in LAS order.
+  const AllocationPlan plan = las->allocate_whole(view);
+  CHECK_FALSE(plan.provisional);
   REQUIRE(plan.keep_running.has_value());
   CHECK(plan.keep_running->kind() == "attained {~} GPU-s; the least attained service runs first");
   REQUIRE(plan.ranked.size() == 2);
@@ -88,9 +97,12 @@ TEST_CASE("las lists only the waiting jobs and the running jobs one of them outr
   CHECK(plan.ranked[0].reason.kind() == plan.keep_running->kind());  // the log records nothing new for kept jobs
   CHECK(plan.ranked[1].job == 1);
   // With nobody waiting, the plan lists nothing.
-  const AllocationPlan idle = las->allocate(SchedulerView(settings, cluster, model, all, {}, all, {}, 20));
-  CHECK(idle.keep_running.has_value());
-  CHECK(idle.ranked.empty());
+  for (const bool whole : {false, true}) {
+    const SchedulerView idle_view(settings, cluster, model, all, {}, all, {}, 20);
+    const AllocationPlan idle = whole ? las->allocate_whole(idle_view) : las->allocate(idle_view);
+    CHECK(idle.keep_running.has_value());
+    CHECK(idle.ranked.empty());
+  }
 }
 
 TEST_CASE("las decides the same with the decision log on, where the core lists the jobs it keeps") {

@@ -106,13 +106,21 @@ class Synthesizer final : public tessel::AllocationPolicy {
       throw std::logic_error("synthesizer needs the simulator's policy lab: it runs only in simulation, "
                              "and not as a candidate of another synthesizer");
     if (rounds_++ % every_ == 0) choose(*lab);
-    tessel::AllocationPlan plan = lab->allocation(candidates_[chosen_].allocation).allocate(view);
+    return attributed(lab->allocation(candidates_[chosen_].allocation).allocate(view));
+  }
+
+  // The chosen candidate's whole plan, this round (a provisional plan's).
+  tessel::AllocationPlan allocate_whole(const tessel::SchedulerView& view) override {
+    return attributed(view.lab()->allocation(candidates_[chosen_].allocation).allocate_whole(view));
+  }
+
+ private:
+  tessel::AllocationPlan attributed(tessel::AllocationPlan plan) const {
     for (tessel::Grant& grant : plan.ranked) grant.reason = grant.reason.attributed_to(names_[chosen_]);
     if (plan.keep_running) plan.keep_running = plan.keep_running->attributed_to(names_[chosen_]);
     return plan;
   }
 
- private:
   void choose(tessel::PolicyLab& lab) {
     std::vector<double> scores;
     double best = std::numeric_limits<double>::infinity();

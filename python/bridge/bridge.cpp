@@ -368,18 +368,26 @@ std::vector<AdmissionDecision> AdmissionBridge::admit(const SchedulerView& view)
   return decisions;
 }
 
-AllocationPlan AllocationBridge::allocate(const SchedulerView& view) {
+AllocationPlan AllocationBridge::allocate_whole(const SchedulerView& view) {
+  if (allocates_whole_) return plan_from("allocate_whole", view);
+  py::gil_scoped_acquire gil;
+  policy_.loaded().returned("allocate", "a provisional plan, and the class defines no allocate_whole(view) to give "
+                                        "the whole one when a waiting job would preempt");
+}
+
+AllocationPlan AllocationBridge::plan_from(const char* method, const SchedulerView& view) {
   py::gil_scoped_acquire gil;
   const ViewCall call(view, policy_.jobs());
   const LoadedClass& policy = policy_.loaded();
-  const Reader read(policy, "allocate");
-  const py::object result = policy.call("allocate", call.object());
+  const Reader read(policy, method);
+  const py::object result = policy.call(method, call.object());
   read.expect(result, "AllocationPlan");
   AllocationPlan plan;
   plan.stop_at_first_unplaced = read.value<bool>(field(result, "stop_at_first_unplaced"), "stop_at_first_unplaced");
   plan.revisit_at = read.value<double>(field(result, "revisit_at"), "revisit_at");
   if (const py::object keep = field(result, "keep_running"); !keep.is_none())
     plan.keep_running = read.reason_text(keep, "keep_running");
+  plan.provisional = read.value<bool>(field(result, "provisional"), "provisional");
   const py::list ranked = read.list_of(field(result, "ranked"), "Grant");
   plan.ranked.reserve(ranked.size());
   for (const py::handle g : ranked) {

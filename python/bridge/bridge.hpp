@@ -77,16 +77,23 @@ class TESSEL_VISIBLE AdmissionBridge final : public AdmissionPolicy {
   HostedPolicy policy_;
 };
 
+// allocate() is required; allocate_whole (called only after a provisional
+// plan) is an error naming the class where the class does not define it.
 class TESSEL_VISIBLE AllocationBridge final : public AllocationPolicy {
  public:
-  explicit AllocationBridge(const PluginContext& context) : policy_(context, PluginKind::allocation) {}
+  explicit AllocationBridge(const PluginContext& context)
+      : policy_(context, PluginKind::allocation), allocates_whole_(policy_.defines("allocate_whole")) {}
   std::string hosted_code() const override { return policy_.where(); }
   bool time_sensitive() const override { return policy_.time_sensitive(); }
   bool reads_progress() const override { return policy_.reads_progress(); }
-  AllocationPlan allocate(const SchedulerView& view) override;
+  AllocationPlan allocate(const SchedulerView& view) override { return plan_from("allocate", view); }
+  AllocationPlan allocate_whole(const SchedulerView& view) override;
 
  private:
+  AllocationPlan plan_from(const char* method, const SchedulerView& view);
+
   HostedPolicy policy_;
+  bool allocates_whole_;
 };
 
 class TESSEL_VISIBLE PlacementBridge final : public PlacementPolicy {

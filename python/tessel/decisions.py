@@ -38,9 +38,11 @@ class AllocationPlan:
     """Grants, highest priority first. With stop_at_first_unplaced, no job
     after the first that cannot be placed starts (FIFO without backfill)."""
 
-    __slots__ = ("ranked", "stop_at_first_unplaced", "revisit_at", "keep_running")
+    __slots__ = ("ranked", "stop_at_first_unplaced", "revisit_at", "keep_running", "provisional")
 
-    def __init__(self, ranked=(), stop_at_first_unplaced=False, revisit_at=float("inf"), keep_running=None):
+    def __init__(
+        self, ranked=(), stop_at_first_unplaced=False, revisit_at=float("inf"), keep_running=None, provisional=False
+    ):
         self.ranked = list(ranked)
         self.stop_at_first_unplaced = stop_at_first_unplaced
         # When the plan may change with no event (read with [simulation] rounds = "events").
@@ -49,6 +51,11 @@ class AllocationPlan:
         # that `ranked` leaves out keeps what it holds, ranked first in
         # arrival order; `ranked` then lists only view.waiting(), say.
         self.keep_running = keep_running
+        # With keep_running: the plan stands while every job it lists fits on
+        # free GPUs; otherwise the core calls the policy's allocate_whole(view)
+        # for the plan that ranks the running jobs too (LAS: the queue alone
+        # here, every job a waiting one outranks there).
+        self.provisional = provisional
 
 
 class PlacementChoice:

@@ -3,6 +3,7 @@
 // figures become the reason of every grant in that round, so a test reads
 // them from the decisions and compares them with what the run then did.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include <tessel/tessel.hpp>
@@ -29,22 +30,35 @@ class ForecastProbe final : public tessel::AllocationPolicy {
 
   tessel::AllocationPlan allocate(const tessel::SchedulerView& view) override {
     tessel::PolicyLab& lab = *view.lab();
+    reason_.reset();
     if (round_++ == at_round_) {
       const tessel::Forecast f = lab.forecast(admission_, allocation_, options_);
       lab.use_admission(admission_);
       char text[256];
       std::snprintf(text, sizeof text, "forecast in_system=%.17g queueing=%.17g jobs=%zu finished=%zu end=%.17g",
                     f.mean_time_in_system, f.mean_queueing_delay, f.jobs, f.finished, f.end);
-      tessel::AllocationPlan plan = lab.allocation(allocation_).allocate(view);
-      for (tessel::Grant& grant : plan.ranked) grant.reason = tessel::Reason::text(text);
-      if (plan.keep_running) plan.keep_running = tessel::Reason::text(text);
-      return plan;
+      reason_ = tessel::Reason::text(text);
     }
-    return lab.allocation(round_ > at_round_ ? allocation_ : before_).allocate(view);
+    current_ = round_ > at_round_ ? allocation_ : before_;
+    return adopted(lab.allocation(current_).allocate(view));
+  }
+
+  // The same candidate's whole plan, this round (a provisional plan's).
+  tessel::AllocationPlan allocate_whole(const tessel::SchedulerView& view) override {
+    return adopted(view.lab()->allocation(current_).allocate_whole(view));
   }
 
  private:
-  std::string admission_, allocation_, before_;
+  // In the forecast's round, every reason is the forecast.
+  tessel::AllocationPlan adopted(tessel::AllocationPlan plan) const {
+    if (!reason_) return plan;
+    for (tessel::Grant& grant : plan.ranked) grant.reason = *reason_;
+    if (plan.keep_running) plan.keep_running = *reason_;
+    return plan;
+  }
+
+  std::string admission_, allocation_, before_, current_;
+  std::optional<tessel::Reason> reason_;
   std::int64_t at_round_;
   std::int64_t round_ = 0;
   tessel::ForecastOptions options_;

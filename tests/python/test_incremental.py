@@ -171,3 +171,28 @@ def test_a_python_policy_reading_no_progress_reads_current_service_from_the_view
         for (_, (service, gpu_seconds)), (_, (want_service, want_gpu_seconds)) in zip(lazy_seen, accounted):
             assert abs(service - want_service) <= 1e-6 * max(1.0, want_service), now
             assert abs(gpu_seconds - want_gpu_seconds) <= 1e-6 * max(1.0, want_gpu_seconds), now
+
+
+FORGETFUL = '''
+import tessel
+
+
+class ForgetfulLas:
+    """Provisional plans, and no allocate_whole to give the whole one."""
+
+    def allocate(self, view):
+        return tessel.AllocationPlan([tessel.Grant(job) for job in view.waiting()], keep_running="kept",
+                                     provisional=True)
+'''
+
+
+def test_a_python_provisional_plan_without_allocate_whole_is_refused_with_its_class_line(tmp_path, write):
+    """The examples' las.py makes provisional plans (test_policies checks it against the C++ las);
+    a class that makes them without allocate_whole is the user's error, at its first preemption."""
+    module = write("forgetful.py", FORGETFUL)
+    config = write("forgetful.toml", small_cluster(allocation=python_stage(module, "ForgetfulLas")))
+    result = cli("run", config, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "forgetful.py:" in result.stderr
+    assert "ForgetfulLas.allocate() returned a provisional plan, and the class defines no allocate_whole(view)" \
+        in result.stderr

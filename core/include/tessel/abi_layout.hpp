@@ -149,11 +149,12 @@
   FIELD(Grant, resources, 8) \
   FIELD(Grant, reason, 40) \
   FIELD(Grant, share_with, 120) \
-  TYPE(AllocationPlan, 128, 8) \
+  TYPE(AllocationPlan, 136, 8) \
   FIELD(AllocationPlan, ranked, 0) \
   FIELD(AllocationPlan, stop_at_first_unplaced, 24) \
   FIELD(AllocationPlan, revisit_at, 32) \
   FIELD(AllocationPlan, keep_running, 40) \
+  FIELD(AllocationPlan, provisional, 128) \
   TYPE(PlacementChoice, 104, 8) \
   FIELD(PlacementChoice, gpus, 0) \
   FIELD(PlacementChoice, reason, 24) \
@@ -202,8 +203,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 12,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 12; check that they describe the new "
+static_assert(kAbiVersion == 13,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 13; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

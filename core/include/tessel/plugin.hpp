@@ -41,7 +41,7 @@ namespace tessel {
 // A plugin's record carries the version and the layout fingerprint
 // (kAbiLayout) of the headers it was built against; the loader refuses it
 // unless both are this tessel's.
-inline constexpr std::uint32_t kAbiVersion = 12;
+inline constexpr std::uint32_t kAbiVersion = 13;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);

@@ -80,6 +80,16 @@ struct AllocationPlan {
   // view.waiting(), the queue), and a round costs what the queue costs, not
   // what every running job costs.
   std::optional<Reason> keep_running;
+  // A provisional plan (with keep_running): the kept jobs do not outrank the
+  // listed ones. It stands while every listed job fits as it asks on GPUs
+  // that are free, for then no kept job is anybody's victim and their order
+  // among the listed ones does not matter. The plan then lists only the jobs
+  // that may start (for LAS, the queue) even in a round where a waiting job
+  // outranks every running one. Where a listed job would need more than the
+  // free GPUs, or a rule or the decision log looks at every running job, the
+  // core asks AllocationPolicy::allocate_whole for the plan that ranks them
+  // and places that one instead, from where the provisional one stopped.
+  bool provisional = false;
 };
 
 // Which jobs should run, with how many GPUs (and CPUs, memory), in what order?
@@ -87,6 +97,15 @@ class TESSEL_VISIBLE AllocationPolicy : public Plugin {
  public:
   // Called once per round. Ranks any subset of view.active(), each job once.
   virtual AllocationPlan allocate(const SchedulerView& view) = 0;
+  // Only for a policy whose allocate() returns provisional plans: the whole
+  // plan of this round, not provisional, ranking every job that a listed job
+  // outranks. The core calls it at most once a round, after allocate(), and
+  // maybe after placing a prefix of the provisional plan: the jobs that
+  // prefix started are running in `view` now. It must rank the others as it
+  // would have at the round's start, keep the provisional plan's listed jobs
+  // in their order and grants, and rank no job ahead of them that the
+  // provisional plan left waiting; the core checks the last two.
+  virtual AllocationPlan allocate_whole(const SchedulerView& view) { return allocate(view); }
 };
 
 // ---------------------------------------------------------------- placement

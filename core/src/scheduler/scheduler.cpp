@@ -593,15 +593,108 @@ AllocationPlan Scheduler::with_kept_listed(const AllocationPlan& plan) {
   return full;
 }
 
+bool Scheduler::looks_at_every_running_job(const AllocationPlan& plan) const {
+  return rules_.stop_left_out || rules_.place_every_round || sharing_ > 0 || (log_ != nullptr && log_->enabled()) ||
+         std::any_of(plan.ranked.begin(), plan.ranked.end(), [](const Grant& g) { return g.share_with != kNoJob; });
+}
+
+AllocationPlan Scheduler::whole_plan(const SchedulerView& v, RoundOutcome& outcome) {
+  AllocationPlan whole =
+      calling(PluginKind::allocation, v.now(), [&] { return plugins_.allocation->allocate_whole(v); });
+  if (whole.provisional)
+    broken(PluginKind::allocation,
+           "returned a provisional plan from allocate_whole, which a policy with provisional plans overrides to "
+           "give the whole one");
+  if (!(whole.revisit_at > v.now()))
+    broken(PluginKind::allocation, "asked to be revisited at " + std::to_string(whole.revisit_at) +
+                                       ", not after the round at " + std::to_string(v.now()));
+  outcome.revisit_at = whole.revisit_at;
+  return whole;
+}
+
 void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                            RoundOutcome& outcome) {
+  if (plan.provisional && !plan.keep_running)
+    broken(PluginKind::allocation, "returned a provisional plan that keeps no running job (keep_running unset)");
+  // A provisional plan stands only where nothing looks at the running jobs
+  // it keeps unranked; otherwise the whole plan, before anything is placed.
+  if (plan.provisional && looks_at_every_running_job(plan)) return place_plan(v, whole_plan(v, outcome), outcome);
   // The jobs an incremental plan keeps are protected, never a victim, and
   // rank before every listed job: nothing below needs to visit them, except
   // where a rule or the decision log looks at every running job.
-  if (plan.keep_running &&
-      (rules_.stop_left_out || rules_.place_every_round || sharing_ > 0 || (log_ != nullptr && log_->enabled()) ||
-       std::any_of(plan.ranked.begin(), plan.ranked.end(), [](const Grant& g) { return g.share_with != kNoJob; })))
-    return place_plan(v, with_kept_listed(plan), outcome);
+  if (plan.keep_running && looks_at_every_running_job(plan)) return place_plan(v, with_kept_listed(plan), outcome);
+  stamp_ranks(plan);
+  if (sharing_ > 0 || std::any_of(plan.ranked.begin(), plan.ranked.end(),
+                                  [](const Grant& g) { return g.share_with != kNoJob; }))
+    split_groups(v, plan, outcome);
+
+  if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
+  round_running_.clear();
+  reclaimable_gpus_ = 0;
+  if (plan.keep_running) {  // only the listed running jobs: the others are kept
+    for (const Grant& grant : plan.ranked) may_be_victim(*all_[grant.job]);
+  } else {
+    for (JobState* job : active_) may_be_victim(*job);
+  }
+
+  const std::size_t stopped = walk_plan(v, plan, plan.provisional, outcome);
+  if (stopped < plan.ranked.size()) return place_whole_from(v, plan, stopped, outcome);
+  if (log_ != nullptr && log_->enabled())
+    for (const JobState* job : active_)
+      if (job->waiting() && books_[job->spec.id].ranked_in != round_)
+        record(v.now(), job->spec.id, PluginKind::allocation, "deny",
+               Reason("not ranked by the allocation policy this round"), true);
+}
+
+void Scheduler::place_whole_from(const SchedulerView& v, const AllocationPlan& provisional, std::size_t stopped,
+                                 RoundOutcome& outcome) {
+  // Up to `stopped` the provisional plan placed every job as the whole plan
+  // would have: each fitted on free GPUs, so no kept job was anybody's
+  // victim, and a kept job's rank among them changed nothing. From the job
+  // at `stopped` on, victims matter: the whole plan ranks them.
+  AllocationPlan whole = whole_plan(v, outcome);
+  if (whole.keep_running) whole = with_kept_listed(whole);
+  for (const Grant& grant : provisional.ranked) books_[grant.job].ranked_in = 0;  // the whole plan's ranks now
+  stamp_ranks(whole);
+  std::vector<JobId>& walked = walked_;
+  walked.clear();
+  for (std::size_t i = 0; i < stopped; ++i) walked.push_back(provisional.ranked[i].job);
+  std::sort(walked.begin(), walked.end());
+  // The whole plan must agree with the walked prefix: had it ranked another
+  // job ahead of the next one than running jobs keeping what they hold, or
+  // a walked job after it, the prefix would have been placed differently.
+  const JobId next = provisional.ranked[stopped].job;
+  bool next_seen = false;
+  for (const Grant& grant : whole.ranked) {
+    const bool was_walked = std::binary_search(walked.begin(), walked.end(), grant.job);
+    const JobState& job = *all_[grant.job];
+    if (grant.job == next) {
+      next_seen = true;
+    } else if (next_seen && was_walked) {
+      broken(PluginKind::allocation, "ranks " + job_name(grant.job) + " after " + job_name(next) +
+                                         " in its whole plan, and before it in its provisional plan");
+    } else if (!next_seen && !was_walked && grant.resources.gpus > 0 &&
+               !(job.running() && grants_held(job.allocation, grant.resources))) {
+      const bool listed_after = std::any_of(provisional.ranked.begin() + static_cast<std::ptrdiff_t>(stopped),
+                                            provisional.ranked.end(),
+                                            [&](const Grant& g) { return g.job == grant.job; });
+      broken(PluginKind::allocation, "ranks " + job_name(grant.job) + " ahead of " + job_name(next) +
+                                         " in its whole plan, and " +
+                                         (listed_after ? "after it" : "not") + " in its provisional plan");
+    }
+  }
+  if (!next_seen)
+    broken(PluginKind::allocation,
+           "leaves " + job_name(next) + " out of its whole plan, and ranks it in its provisional plan");
+  // The walked jobs that run are protected already, and nobody's victims.
+  round_running_.clear();
+  reclaimable_gpus_ = 0;
+  for (JobState* job : active_)
+    if (job->running() && books_[job->spec.id].protected_in != round_) may_be_victim(*job);
+  walk_plan(v, whole, /*provisional=*/false, outcome, walked);
+}
+
+void Scheduler::stamp_ranks(const AllocationPlan& plan) {
   // Check the whole plan first, and stamp ranks for the preemption order.
   std::unordered_map<JobId, int> group_members;  // space sharing: jobs naming each host
   for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
@@ -648,29 +741,23 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
                " on one GPU");
     }
   }
-  if (sharing_ > 0 || std::any_of(plan.ranked.begin(), plan.ranked.end(),
-                                  [](const Grant& g) { return g.share_with != kNoJob; }))
-    split_groups(v, plan, outcome);
+}
 
-  if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
-  round_running_.clear();
-  reclaimable_gpus_ = 0;
-  auto may_be_victim = [&](JobState* job) {
-    if (!job->running() || rules_.place_every_round) return;  // placed again: nobody's victim
-    round_running_.push_back(job);
-    Book& book = books_[job->spec.id];
-    book.reclaimable_in = round_;
-    book.reclaimable_gpus = job->allocation.gpu_count();
-    reclaimable_gpus_ += book.reclaimable_gpus;
-  };
-  if (plan.keep_running) {  // only the listed running jobs: the others are kept
-    for (const Grant& grant : plan.ranked) may_be_victim(all_[grant.job]);
-  } else {
-    for (JobState* job : active_) may_be_victim(job);
-  }
+void Scheduler::may_be_victim(JobState& job) {
+  if (!job.running() || rules_.place_every_round) return;  // placed again: nobody's victim
+  round_running_.push_back(&job);
+  Book& book = books_[job.spec.id];
+  book.reclaimable_in = round_;
+  book.reclaimable_gpus = job.allocation.gpu_count();
+  reclaimable_gpus_ += book.reclaimable_gpus;
+}
 
+std::size_t Scheduler::walk_plan(const SchedulerView& v, const AllocationPlan& plan, bool provisional,
+                                 RoundOutcome& outcome, std::span<const JobId> walked) {
   const JobState* blocker = nullptr;
-  for (const Grant& grant : plan.ranked) {
+  for (std::size_t rank = 0; rank < plan.ranked.size(); ++rank) {
+    const Grant& grant = plan.ranked[rank];
+    if (std::binary_search(walked.begin(), walked.end(), grant.job)) continue;
     JobState& job = *all_[grant.job];
     if (grant.resources.gpus == 0) {
       record(v.now(), job.spec.id, PluginKind::allocation, "deny", grant.reason);
@@ -693,6 +780,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
       if (grants_held(job.allocation, grant.resources)) {
         protect(job);
       } else {
+        if (provisional) return rank;  // a resize might preempt a kept job
         resize(v, job, grant.resources, JobLayout{}, /*may_preempt=*/true, grant.reason, outcome);
       }
       continue;
@@ -707,7 +795,8 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
              Reason("queued behind job {}, which does not fit yet", blocker->spec.id), true);
       continue;
     }
-    PlacementChoice choice = place(v, job, grant.resources, /*may_preempt=*/true, outcome);
+    PlacementChoice choice = place(v, job, grant.resources, /*may_preempt=*/!provisional, outcome);
+    if (!choice.placed() && provisional) return rank;  // it would preempt, maybe a kept job
     if (choice.placed()) {
       launch(v, job, grant.resources, std::move(choice.gpus), choice.reason, outcome);
     } else {
@@ -715,11 +804,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
       if (plan.stop_at_first_unplaced) blocker = &job;
     }
   }
-  if (log_ != nullptr && log_->enabled())
-    for (const JobState* job : active_)
-      if (job->waiting() && books_[job->spec.id].ranked_in != round_)
-        record(v.now(), job->spec.id, PluginKind::allocation, "deny",
-               Reason("not ranked by the allocation policy this round"), true);
+  return plan.ranked.size();
 }
 
 void Scheduler::stop_left_out(const SchedulerView& v, const AllocationPlan& plan, RoundOutcome& outcome) {

@@ -265,6 +265,25 @@ class Scheduler {
 
   void admit(const SchedulerView& view, RoundOutcome& outcome);
   void place_plan(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
+  // Whether a rule, the decision log or a shared grant looks at every
+  // running job, which an incremental plan leaves unlisted.
+  bool looks_at_every_running_job(const AllocationPlan& plan) const;
+  // AllocationPolicy::allocate_whole, checked; its revisit_at is the round's.
+  AllocationPlan whole_plan(const SchedulerView& view, RoundOutcome& outcome);
+  // A provisional plan stopped at its job `stopped`, which needs more than
+  // the free GPUs: places the rest of the round by the whole plan.
+  void place_whole_from(const SchedulerView& view, const AllocationPlan& provisional, std::size_t stopped,
+                        RoundOutcome& outcome);
+  // Checks a plan's grants and stamps each job's rank for the preemption order.
+  void stamp_ranks(const AllocationPlan& plan);
+  // A running job a higher-ranked job may preempt this round.
+  void may_be_victim(JobState& job);
+  // Places `plan`'s jobs in rank order, skipping those in `walked` (sorted).
+  // Provisional: stops at the first job that would need more than the free
+  // GPUs (a start that does not fit on them, or a resize) and returns its
+  // index; else places all and returns plan.ranked.size().
+  std::size_t walk_plan(const SchedulerView& view, const AllocationPlan& plan, bool provisional,
+                        RoundOutcome& outcome, std::span<const JobId> walked = {});
   // An incremental plan (keep_running) with every running job it keeps
   // listed, for the rules that look at every running job anyway.
   AllocationPlan with_kept_listed(const AllocationPlan& plan);
@@ -385,6 +404,8 @@ class Scheduler {
   // they hold that a preemption could still free. They keep the preemption
   // search linear in running jobs, and skip it when it cannot succeed.
   std::vector<JobState*> round_running_;
+  // place_whole_from: the jobs the provisional plan walked, sorted.
+  std::vector<JobId> walked_;
   int reclaimable_gpus_ = 0;
   // round_running_ in preemption order (lowest priority first), sorted at
   // the round's first preemption search; and that search's victims.
