@@ -100,10 +100,13 @@ TEST_CASE("a whole plan that disagrees with the provisional one breaks the contr
       {"whole_provisional",
        "allocation plugin 'provisional_queue' broke its contract: returned a provisional plan from allocate_whole, "
        "which a policy with provisional plans overrides to give the whole one"},
+      {"no_override", "made a provisional plan without overriding AllocationPolicy::allocate_whole"},
       {"no_keep",
        "allocation plugin 'provisional_queue' broke its contract: returned a provisional plan that keeps no running "
        "job (keep_running unset)"},
-      {"ahead", "in its whole plan, and not in its provisional plan"},
+      {"ahead", "GPUs in its whole plan, and does not list it in its provisional plan"},
+      {"deny_listed", "other resources in its whole plan than in its provisional plan"},
+      {"regrant_kept", "holds in its whole plan, and keeps it in its provisional plan"},
       {"after", "in its whole plan, and after it in its provisional plan"},
       {"started_last", "in its whole plan, and before it in its provisional plan"},
       {"leave_out", "out of its whole plan, and ranks it in its provisional plan"},

@@ -6,12 +6,16 @@
 // breaks the whole plan in one way each, for the core's checks:
 //   agree              as above
 //   whole_provisional  allocate_whole returns a provisional plan
+//   no_override        allocate_whole is the SDK's, which throws
 //   no_keep            the provisional plan keeps nothing (keep_running unset)
 //   ahead              the provisional plan leaves the oldest waiting job
 //                      out; the whole plan ranks it first
 //   after              the whole plan ranks the queue oldest first
 //   started_last       the whole plan ranks the jobs the provisional one
 //                      started this round last
+//   deny_listed        the whole plan denies the queue its GPUs
+//   regrant_kept       the whole plan also lists the running jobs, each
+//                      with one more CPU than it holds
 //   leave_out          the whole plan ranks nothing
 #include <algorithm>
 #include <string>
@@ -22,7 +26,7 @@ namespace {
 
 constexpr tessel::ArgSpec kArgs[] = {
     {"mode", tessel::ArgType::string, "\"agree\"", "how the whole plan agrees with the provisional one",
-     "agree|whole_provisional|no_keep|ahead|after|started_last|leave_out"},
+     "agree|whole_provisional|no_override|no_keep|ahead|after|started_last|deny_listed|regrant_kept|leave_out"},
 };
 
 class ProvisionalQueue final : public tessel::AllocationPolicy {
@@ -42,6 +46,7 @@ class ProvisionalQueue final : public tessel::AllocationPolicy {
 
   tessel::AllocationPlan allocate_whole(const tessel::SchedulerView& view) override {
     if (mode_ == "whole_provisional") return allocate(view);
+    if (mode_ == "no_override") return AllocationPolicy::allocate_whole(view);  // as if not overridden
     tessel::AllocationPlan plan;
     if (mode_ == "leave_out") return plan;
     // view.waiting() is the round's: jobs the provisional plan started since
@@ -57,6 +62,15 @@ class ProvisionalQueue final : public tessel::AllocationPolicy {
     if (mode_ == "started_last")
       for (auto it = waiting.rbegin(); it != waiting.rend(); ++it)
         if ((*it)->running()) plan.ranked.push_back({(*it)->spec.id, (*it)->spec.request(), tessel::Reason("started")});
+    if (mode_ == "deny_listed")
+      for (tessel::Grant& g : plan.ranked) g.resources.gpus = 0;
+    if (mode_ == "regrant_kept")
+      for (const tessel::JobState* job : view.active())
+        if (job->running() && !job->waiting()) {
+          tessel::Resources more = job->held();
+          more.cpus += 1;
+          plan.ranked.push_back({job->spec.id, more, tessel::Reason("one more CPU")});
+        }
     if (mode_ == "ahead" && !plan.ranked.empty())
       std::rotate(plan.ranked.begin(), plan.ranked.end() - 1, plan.ranked.end());
     return plan;

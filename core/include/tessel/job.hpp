@@ -26,6 +26,8 @@ struct Resources {
   double cpus = 0;       // total over the job; 0 = no demand declared
   double mem_gb = 0;     // total over the job; 0 = no demand declared
   int gpu_type = kAnyGpuType;  // index into ClusterState::gpu_types(), or any
+
+  bool operator==(const Resources&) const = default;
 };
 
 struct JobSpec {

@@ -9,6 +9,7 @@
 
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "tessel/job.hpp"
@@ -80,15 +81,16 @@ struct AllocationPlan {
   // view.waiting(), the queue), and a round costs what the queue costs, not
   // what every running job costs.
   std::optional<Reason> keep_running;
-  // A provisional plan (with keep_running): the kept jobs do not outrank the
-  // listed ones. It stands while every listed job fits as it asks on GPUs
-  // that are free, for then no kept job is anybody's victim and their order
-  // among the listed ones does not matter. The plan then lists only the jobs
-  // that may start (for LAS, the queue) even in a round where a waiting job
-  // outranks every running one. Where a listed job would need more than the
-  // free GPUs, or a rule or the decision log looks at every running job, the
-  // core asks AllocationPolicy::allocate_whole for the plan that ranks them
-  // and places that one instead, from where the provisional one stopped.
+  // A provisional plan (with keep_running): it lists the jobs that may
+  // start (for LAS, the queue) and keeps every running job it does not list,
+  // leaving unsaid where those rank among the listed ones. That matters only
+  // to victims: the plan stands while every listed job fits as it asks on
+  // free GPUs, which is most rounds, even where a waiting job outranks every
+  // running one. Where a listed job would need more than the free GPUs, or a
+  // rule or the decision log looks at every running job, the core asks
+  // AllocationPolicy::allocate_whole for the plan that ranks them, and places
+  // that one from where the provisional one stopped; the round's revisit_at
+  // is then the whole plan's.
   bool provisional = false;
 };
 
@@ -97,15 +99,20 @@ class TESSEL_VISIBLE AllocationPolicy : public Plugin {
  public:
   // Called once per round. Ranks any subset of view.active(), each job once.
   virtual AllocationPlan allocate(const SchedulerView& view) = 0;
-  // Only for a policy whose allocate() returns provisional plans: the whole
-  // plan of this round, not provisional, ranking every job that a listed job
-  // outranks. The core calls it at most once a round, after allocate(), and
-  // maybe after placing a prefix of the provisional plan: the jobs that
-  // prefix started are running in `view` now. It must rank the others as it
-  // would have at the round's start, keep the provisional plan's listed jobs
-  // in their order and grants, and rank no job ahead of them that the
-  // provisional plan left waiting; the core checks the last two.
-  virtual AllocationPlan allocate_whole(const SchedulerView& view) { return allocate(view); }
+  // Only for a policy whose allocate() returns provisional plans: this
+  // round's whole plan, not provisional, ranking the running jobs that a
+  // listed job outranks too. The core calls it at most once a round, after
+  // allocate(), maybe after placing a prefix of the provisional plan: the
+  // jobs that prefix started run now, though view.waiting() still lists
+  // them. It must rank the other jobs as it would have at the round's start,
+  // and agree with the provisional plan, which the core checks: its listed
+  // jobs in the same order with the same grants (a started one may be left
+  // out), the next one to place included; no other job granted GPUs unless
+  // it runs and keeps what it holds, and no shared GPUs (Grant::share_with).
+  virtual AllocationPlan allocate_whole(const SchedulerView& view) {
+    (void)view;
+    throw std::logic_error("made a provisional plan without overriding AllocationPolicy::allocate_whole");
+  }
 };
 
 // ---------------------------------------------------------------- placement

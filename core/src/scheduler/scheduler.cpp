@@ -656,42 +656,67 @@ void Scheduler::place_whole_from(const SchedulerView& v, const AllocationPlan& p
   if (whole.keep_running) whole = with_kept_listed(whole);
   for (const Grant& grant : provisional.ranked) books_[grant.job].ranked_in = 0;  // the whole plan's ranks now
   stamp_ranks(whole);
+  check_agrees(provisional, stopped, whole);
   std::vector<JobId>& walked = walked_;
   walked.clear();
   for (std::size_t i = 0; i < stopped; ++i) walked.push_back(provisional.ranked[i].job);
   std::sort(walked.begin(), walked.end());
-  // The whole plan must agree with the walked prefix: had it ranked another
-  // job ahead of the next one than running jobs keeping what they hold, or
-  // a walked job after it, the prefix would have been placed differently.
-  const JobId next = provisional.ranked[stopped].job;
-  bool next_seen = false;
-  for (const Grant& grant : whole.ranked) {
-    const bool was_walked = std::binary_search(walked.begin(), walked.end(), grant.job);
-    const JobState& job = *all_[grant.job];
-    if (grant.job == next) {
-      next_seen = true;
-    } else if (next_seen && was_walked) {
-      broken(PluginKind::allocation, "ranks " + job_name(grant.job) + " after " + job_name(next) +
-                                         " in its whole plan, and before it in its provisional plan");
-    } else if (!next_seen && !was_walked && grant.resources.gpus > 0 &&
-               !(job.running() && grants_held(job.allocation, grant.resources))) {
-      const bool listed_after = std::any_of(provisional.ranked.begin() + static_cast<std::ptrdiff_t>(stopped),
-                                            provisional.ranked.end(),
-                                            [&](const Grant& g) { return g.job == grant.job; });
-      broken(PluginKind::allocation, "ranks " + job_name(grant.job) + " ahead of " + job_name(next) +
-                                         " in its whole plan, and " +
-                                         (listed_after ? "after it" : "not") + " in its provisional plan");
-    }
-  }
-  if (!next_seen)
-    broken(PluginKind::allocation,
-           "leaves " + job_name(next) + " out of its whole plan, and ranks it in its provisional plan");
-  // The walked jobs that run are protected already, and nobody's victims.
+  // The victims: running jobs not protected yet (the walked ones that run are).
   round_running_.clear();
   reclaimable_gpus_ = 0;
   for (JobState* job : active_)
     if (job->running() && books_[job->spec.id].protected_in != round_) may_be_victim(*job);
   walk_plan(v, whole, /*provisional=*/false, outcome, walked);
+}
+
+void Scheduler::check_agrees(const AllocationPlan& provisional, std::size_t stopped, const AllocationPlan& whole) {
+  // Had the whole plan ranked the jobs still to place otherwise, granted
+  // them other resources, ranked a placed one after them, started a job the
+  // provisional plan left out or changed one it kept, rounds where the
+  // provisional plan stands would decide otherwise than this one, or the
+  // prefix would have been placed otherwise. The placed jobs may be ranked
+  // anyhow before the rest, with what they now hold, or be left out.
+  std::vector<std::pair<JobId, std::size_t>>& listed = listed_;  // (job, index in the provisional plan)
+  listed.clear();
+  for (std::size_t i = 0; i < provisional.ranked.size(); ++i) listed.emplace_back(provisional.ranked[i].job, i);
+  std::sort(listed.begin(), listed.end());
+  const JobId next = provisional.ranked[stopped].job;
+  std::optional<std::size_t> previous;  // the provisional index of the last job still to place seen
+  for (const Grant& grant : whole.ranked) {
+    const auto it = std::lower_bound(listed.begin(), listed.end(), std::pair{grant.job, std::size_t{0}});
+    const JobState& job = *all_[grant.job];
+    if (it == listed.end() || it->first != grant.job) {
+      if (grant.resources.gpus == 0) continue;  // denied: the same as left out
+      if (!job.running())
+        broken(PluginKind::allocation, "grants " + job_name(grant.job) +
+                                           " GPUs in its whole plan, and does not list it in its provisional plan");
+      if (grant.share_with != kNoJob || !grants_held(job.allocation, grant.resources))
+        broken(PluginKind::allocation, "changes what " + job_name(grant.job) +
+                                           " holds in its whole plan, and keeps it in its provisional plan");
+      continue;
+    }
+    if (it->second < stopped) {
+      if (previous)
+        broken(PluginKind::allocation, "ranks " + job_name(grant.job) + " after " + job_name(next) +
+                                           " in its whole plan, and before it in its provisional plan");
+      continue;
+    }
+    if (previous && it->second < *previous)
+      broken(PluginKind::allocation, "ranks " + job_name(grant.job) + " after " +
+                                         job_name(provisional.ranked[*previous].job) +
+                                         " in its whole plan, and before it in its provisional plan");
+    if (!previous && grant.job != next)
+      broken(PluginKind::allocation, "ranks " + job_name(grant.job) + " ahead of " + job_name(next) +
+                                         " in its whole plan, and after it in its provisional plan");
+    const Grant& listed_grant = provisional.ranked[it->second];
+    if (grant.resources != listed_grant.resources || grant.share_with != listed_grant.share_with)
+      broken(PluginKind::allocation, "grants " + job_name(grant.job) +
+                                         " other resources in its whole plan than in its provisional plan");
+    previous = it->second;
+  }
+  if (!previous)
+    broken(PluginKind::allocation,
+           "leaves " + job_name(next) + " out of its whole plan, and ranks it in its provisional plan");
 }
 
 void Scheduler::stamp_ranks(const AllocationPlan& plan) {

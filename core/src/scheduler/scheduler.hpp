@@ -274,6 +274,9 @@ class Scheduler {
   // the free GPUs: places the rest of the round by the whole plan.
   void place_whole_from(const SchedulerView& view, const AllocationPlan& provisional, std::size_t stopped,
                         RoundOutcome& outcome);
+  // AllocationPolicy::allocate_whole's contract: `whole` agrees with the
+  // provisional plan that stopped at `stopped`.
+  void check_agrees(const AllocationPlan& provisional, std::size_t stopped, const AllocationPlan& whole);
   // Checks a plan's grants and stamps each job's rank for the preemption order.
   void stamp_ranks(const AllocationPlan& plan);
   // A running job a higher-ranked job may preempt this round.
@@ -406,6 +409,8 @@ class Scheduler {
   std::vector<JobState*> round_running_;
   // place_whole_from: the jobs the provisional plan walked, sorted.
   std::vector<JobId> walked_;
+  // check_agrees: the provisional plan's jobs, (id, index) sorted.
+  std::vector<std::pair<JobId, std::size_t>> listed_;
   int reclaimable_gpus_ = 0;
   // round_running_ in preemption order (lowest priority first), sorted at
   // the round's first preemption search; and that search's victims.
