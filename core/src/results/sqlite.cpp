@@ -1,5 +1,6 @@
 #include "results/sqlite.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace tessel::sql {
@@ -76,6 +77,7 @@ Database& Database::operator=(Database&& other) noexcept {
   if (this != &other) {
     if (db_) sqlite3_close(db_);
     db_ = std::exchange(other.db_, nullptr);
+    modules_ = std::move(other.modules_);
   }
   return *this;
 }
@@ -91,6 +93,12 @@ void Database::exec(std::string_view sql) {
     sqlite3_free(message);
     raise(file_of(db_), "", sqlite3_extended_errcode(db_), text);
   }
+}
+
+void Database::add_module(const char* name, const sqlite3_module& module, void* aux) {
+  if (std::find(modules_.begin(), modules_.end(), &module) != modules_.end()) return;
+  if (sqlite3_create_module_v2(db_, name, &module, aux, nullptr) != SQLITE_OK) fail(db_, "cannot add a virtual table");
+  modules_.push_back(&module);
 }
 
 Statement Database::prepare(std::string_view sql) { return Statement(db_, sql); }
@@ -131,6 +139,12 @@ Statement& Statement::bind(int index, std::optional<double> value) {
 
 Statement& Statement::bind_null(int index) {
   if (sqlite3_bind_null(stmt_, index) != SQLITE_OK) fail(sqlite3_db_handle(stmt_), "bind");
+  return *this;
+}
+
+Statement& Statement::bind_pointer(int index, const void* pointer, const char* type) {
+  if (sqlite3_bind_pointer(stmt_, index, const_cast<void*>(pointer), type, nullptr) != SQLITE_OK)
+    fail(sqlite3_db_handle(stmt_), "bind");
   return *this;
 }
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <utility>
 
@@ -52,7 +53,8 @@ class Database {
   // Opened read-only as a file nobody writes (SQLite's `immutable`): no WAL
   // index (-shm) is needed beside it, so it reads in a read-only folder.
   static Database immutable(const std::string& path);
-  Database(Database&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+  Database(Database&& other) noexcept
+      : db_(std::exchange(other.db_, nullptr)), modules_(std::move(other.modules_)) {}
   Database& operator=(Database&& other) noexcept;
   ~Database();
 
@@ -61,10 +63,15 @@ class Database {
   std::int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
   sqlite3* handle() const { return db_; }
   bool read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
+  // Makes `module` (a virtual table of this program, `aux` its client data)
+  // a table of this connection named `name`, the first time only: SQLite
+  // replaces a module registered again, under statements that may use it.
+  void add_module(const char* name, const sqlite3_module& module, void* aux);
 
  private:
   Database(const std::string& path, const std::string& uri, int flags);
   sqlite3* db_ = nullptr;
+  std::vector<const sqlite3_module*> modules_;  // those added
 };
 
 class Statement {
@@ -85,6 +92,9 @@ class Statement {
   Statement& bind_unowned(int index, std::string_view value);
   Statement& bind(int index, std::optional<double> value);
   Statement& bind_null(int index);
+  // A pointer that SQL sees as NULL and only this program's virtual tables
+  // and functions read back, by the same `type` (a string literal).
+  Statement& bind_pointer(int index, const void* pointer, const char* type);
 
   // Advances; true while a row is available.
   bool step();

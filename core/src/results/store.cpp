@@ -402,12 +402,20 @@ std::int64_t ResultsStore::begin_run(const RunInfo& info) {
   return db_.last_insert_id();
 }
 
+namespace {
+
+// "a, b, c": the names of a table's columns.
+template <class Columns>
+std::string column_list(const Columns& columns) {
+  std::string text;
+  for (const auto& column : columns) text += (text.empty() ? "" : ", ") + std::string(column.name);
+  return text;
+}
+
+}  // namespace
+
 const std::string& job_row_columns() {
-  static const std::string columns = [] {
-    std::string text;
-    for (const JobColumn& c : kJobColumns) text += (text.empty() ? "" : ", ") + std::string(c.name);
-    return text;
-  }();
+  static const std::string columns = column_list(kJobColumns);
   return columns;
 }
 
@@ -430,89 +438,223 @@ void add_job_columns(sql::Database& db) {
 
 namespace {
 
-// "(?, ?, ?), (?, ?, ?)": `rows` rows of `columns` parameters.
-std::string parameter_rows(std::size_t rows, std::size_t columns) {
-  std::string row = "(?";
-  for (std::size_t i = 1; i < columns; ++i) row += ", ?";
-  row += ")";
-  std::string text = row;
-  for (std::size_t i = 1; i < rows; ++i) text += ", " + row;
-  return text;
+// "INSERT ... (run_id, job_id, ...)": the start of both of RunRows's
+// statements that write a job's row.
+std::string job_row_insert() { return "INSERT OR REPLACE INTO jobs (run_id, " + job_row_columns() + ")"; }
+
+// " VALUES (?, ?, ?)": one row of `columns` parameters.
+std::string parameter_row(std::size_t columns) {
+  std::string text = " VALUES (?";
+  for (std::size_t i = 1; i < columns; ++i) text += ", ?";
+  return text + ")";
 }
 
-constexpr std::size_t kJobParameters = std::size(kJobColumns) + 1;  // and run_id
-constexpr std::size_t kSampleParameters = 8;
-
-std::string job_row_insert(std::size_t rows = 1) {
-  return "INSERT OR REPLACE INTO jobs (run_id, " + job_row_columns() + ") VALUES " +
-         parameter_rows(rows, kJobParameters);
+// Hands `j`'s value of `column` to `take`, as SQLite stores it: an integer,
+// a real, a text (that outlives the statement's run), or a real or NULL.
+template <class Take>
+void job_value(const JobRecord& j, const JobColumn& column, Take&& take) {
+  std::visit(
+      [&](auto member) {
+        const auto& value = j.*member;
+        using Value = std::remove_cvref_t<decltype(value)>;
+        if constexpr (std::is_same_v<Value, std::string>)
+          take(std::string_view(value));
+        else if constexpr (std::is_same_v<Value, double> || std::is_same_v<Value, std::optional<double>>)
+          take(value);
+        else
+          take(static_cast<std::int64_t>(value));
+      },
+      column.field);
 }
 
-std::string sample_insert(std::size_t rows = 1) {
-  return "INSERT INTO samples VALUES " + parameter_rows(rows, kSampleParameters);
-}
-
-// Rows to a statement in RunRows::jobs and samples: most of a row's cost in
-// SQLite is running a statement, not inserting the row.
-constexpr std::size_t kRowsPerStatement = 64;
-
-// kRowsPerStatement, or fewer where the connection takes fewer parameters to
-// a statement than 64 rows need: 64 job rows take over 999, SQLite's limit
-// before 3.32 (and wherever it is built or set lower).
-std::size_t rows_per_statement(sql::Database& db, std::size_t parameters) {
-  const int limit = sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, -1);
-  return std::min(kRowsPerStatement, static_cast<std::size_t>(std::max(limit, 0)) / parameters);
-}
-
-// Binds `j` as the job row whose first parameter is `first`. Its texts are
-// bound without a copy: `j` outlives the statement's run (RunRows::job and
-// insert_rows run it before returning).
-void bind_job(sql::Statement& statement, int first, std::int64_t run, const JobRecord& j) {
-  statement.bind(first, run);
-  int index = first + 1;
+// Binds `j` as the job row. Its texts are bound without a copy: `j`
+// outlives the statement's run (RunRows::job runs it before returning).
+void bind_job(sql::Statement& statement, std::int64_t run, const JobRecord& j) {
+  statement.bind(1, run);
+  int index = 2;
   for (const JobColumn& column : kJobColumns) {
-    std::visit(
-        [&](auto member) {
-          const auto& value = j.*member;
-          using Value = std::remove_cvref_t<decltype(value)>;
-          if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, JobId>)
-            statement.bind(index, static_cast<std::int64_t>(value));
-          else if constexpr (std::is_same_v<Value, std::string>)
-            statement.bind_unowned(index, value);
-          else
-            statement.bind(index, value);
-        },
-        column.field);
+    job_value(j, column, [&](auto value) {
+      if constexpr (std::is_same_v<decltype(value), std::string_view>)
+        statement.bind_unowned(index, value);
+      else
+        statement.bind(index, value);
+    });
     ++index;
   }
 }
 
-void bind_sample(sql::Statement& statement, int first, std::int64_t run, const Sample& s) {
-  statement.bind(first, run).bind(first + 1, s.time).bind(first + 2, s.total_gpus).bind(first + 3, s.busy_gpus);
-  statement.bind(first + 4, s.running_jobs).bind(first + 5, s.waiting_jobs).bind(first + 6, s.pending_jobs);
-  statement.bind(first + 7, s.shared_gpus);
+// The `samples` table after run_id, in its order.
+struct SampleColumn {
+  const char* name;
+  std::variant<double Sample::*, int Sample::*> field;
+};
+constexpr SampleColumn kSampleColumns[] = {
+    {"time", &Sample::time},          {"total_gpus", &Sample::total_gpus},     {"busy_gpus", &Sample::busy_gpus},
+    {"running_jobs", &Sample::running_jobs}, {"waiting_jobs", &Sample::waiting_jobs},
+    {"pending_jobs", &Sample::pending_jobs}, {"shared_gpus", &Sample::shared_gpus}};
+
+template <class Take>
+void sample_value(const Sample& s, const SampleColumn& column, Take&& take) {
+  std::visit(
+      [&](auto member) {
+        if constexpr (std::is_same_v<decltype(member), double Sample::*>)
+          take(s.*member);
+        else
+          take(static_cast<std::int64_t>(s.*member));
+      },
+      column.field);
 }
 
-// Inserts `rows` rows_per_statement() at a time through `batch` (prepared
-// from `sql(rows per statement)` when first needed), the rest one at a time
-// through `single`.
-template <class Row, class Sql, class Bind>
-void insert_rows(sql::Database& db, std::span<const Row> rows, std::optional<sql::Statement>& batch,
-                 sql::Statement& single, Sql sql, std::size_t parameters, Bind bind) {
-  std::size_t done = 0;
-  const std::size_t per_statement = rows_per_statement(db, parameters);
-  if (per_statement > 1 && rows.size() >= per_statement) {
-    if (!batch) batch.emplace(db.prepare(sql(per_statement)));
-    for (; rows.size() - done >= per_statement; done += per_statement) {
-      for (std::size_t i = 0; i < per_statement; ++i)
-        bind(*batch, static_cast<int>(i * parameters + 1), rows[done + i]);
-      batch->run();
+void bind_sample(sql::Statement& statement, std::int64_t run, const Sample& s) {
+  statement.bind(1, run);
+  int index = 2;
+  for (const SampleColumn& column : kSampleColumns) sample_value(s, column, [&](auto value) { statement.bind(index++, value); });
+}
+
+// A finished simulation's thousands of rows reach SQLite as a table of this
+// connection that reads them from memory (a virtual table, its rows a span
+// given as a pointer parameter): one `INSERT ... SELECT` writes them all.
+// Bound as parameters instead, each value costs SQLite a bind, a copy into the
+// statement's registers and, 64 rows to a statement, a ~1,500-parameter
+// statement to prepare and clear: a fifth of the cost of storing a row.
+// What a row source needs of its rows' type: its name as SQL sees it, the
+// pointer's type, and how one value of a row goes to SQLite.
+template <class Row>
+struct RowTable {
+  const char* name;          // the table-valued function: FROM name(?)
+  const char* pointer_type;  // of the span bound to its one argument
+  std::string declaration;   // its columns, and the hidden argument last
+  int columns;
+  void (*value)(sqlite3_context*, const Row&, int column);
+
+  struct Table {
+    sqlite3_vtab base{};
+    const RowTable* table;
+  };
+  struct Cursor {
+    sqlite3_vtab_cursor base{};
+    std::span<const Row> rows;
+    std::size_t at = 0;
+  };
+
+  static int connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
+    const auto* table = static_cast<const RowTable*>(aux);
+    if (const int rc = sqlite3_declare_vtab(db, table->declaration.c_str()); rc != SQLITE_OK) return rc;
+    *out = &(new Table{{}, table})->base;
+    return SQLITE_OK;
+  }
+  static int disconnect(sqlite3_vtab* vtab) {
+    delete reinterpret_cast<Table*>(vtab);
+    return SQLITE_OK;
+  }
+  // The rows must be given: without its argument the table has none to read.
+  static int best_index(sqlite3_vtab* vtab, sqlite3_index_info* info) {
+    const int argument = reinterpret_cast<Table*>(vtab)->table->columns;
+    for (int i = 0; i < info->nConstraint; ++i) {
+      const auto& c = info->aConstraint[i];
+      if (c.iColumn == argument && c.op == SQLITE_INDEX_CONSTRAINT_EQ && c.usable) {
+        info->aConstraintUsage[i].argvIndex = 1;
+        info->aConstraintUsage[i].omit = 1;
+        info->estimatedCost = 1;
+        return SQLITE_OK;
+      }
     }
+    return SQLITE_CONSTRAINT;
   }
-  for (; done < rows.size(); ++done) {
-    bind(single, 1, rows[done]);
-    single.run();
+  static int open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
+    *out = &(new Cursor)->base;
+    return SQLITE_OK;
   }
+  static int close(sqlite3_vtab_cursor* cursor) {
+    delete reinterpret_cast<Cursor*>(cursor);
+    return SQLITE_OK;
+  }
+  static int filter(sqlite3_vtab_cursor* base, int, const char*, int argc, sqlite3_value** argv) {
+    auto* cursor = reinterpret_cast<Cursor*>(base);
+    const auto* table = reinterpret_cast<Table*>(base->pVtab)->table;
+    const auto* rows = argc == 1 ? static_cast<const std::span<const Row>*>(sqlite3_value_pointer(argv[0], table->pointer_type))
+                                 : nullptr;
+    if (!rows) {
+      sqlite3_free(base->pVtab->zErrMsg);
+      base->pVtab->zErrMsg = sqlite3_mprintf("%s: no rows given", table->name);
+      return SQLITE_ERROR;
+    }
+    cursor->rows = *rows;
+    cursor->at = 0;
+    return SQLITE_OK;
+  }
+  static int next(sqlite3_vtab_cursor* cursor) {
+    ++reinterpret_cast<Cursor*>(cursor)->at;
+    return SQLITE_OK;
+  }
+  static int eof(sqlite3_vtab_cursor* base) {
+    const auto* cursor = reinterpret_cast<Cursor*>(base);
+    return cursor->at >= cursor->rows.size();
+  }
+  static int column(sqlite3_vtab_cursor* base, sqlite3_context* context, int column) {
+    const auto* cursor = reinterpret_cast<Cursor*>(base);
+    const auto* table = reinterpret_cast<Table*>(base->pVtab)->table;
+    if (column < table->columns) table->value(context, cursor->rows[cursor->at], column);
+    return SQLITE_OK;  // the argument reads as NULL
+  }
+  static int rowid(sqlite3_vtab_cursor* cursor, sqlite3_int64* out) {
+    *out = static_cast<sqlite3_int64>(reinterpret_cast<Cursor*>(cursor)->at);
+    return SQLITE_OK;
+  }
+
+  // Eponymous only (no xCreate): it exists on each connection that adds it,
+  // never in a database file.
+  static constexpr sqlite3_module kModule = {
+      0,       nullptr, connect, best_index, disconnect, nullptr, open,    close,   filter,  next,    eof,     column,
+      rowid,   nullptr, nullptr, nullptr,    nullptr,    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+};
+
+// SQLite's value of a job's or a sample's column, as bind_job and bind_sample bind it.
+void result(sqlite3_context* context, std::int64_t value) { sqlite3_result_int64(context, value); }
+void result(sqlite3_context* context, double value) { sqlite3_result_double(context, value); }
+void result(sqlite3_context* context, std::optional<double> value) {
+  if (value)
+    sqlite3_result_double(context, *value);
+  else
+    sqlite3_result_null(context);
+}
+void result(sqlite3_context* context, std::string_view value) {
+  // SQLITE_STATIC: the rows outlive the statement's run.
+  sqlite3_result_text(context, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+}
+
+template <class Columns>
+std::string row_table_declaration(const Columns& columns) {
+  std::string text = "CREATE TABLE x(";
+  for (const auto& column : columns) text += std::string(column.name) + ", ";
+  return text + "rows HIDDEN)";
+}
+
+const RowTable<JobRecord> kJobRows = {
+    "tessel_job_rows", "tessel::JobRecord span", row_table_declaration(kJobColumns),
+    static_cast<int>(std::size(kJobColumns)), [](sqlite3_context* context, const JobRecord& j, int column) {
+      job_value(j, kJobColumns[column], [&](auto value) { result(context, value); });
+    }};
+
+const RowTable<Sample> kSampleRows = {
+    "tessel_sample_rows", "tessel::Sample span", row_table_declaration(kSampleColumns),
+    static_cast<int>(std::size(kSampleColumns)), [](sqlite3_context* context, const Sample& s, int column) {
+      sample_value(s, kSampleColumns[column], [&](auto value) { result(context, value); });
+    }};
+
+std::string sample_insert() { return "INSERT INTO samples (run_id, " + column_list(kSampleColumns) + ")"; }
+
+// Writes `rows` through `table`, by `insert` ("INSERT ... INTO t (run_id, columns)").
+template <class Row, class Columns>
+void insert_rows(sql::Database& db, std::optional<sql::Statement>& statement, const RowTable<Row>& table,
+                 const Columns& columns, const std::string& insert, std::int64_t run, std::span<const Row> rows) {
+  if (rows.empty()) return;
+  if (!statement) {
+    db.add_module(table.name, RowTable<Row>::kModule, const_cast<RowTable<Row>*>(&table));
+    statement.emplace(db.prepare(insert + " SELECT ?, " + column_list(columns) + " FROM " + table.name + "(?)"));
+  }
+  statement->bind(1, run).bind_pointer(2, &rows, table.pointer_type);
+  statement->run();
 }
 
 }  // namespace
@@ -520,8 +662,8 @@ void insert_rows(sql::Database& db, std::span<const Row> rows, std::optional<sql
 RunRows::RunRows(sql::Database& db, std::int64_t run)
     : db_(db),
       run_(run),
-      job_(db.prepare(job_row_insert())),
-      sample_(db.prepare(sample_insert())),
+      job_(db.prepare(job_row_insert() + parameter_row(std::size(kJobColumns) + 1))),
+      sample_(db.prepare(sample_insert() + parameter_row(std::size(kSampleColumns) + 1))),
       resize_(db.prepare("INSERT INTO resizes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")),
       decision_(db.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)")),
       metric_(db.prepare("INSERT OR REPLACE INTO metrics VALUES (?, ?, ?)")),
@@ -530,23 +672,21 @@ RunRows::RunRows(sql::Database& db, std::int64_t run)
       status_(db.prepare("UPDATE runs SET status = ?, note = ? WHERE id = ?")) {}
 
 void RunRows::job(const JobRecord& j) {
-  bind_job(job_, 1, run_, j);
+  bind_job(job_, run_, j);
   job_.run();
 }
 
 void RunRows::sample(const Sample& s) {
-  bind_sample(sample_, 1, run_, s);
+  bind_sample(sample_, run_, s);
   sample_.run();
 }
 
 void RunRows::jobs(std::span<const JobRecord> jobs) {
-  insert_rows(db_, jobs, jobs_, job_, [](std::size_t rows) { return job_row_insert(rows); }, kJobParameters,
-              [&](sql::Statement& statement, int first, const JobRecord& j) { bind_job(statement, first, run_, j); });
+  insert_rows(db_, jobs_, kJobRows, kJobColumns, job_row_insert(), run_, jobs);
 }
 
 void RunRows::samples(std::span<const Sample> samples) {
-  insert_rows(db_, samples, samples_, sample_, [](std::size_t rows) { return sample_insert(rows); }, kSampleParameters,
-              [&](sql::Statement& statement, int first, const Sample& s) { bind_sample(statement, first, run_, s); });
+  insert_rows(db_, samples_, kSampleRows, kSampleColumns, sample_insert(), run_, samples);
 }
 
 void RunRows::resize(const ResizeRecord& r) {
