@@ -438,9 +438,11 @@ void add_job_columns(sql::Database& db) {
 
 namespace {
 
-// "INSERT ... (run_id, job_id, ...)": the start of both of RunRows's
-// statements that write a job's row.
-std::string job_row_insert() { return "INSERT OR REPLACE INTO jobs (run_id, " + job_row_columns() + ")"; }
+// "INSERT ... INTO jobs (run_id, job_id, ...)": the start of both of
+// RunRows's statements that write a job's row.
+std::string job_row_insert(std::string_view insert) {
+  return std::string(insert) + " INTO jobs (run_id, " + job_row_columns() + ")";
+}
 
 // " VALUES (?, ?, ?)": one row of `columns` parameters.
 std::string parameter_row(std::size_t columns) {
@@ -449,22 +451,16 @@ std::string parameter_row(std::size_t columns) {
   return text + ")";
 }
 
-// Hands `j`'s value of `column` to `take`, as SQLite stores it: an integer,
-// a real, a text (that outlives the statement's run), or a real or NULL.
-template <class Take>
-void job_value(const JobRecord& j, const JobColumn& column, Take&& take) {
-  std::visit(
-      [&](auto member) {
-        const auto& value = j.*member;
-        using Value = std::remove_cvref_t<decltype(value)>;
-        if constexpr (std::is_same_v<Value, std::string>)
-          take(std::string_view(value));
-        else if constexpr (std::is_same_v<Value, double> || std::is_same_v<Value, std::optional<double>>)
-          take(value);
-        else
-          take(static_cast<std::int64_t>(value));
-      },
-      column.field);
+// A row's member as SQLite stores it: an integer, a real, a real or NULL,
+// or a text (not copied: the row outlives the statement's run).
+template <class Value>
+auto stored(const Value& value) {
+  if constexpr (std::is_same_v<Value, std::string>)
+    return std::string_view(value);
+  else if constexpr (std::is_same_v<Value, double> || std::is_same_v<Value, std::optional<double>>)
+    return value;
+  else
+    return static_cast<std::int64_t>(value);
 }
 
 // Binds `j` as the job row. Its texts are bound without a copy: `j`
@@ -473,12 +469,15 @@ void bind_job(sql::Statement& statement, std::int64_t run, const JobRecord& j) {
   statement.bind(1, run);
   int index = 2;
   for (const JobColumn& column : kJobColumns) {
-    job_value(j, column, [&](auto value) {
-      if constexpr (std::is_same_v<decltype(value), std::string_view>)
-        statement.bind_unowned(index, value);
-      else
-        statement.bind(index, value);
-    });
+    std::visit(
+        [&](auto member) {
+          const auto value = stored(j.*member);
+          if constexpr (std::is_same_v<decltype(value), const std::string_view>)
+            statement.bind_unowned(index, value);
+          else
+            statement.bind(index, value);
+        },
+        column.field);
     ++index;
   }
 }
@@ -493,22 +492,11 @@ constexpr SampleColumn kSampleColumns[] = {
     {"running_jobs", &Sample::running_jobs}, {"waiting_jobs", &Sample::waiting_jobs},
     {"pending_jobs", &Sample::pending_jobs}, {"shared_gpus", &Sample::shared_gpus}};
 
-template <class Take>
-void sample_value(const Sample& s, const SampleColumn& column, Take&& take) {
-  std::visit(
-      [&](auto member) {
-        if constexpr (std::is_same_v<decltype(member), double Sample::*>)
-          take(s.*member);
-        else
-          take(static_cast<std::int64_t>(s.*member));
-      },
-      column.field);
-}
-
 void bind_sample(sql::Statement& statement, std::int64_t run, const Sample& s) {
   statement.bind(1, run);
   int index = 2;
-  for (const SampleColumn& column : kSampleColumns) sample_value(s, column, [&](auto value) { statement.bind(index++, value); });
+  for (const SampleColumn& column : kSampleColumns)
+    std::visit([&](auto member) { statement.bind(index++, stored(s.*member)); }, column.field);
 }
 
 // A finished simulation's thousands of rows reach SQLite as a table of this
@@ -525,7 +513,8 @@ struct RowTable {
   const char* pointer_type;  // of the span bound to its one argument
   std::string declaration;   // its columns, and the hidden argument last
   int columns;
-  void (*value)(sqlite3_context*, const Row&, int column);
+  // Each column's value of a row, by the column's number.
+  const std::span<void (*const)(sqlite3_context*, const Row&)> values;
 
   struct Table {
     sqlite3_vtab base{};
@@ -594,7 +583,7 @@ struct RowTable {
   static int column(sqlite3_vtab_cursor* base, sqlite3_context* context, int column) {
     const auto* cursor = reinterpret_cast<Cursor*>(base);
     const auto* table = reinterpret_cast<Table*>(base->pVtab)->table;
-    if (column < table->columns) table->value(context, cursor->rows[cursor->at], column);
+    if (column < table->columns) table->values[column](context, cursor->rows[cursor->at]);
     return SQLITE_OK;  // the argument reads as NULL
   }
   static int rowid(sqlite3_vtab_cursor* cursor, sqlite3_int64* out) {
@@ -630,17 +619,25 @@ std::string row_table_declaration(const Columns& columns) {
   return text + "rows HIDDEN)";
 }
 
-const RowTable<JobRecord> kJobRows = {
-    "tessel_job_rows", "tessel::JobRecord span", row_table_declaration(kJobColumns),
-    static_cast<int>(std::size(kJobColumns)), [](sqlite3_context* context, const JobRecord& j, int column) {
-      job_value(j, kJobColumns[column], [&](auto value) { result(context, value); });
-    }};
+// One function per column of `kColumns`, its member known when compiled:
+// no std::visit on each of a run's hundred thousand values.
+template <const auto& kColumns, class Row, std::size_t... I>
+constexpr auto column_values(std::index_sequence<I...>) {
+  return std::array<void (*)(sqlite3_context*, const Row&), sizeof...(I)>{
+      [](sqlite3_context* context, const Row& row) {
+        constexpr auto field = kColumns[I].field;
+        result(context, stored(row.*std::get<field.index()>(field)));
+      }...};
+}
+constexpr auto kJobValues = column_values<kJobColumns, JobRecord>(std::make_index_sequence<std::size(kJobColumns)>());
+constexpr auto kSampleValues =
+    column_values<kSampleColumns, Sample>(std::make_index_sequence<std::size(kSampleColumns)>());
 
-const RowTable<Sample> kSampleRows = {
-    "tessel_sample_rows", "tessel::Sample span", row_table_declaration(kSampleColumns),
-    static_cast<int>(std::size(kSampleColumns)), [](sqlite3_context* context, const Sample& s, int column) {
-      sample_value(s, kSampleColumns[column], [&](auto value) { result(context, value); });
-    }};
+const RowTable<JobRecord> kJobRows = {"tessel_job_rows", "tessel::JobRecord span", row_table_declaration(kJobColumns),
+                                      static_cast<int>(kJobValues.size()), kJobValues};
+const RowTable<Sample> kSampleRows = {"tessel_sample_rows", "tessel::Sample span",
+                                      row_table_declaration(kSampleColumns), static_cast<int>(kSampleValues.size()),
+                                      kSampleValues};
 
 std::string sample_insert() { return "INSERT INTO samples (run_id, " + column_list(kSampleColumns) + ")"; }
 
@@ -662,7 +659,7 @@ void insert_rows(sql::Database& db, std::optional<sql::Statement>& statement, co
 RunRows::RunRows(sql::Database& db, std::int64_t run)
     : db_(db),
       run_(run),
-      job_(db.prepare(job_row_insert() + parameter_row(std::size(kJobColumns) + 1))),
+      job_(db.prepare(job_row_insert("INSERT OR REPLACE") + parameter_row(std::size(kJobColumns) + 1))),
       sample_(db.prepare(sample_insert() + parameter_row(std::size(kSampleColumns) + 1))),
       resize_(db.prepare("INSERT INTO resizes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")),
       decision_(db.prepare("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)")),
@@ -682,7 +679,9 @@ void RunRows::sample(const Sample& s) {
 }
 
 void RunRows::jobs(std::span<const JobRecord> jobs) {
-  insert_rows(db_, jobs_, kJobRows, kJobColumns, job_row_insert(), run_, jobs);
+  // A plain INSERT: replacing costs each row a second pass of its NOT NULL
+  // checks, and a run's rows at its end are its first.
+  insert_rows(db_, jobs_, kJobRows, kJobColumns, job_row_insert("INSERT"), run_, jobs);
 }
 
 void RunRows::samples(std::span<const Sample> samples) {

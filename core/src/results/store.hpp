@@ -110,7 +110,9 @@ class RunRows {
   void job(const JobRecord& job);  // inserted, or replacing the job's row
   void sample(const Sample& sample);
   // The same rows as a call of job() or sample() for each, in that order,
-  // with many rows to a statement: a simulation's end writes thousands.
+  // in one statement: a simulation's end writes thousands. The run's first
+  // rows of these jobs: a job that has a row already is refused
+  // (sql::Error, SQLITE_CONSTRAINT), as is one given twice.
   void jobs(std::span<const JobRecord> jobs);
   void samples(std::span<const Sample> samples);
   void resize(const ResizeRecord& resize);
