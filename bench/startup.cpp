@@ -30,7 +30,12 @@
 // million, 4.6 ms median, under the 5 ms target on a quiet machine. With plugins
 // found by their file's name and only the command run declaring its
 // options: 7.1 million, 0.54x of 13.2 million; `perf stat -r 30` 3.1 ms
-// against 6.2 ms.
+// against 6.2 ms. With a finished run's job and sample rows read by SQLite
+// from memory (a virtual table, one INSERT ... SELECT each) instead of bound
+// 64 rows to a statement (`-n 5 --callgrind`, against main's build): FIFO
+// 142.5 million, 0.87x of 163.3 million; LAS 170.4 million, 0.88x of 192.8
+// million; ResultsStore::complete_run 76.4 and 85.6 million, 0.79x of 97.3
+// and 108.0 (callgrind_annotate --inclusive=yes).
 //
 // Run from the repository root after building:
 //   build/bench/startup [-n N] [--baseline OTHER_TESSEL] [--callgrind]
