@@ -35,7 +35,12 @@
 // 64 rows to a statement (`-n 5 --callgrind`, against main's build): FIFO
 // 142.5 million, 0.87x of 163.3 million; LAS 170.4 million, 0.88x of 192.8
 // million; ResultsStore::complete_run 76.4 and 85.6 million, 0.79x of 97.3
-// and 108.0 (callgrind_annotate --inclusive=yes).
+// and 108.0 (callgrind_annotate --inclusive=yes). Before that, LAS's
+// provisional plans (the queue alone; the whole plan only in the 216
+// rounds where an arrival would preempt): 192.8 million, 0.59x of 327.4.
+// Both together, `-n 9 --baseline` the build before them, load 0.5: FIFO
+// 32.9 ms median, 0.91x; LAS 42.4 ms, 0.70x. The 20 ms target is missed:
+// SQLite's own work on each row is half of each point.
 //
 // Run from the repository root after building:
 //   build/bench/startup [-n N] [--baseline OTHER_TESSEL] [--callgrind]
