@@ -48,32 +48,9 @@ const char* kTrace =
     "100,2,500\n"  // job 1
     "200,2,300\n";  // job 2
 
-// A synthetic mix on 6 nodes with node failures and crashing jobs: jobs
-// wait, run, are stopped and wait again.
+// support's busy experiment, with the decision log or without.
 std::string busy(const std::string& allocation, bool decisions) {
-  return R"([cluster]
-nodes = 6
-gpus_per_node = 4
-
-[workload]
-kind = "synthetic"
-jobs = 300
-jobs_per_hour = 6
-seed = 3
-
-[failures]
-node_mtbf_hours = 40
-node_repair_hours = 3
-job_failure_probability = 0.1
-max_retries = 1000
-
-[scheduler]
-round_seconds = 300
-allocation = )" + allocation + R"(
-placement = { plugin = "consolidated" }
-
-[output]
-decisions = )" + (decisions ? "true" : "false") + "\n";
+  return busy_experiment(allocation, std::string("[output]\ndecisions = ") + (decisions ? "true" : "false") + "\n");
 }
 
 }  // namespace

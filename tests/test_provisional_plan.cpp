@@ -34,29 +34,6 @@ preemption_overhead_seconds = 0
 decisions = )") + (decisions ? "true" : "false") + "\n";
 }
 
-// Multi-GPU jobs on 24 GPUs with node failures and crashing jobs: a queue
-// forms, jobs preempt, are stopped and wait again.
-std::string busy(const std::string& allocation) {
-  return R"([cluster]
-nodes = 6
-gpus_per_node = 4
-[workload]
-kind = "synthetic"
-jobs = 300
-jobs_per_hour = 6
-seed = 3
-[failures]
-node_mtbf_hours = 40
-node_repair_hours = 3
-job_failure_probability = 0.1
-max_retries = 1000
-[scheduler]
-round_seconds = 300
-allocation = )" + allocation + R"(
-placement = { plugin = "consolidated" }
-)";
-}
-
 std::string provisional_queue(const std::string& mode) {
   return "{ plugin = \"provisional_queue\", path = \"" + test_plugin("provisional_queue").string() +
          "\", mode = \"" + mode + "\" }";
@@ -88,9 +65,9 @@ TEST_CASE("a provisional plan decides as its whole plan would every round, job f
   // provisional_queue's whole plan is queue_only's with keep = false: the
   // queue newest first, the running jobs unranked and so the first victims.
   TempDir dir;
-  const RunResults provisional = simulate(dir, busy(provisional_queue("agree")));
+  const RunResults provisional = simulate(dir, busy_experiment(provisional_queue("agree")));
   const RunResults whole = simulate(
-      dir, busy("{ plugin = \"queue_only\", path = \"" + test_plugin("queue_only").string() + "\", keep = false }"));
+      dir, busy_experiment("{ plugin = \"queue_only\", path = \"" + test_plugin("queue_only").string() + "\", keep = false }"));
   CHECK(check_same_jobs(provisional, whole) > 0);  // and jobs were preempted
 }
 
@@ -115,7 +92,7 @@ TEST_CASE("a whole plan that disagrees with the provisional one breaks the contr
     CAPTURE(mode);
     std::string error;
     try {
-      simulate(dir, busy(provisional_queue(mode)));
+      simulate(dir, busy_experiment(provisional_queue(mode)));
     } catch (const std::exception& e) {
       error = e.what();
     }

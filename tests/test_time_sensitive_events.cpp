@@ -105,40 +105,12 @@ TEST_CASE("las's provisional plan lists the waiting jobs; its whole plan also th
   }
 }
 
-TEST_CASE("las decides the same with the decision log on, where the core lists the jobs it keeps") {
-  // A synthetic mix on 6 nodes with crashing jobs: jobs wait, run, are
-  // preempted and wait again.
+TEST_CASE("las decides the same with the decision log on, where the core asks for its whole plan every round") {
   TempDir dir;
-  auto config = [](bool decisions) {
-    return std::string(R"([cluster]
-nodes = 6
-gpus_per_node = 4
-[workload]
-kind = "synthetic"
-jobs = 300
-jobs_per_hour = 6
-seed = 3
-[failures]
-job_failure_probability = 0.1
-max_retries = 1000
-[scheduler]
-round_seconds = 300
-allocation = { plugin = "las" }
-placement = { plugin = "consolidated" }
-[output]
-decisions = )") + (decisions ? "true" : "false") + "\n";
-  };
-  const RunResults fast = simulate(dir, config(false));
-  const RunResults listed = simulate(dir, config(true));
-  REQUIRE(fast.jobs.size() == listed.jobs.size());
-  int preemptions = 0;
-  for (std::size_t i = 0; i < fast.jobs.size(); ++i) {
-    CAPTURE(i);
-    CHECK(fast.jobs[i].finish == listed.jobs[i].finish);
-    CHECK(fast.jobs[i].preemptions == listed.jobs[i].preemptions);
-    preemptions += fast.jobs[i].preemptions;
-  }
-  CHECK(preemptions > 0);
+  const std::string las = R"({ plugin = "las" })";
+  const RunResults fast = simulate(dir, busy_experiment(las));  // provisional plans, the whole one when needed
+  const RunResults listed = simulate(dir, busy_experiment(las, "[output]\ndecisions = true\n"));
+  CHECK(check_same_jobs(fast, listed) > 0);  // and jobs were preempted
   // Kept jobs had their grant recorded when they started: nothing new, and
   // never the kept reason's text without its number.
   for (const DecisionRecord& d : listed.decisions) CHECK(d.reason.find("{~}") == std::string::npos);

@@ -179,6 +179,27 @@ int check_same_jobs(const RunResults& a, const RunResults& b) {
   return preemptions;
 }
 
+std::string busy_experiment(const std::string& allocation, const std::string& extra) {
+  return R"([cluster]
+nodes = 6
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 300
+jobs_per_hour = 6
+seed = 3
+[failures]
+node_mtbf_hours = 40
+node_repair_hours = 3
+job_failure_probability = 0.1
+max_retries = 1000
+[scheduler]
+round_seconds = 300
+allocation = )" + allocation + R"(
+placement = { plugin = "consolidated" }
+)" + extra;
+}
+
 std::vector<double> finish_times(const RunResults& results) {
   std::vector<double> out;
   for (const JobRecord& job : results.jobs) out.push_back(job.finish.value_or(NAN));
