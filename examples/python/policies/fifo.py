@@ -16,8 +16,10 @@ class Fifo:
         return False  # the order changes only when jobs come and go
 
     def allocate(self, view):
-        active = view.active()  # in arrival order
-        # Grant(job): what it holds if it runs, else what it asks for.
-        ranked = [tessel.Grant(job, reason="running; FIFO never preempts") for job in active if job.running()]
-        ranked += [tessel.Grant(job, reason="served in arrival order") for job in active if job.waiting()]
-        return tessel.AllocationPlan(ranked, stop_at_first_unplaced=not self.backfill)
+        # The queue alone, view.waiting(), in arrival order; the running jobs
+        # keep their GPUs unlisted (keep_running), ranked ahead of it, as if
+        # listed. A round then costs what the queue costs, not what every
+        # running job costs. Grant(job): what it asks for.
+        return tessel.AllocationPlan([tessel.Grant(job, reason="served in arrival order") for job in view.waiting()],
+                                     stop_at_first_unplaced=not self.backfill,
+                                     keep_running="running; FIFO never preempts")
