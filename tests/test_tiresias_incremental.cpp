@@ -21,28 +21,11 @@ using namespace tessel::test;
 
 namespace {
 
+// Multi-GPU jobs on 16 GPUs with node failures and crashing jobs: a queue
+// forms, crossings move running jobs behind waiting ones, and jobs are
+// stopped and wait again.
 std::string busy(const std::string& allocation, const std::string& extra = "") {
-  // Multi-GPU jobs on 16 GPUs with node failures and crashing jobs: a queue
-  // forms, crossings move running jobs behind waiting ones, and jobs are
-  // stopped and wait again.
-  return R"([cluster]
-nodes = 4
-gpus_per_node = 4
-[workload]
-kind = "synthetic"
-seed = 5
-jobs = 120
-jobs_per_hour = 12
-[failures]
-node_mtbf_hours = 40
-node_repair_hours = 3
-job_failure_probability = 0.1
-max_retries = 1000
-[scheduler]
-round_seconds = 300
-allocation = )" + allocation + R"(
-placement = { plugin = "consolidated" }
-)" + extra;
+  return busy_experiment(allocation, extra, BusyLoad{.nodes = 4, .jobs = 120, .jobs_per_hour = 12, .seed = 5});
 }
 
 constexpr const char* kIncremental = R"({ plugin = "tiresias", queue_thresholds_gpu_seconds = [1800, 7200] })";

@@ -179,15 +179,10 @@ int check_same_jobs(const RunResults& a, const RunResults& b) {
   return preemptions;
 }
 
-std::string busy_experiment(const std::string& allocation, const std::string& extra) {
-  return R"([cluster]
-nodes = 6
-gpus_per_node = 4
-[workload]
-kind = "synthetic"
-jobs = 300
-jobs_per_hour = 6
-seed = 3
+std::string busy_experiment(const std::string& allocation, const std::string& extra, const BusyLoad& load) {
+  return "[cluster]\nnodes = " + std::to_string(load.nodes) + "\ngpus_per_node = 4\n[workload]\n" +
+         "kind = \"synthetic\"\njobs = " + std::to_string(load.jobs) +
+         "\njobs_per_hour = " + std::to_string(load.jobs_per_hour) + "\nseed = " + std::to_string(load.seed) + R"(
 [failures]
 node_mtbf_hours = 40
 node_repair_hours = 3

@@ -94,10 +94,16 @@ int check_lazy_progress_changes_nothing(const ExperimentConfig& config);
 int check_same_jobs(const RunResults& a, const RunResults& b);
 
 // An experiment in which jobs queue, are preempted, stopped and wait again:
-// 300 multi-GPU synthetic jobs on 6 x 4 GPUs, with node failures and
+// multi-GPU synthetic jobs on nodes of 4 GPUs, with node failures and
 // crashing jobs, 300-s rounds, consolidated placement; `allocation` is the
 // stage's TOML table, `extra` TOML appended (say, an [output] table).
-std::string busy_experiment(const std::string& allocation, const std::string& extra = "");
+struct BusyLoad {
+  int nodes = 6;
+  int jobs = 300;
+  int jobs_per_hour = 6;
+  int seed = 3;
+};
+std::string busy_experiment(const std::string& allocation, const std::string& extra = "", const BusyLoad& load = {});
 
 // Finish time of each job, by id (NaN if it did not finish).
 std::vector<double> finish_times(const RunResults& results);
