@@ -2,6 +2,7 @@
 // hand on small traces.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "experiment_runner.hpp"
 #include "engine/errors.hpp"
 #include "plugins/registry.hpp"
+#include "results/sqlite.hpp"
 #include "simulation.hpp"
 #include "support.hpp"
 
@@ -594,4 +596,34 @@ placement = { plugin = "synergy", rule = "first_fit" }
   CHECK(kept.jobs[1].preemptions == 0);
   CHECK(moved.jobs[1].preemptions == 1);
   CHECK(moved.jobs[0].preemptions == 0);
+}
+
+TEST_CASE("a run whose row cannot be written stops simulating and throws the store's error") {
+  TempDir dir;
+  const std::string database = (dir.path() / "other.db").string();
+  {
+    sql::Database other(database);
+    other.exec("CREATE TABLE t (x)");
+  }
+  // 400,000 jobs, which the run would simulate to their end before it found
+  // out, were the store's error not to stop it.
+  const ExperimentConfig config = load_experiment(dir.write("big.toml", R"([cluster]
+nodes = 500
+gpus_per_node = 4
+[workload]
+kind = "synthetic"
+jobs = 400000
+jobs_per_hour = 200
+[scheduler]
+allocation = { plugin = "fifo" }
+placement = { plugin = "consolidated" }
+)"));
+  PluginRegistry registry(config.scheduler.plugin_path);
+  const OpeningStore store(database);
+  std::atomic<bool> stop{false};
+  // Not Interrupted: the stop was the store's, and its error is the one to report.
+  CHECK_THROWS_WITH_AS(run_simulation(config, registry, store, {}, stop),
+                       (database + ": not a tessel results database").c_str(), UserError);
+  CHECK(stop);
+  CHECK_THROWS_AS(store.get(), UserError);
 }

@@ -106,13 +106,13 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   outcome.points = runs.size();
   outcome.database = plan.database;
   create_database_folder(outcome.database);
-  ResultsStore store(outcome.database);
+  const OpeningStore store(outcome.database);
 
   // One registry for every point: each plugin is found and opened once,
   // by the first run that names it (lookups are locked).
   PluginRegistry registry(runs.front().config.scheduler.plugin_path);
 
-  if (options.resume) outcome.skipped = drop_complete_points(runs, store, outcome.notes);
+  if (options.resume) outcome.skipped = drop_complete_points(runs, store.get(), outcome.notes);
   outcome.runs.assign(runs.size(), 0);
   if (runs.empty()) return outcome;
 
@@ -132,7 +132,7 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       const std::size_t i = next++;
       if (i >= runs.size() || combined_stop.load()) return;
       try {
-        outcome.runs[i] = run_simulation(runs[i].config, registry, store, runs[i].info, &combined_stop);
+        outcome.runs[i] = run_simulation(runs[i].config, registry, store, runs[i].info, combined_stop);
       } catch (const Interrupted&) {
         return;
       } catch (...) {

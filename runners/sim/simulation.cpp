@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 
@@ -763,27 +764,55 @@ RunResults Simulation::collect(double end_time) {
   return sink_.take();
 }
 
+namespace {
+
+// Marks a run 'failed'. The first error is the one to report: if the store
+// cannot take even this row (the disk is full), the run is left 'running';
+// if its row was never written, there is nothing to mark.
+void mark_failed(const OpeningStore& store, const std::shared_future<std::int64_t>& row, const std::string& why) {
+  try {
+    store.get().abandon_run(row.get(), "failed", why);
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace
+
 std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& registry,
-                            ResultsStore& store, RunInfo info, const std::atomic<bool>* stop) {
+                            const OpeningStore& store, RunInfo info, std::atomic<bool>& stop) {
   Simulation simulation(config, registry);  // the user's errors surface before a run row exists
   if (info.label.empty()) info.label = config.output.label;
   info.config = without_sweep(*config.document);
   if (info.fingerprint.empty()) info.fingerprint = configuration_fingerprint(*config.document);
   info.seed = config.workload.seed;
   info.mode = "simulation";
-  const std::int64_t id = store.begin_run(info);
+  // The row is written beside the simulation, not before it: a new
+  // database may still be opening. Without a row the results have nowhere
+  // to go, so failing to write it stops the simulation.
+  const std::shared_future<std::int64_t> row = std::async(std::launch::async, [&] {
+    try {
+      return store.get().begin_run(info);
+    } catch (...) {
+      stop = true;
+      throw;
+    }
+  }).share();
+  RunResults results;
   try {
-    store.complete_run(id, simulation.run(stop));
+    results = simulation.run(&stop);
   } catch (const Interrupted&) {
-    store.abandon_run(id, "interrupted", "stopped by the user");
+    // If the row could not be written, that stopped the run: its error is the one thrown.
+    store.get().abandon_run(row.get(), "interrupted", "stopped by the user");
     throw;
   } catch (const std::exception& e) {
-    // The first error is the one to report: if the store cannot take even
-    // this row (the disk is full), the run is left 'running'.
-    try {
-      store.abandon_run(id, "failed", e.what());
-    } catch (const std::exception&) {
-    }
+    mark_failed(store, row, e.what());
+    throw;
+  }
+  const std::int64_t id = row.get();
+  try {
+    store.get().complete_run(id, results);
+  } catch (const std::exception& e) {
+    mark_failed(store, row, e.what());
     throw;
   }
   return id;

@@ -226,11 +226,13 @@ class Simulation {
   std::unique_ptr<Lab> lab_;       // null in forks
 };
 
-// Runs one experiment and stores it: the run row first ('running'), then
-// every result row and 'complete' in one transaction. On failure or
-// interruption the run is marked so and keeps no rows. Returns the run id.
+// Runs one experiment and stores it: the run row ('running', written as the
+// simulation starts, once `store` is open), then every result row and
+// 'complete' in one transaction. On failure or interruption the run is
+// marked so and keeps no rows. Raising `stop` stops the simulation; it is
+// raised here when the run's row cannot be written, whose error is then the
+// one thrown. Returns the run id.
 std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& registry,
-                            ResultsStore& store, RunInfo info,
-                            const std::atomic<bool>* stop = nullptr);
+                            const OpeningStore& store, RunInfo info, std::atomic<bool>& stop);
 
 }  // namespace tessel

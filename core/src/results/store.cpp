@@ -339,6 +339,16 @@ ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
   }
 }
 
+OpeningStore::OpeningStore(std::string path)
+    : opened_(std::async(std::launch::async, [this, path = std::move(path)] {
+        store_ = std::make_unique<ResultsStore>(path);
+      })) {}
+
+ResultsStore& OpeningStore::get() const {
+  opened_.get();
+  return *store_;
+}
+
 std::span<const char* const> schema_migrations() { return kMigrations; }
 
 std::int64_t schema_version(sql::Database& db, const std::string& path) {

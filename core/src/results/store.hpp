@@ -25,6 +25,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -185,6 +187,22 @@ class ResultsStore {
   std::string path_;
   sql::Database db_;
   std::mutex mutex_;  // one writer at a time when a sweep shares the store
+};
+
+// A ResultsStore opening on a thread of its own. Creating a database is
+// mostly waiting on the disk (a new file is synced five times before its
+// first row), which a simulation need not wait for: run_simulation starts
+// simulating meanwhile and writes its run's row once the store is open.
+class OpeningStore {
+ public:
+  explicit OpeningStore(std::string path);
+  // The open store, once it is; throws what opening it threw. Safe from
+  // several threads at once.
+  ResultsStore& get() const;
+
+ private:
+  std::unique_ptr<ResultsStore> store_;
+  std::shared_future<void> opened_;  // after store_: destroyed first, it waits for the opening
 };
 
 }  // namespace tessel
