@@ -40,7 +40,18 @@
 // rounds where an arrival would preempt): 192.8 million, 0.59x of 327.4.
 // Both together, `-n 9 --baseline` the build before them, load 0.5: FIFO
 // 32.9 ms median, 0.91x; LAS 42.4 ms, 0.70x. The 20 ms target is missed:
-// SQLite's own work on each row is half of each point.
+// SQLite's own work on each row is half of each point. On a quiet machine
+// (load 0.1, `-n 15`): FIFO 21.2 ms, LAS 23.2 ms; with the database in
+// tmpfs 17.9 and 20.3 ms: the disk's syncs of a new database (five before
+// the first row, two at the close's checkpoint) cost 3 ms of wall time.
+// With the store opened on its own thread while the simulation starts
+// (`-n 21 --baseline` the build before, load 1.5): FIFO 22.2 ms median,
+// 0.97x, least 20.2 ms, 0.92x; LAS 23.0 ms, 0.97x, least 22.0 ms, 0.95x;
+// CPU 1.02x; instructions unchanged (142.6 and 170.6 million). Tried and
+// not kept: JobStore blocks in transparent huge pages (0.96x on these
+// points, but 1M jobs took 1.45x the time and 1.21x the peak RSS); with
+// glibc's own (GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.top_pad=
+// 33554432) the points take 0.88x, which a process cannot ask for itself.
 //
 // Run from the repository root after building:
 //   build/bench/startup [-n N] [--baseline OTHER_TESSEL] [--callgrind]
