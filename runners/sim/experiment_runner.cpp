@@ -161,8 +161,12 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       finished.wait_for(lock, std::chrono::milliseconds(20));
     }
   });
+  // This thread is one of the workers: a single run starts no thread for
+  // its simulation, and allocates from memory that reading its
+  // configuration has already touched.
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
   for (std::thread& t : pool) t.join();
   {
     std::lock_guard lock(mutex);
