@@ -196,6 +196,8 @@ class ResultsStore {
 class OpeningStore {
  public:
   explicit OpeningStore(std::string path);
+  OpeningStore(const OpeningStore&) = delete;  // the opening writes into this one
+  OpeningStore& operator=(const OpeningStore&) = delete;
   // The open store, once it is; throws what opening it threw. Safe from
   // several threads at once.
   ResultsStore& get() const;
