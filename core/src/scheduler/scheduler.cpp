@@ -593,9 +593,14 @@ AllocationPlan Scheduler::with_kept_listed(const AllocationPlan& plan) {
   return full;
 }
 
-bool Scheduler::looks_at_every_running_job(const AllocationPlan& plan) const {
-  return rules_.stop_left_out || rules_.place_every_round || sharing_ > 0 || (log_ != nullptr && log_->enabled()) ||
+bool Scheduler::shares_gpus(const AllocationPlan& plan) const {
+  return sharing_ > 0 ||
          std::any_of(plan.ranked.begin(), plan.ranked.end(), [](const Grant& g) { return g.share_with != kNoJob; });
+}
+
+bool Scheduler::looks_at_every_running_job(const AllocationPlan& plan) const {
+  return rules_.stop_left_out || rules_.place_every_round || (log_ != nullptr && log_->enabled()) ||
+         shares_gpus(plan);
 }
 
 AllocationPlan Scheduler::whole_plan(const SchedulerView& v, RoundOutcome& outcome) {
@@ -624,9 +629,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
   // where a rule or the decision log looks at every running job.
   if (plan.keep_running && looks_at_every_running_job(plan)) return place_plan(v, with_kept_listed(plan), outcome);
   stamp_ranks(plan);
-  if (sharing_ > 0 || std::any_of(plan.ranked.begin(), plan.ranked.end(),
-                                  [](const Grant& g) { return g.share_with != kNoJob; }))
-    split_groups(v, plan, outcome);
+  if (shares_gpus(plan)) split_groups(v, plan, outcome);
 
   if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
   round_running_.clear();

@@ -265,8 +265,11 @@ class Scheduler {
 
   void admit(const SchedulerView& view, RoundOutcome& outcome);
   void place_plan(const SchedulerView& view, const AllocationPlan& plan, RoundOutcome& outcome);
-  // Whether a rule, the decision log or a shared grant looks at every
-  // running job, which an incremental plan leaves unlisted.
+  // Whether jobs share GPUs this round: groups already sharing, or a plan's
+  // grant naming a host (Grant::share_with).
+  bool shares_gpus(const AllocationPlan& plan) const;
+  // Whether a rule, the decision log or shared GPUs look at every running
+  // job, which an incremental plan leaves unlisted.
   bool looks_at_every_running_job(const AllocationPlan& plan) const;
   // AllocationPolicy::allocate_whole, checked; its revisit_at is the round's.
   AllocationPlan whole_plan(const SchedulerView& view, RoundOutcome& outcome);
