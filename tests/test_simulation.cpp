@@ -607,17 +607,8 @@ TEST_CASE("a run whose row cannot be written stops simulating and throws the sto
   }
   // 400,000 jobs, which the run would simulate to their end before it found
   // out, were the store's error not to stop it.
-  const ExperimentConfig config = load_experiment(dir.write("big.toml", R"([cluster]
-nodes = 500
-gpus_per_node = 4
-[workload]
-kind = "synthetic"
-jobs = 400000
-jobs_per_hour = 200
-[scheduler]
-allocation = { plugin = "fifo" }
-placement = { plugin = "consolidated" }
-)"));
+  const ExperimentConfig config = load_experiment(dir.write(
+      "big.toml", busy_experiment(R"({ plugin = "fifo" })", "", {.nodes = 500, .jobs = 400000, .jobs_per_hour = 200})));
   PluginRegistry registry(config.scheduler.plugin_path);
   const OpeningStore store(database);
   std::atomic<bool> stop{false};
