@@ -170,6 +170,15 @@ TEST_CASE("unknown workload kinds and models list the valid ones") {
                     "gavel-table, placement-penalty, pollux-apps, synergy-sensitivity, parallel-3d)");
 }
 
+// An empty name is a name the user wrote, not a problem already reported:
+// it once went unchecked, and building the workload dereferenced no model.
+TEST_CASE("an empty workload kind or model name is unknown") {
+  const auto found = problems(kGood, {"workload.kind=\"\"", "workload.model={ name = \"\" }"});
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].starts_with("--set workload.kind=\"\": unknown kind '' in [workload] (valid: synthetic, "));
+  CHECK(found[1].starts_with("--set workload.model={ name = \"\" }: unknown throughput model '' (valid: linear, "));
+}
+
 TEST_CASE("reading builds nothing: a kind's keys and a model are checked by the loader") {
   const std::string text = R"([cluster]
 nodes = 1

@@ -69,7 +69,7 @@ ModelSettings read_model_settings(TableReader& parent, std::shared_ptr<const Tom
 
 WorkloadSettings read_workload_settings(TableReader& reader, std::shared_ptr<const TomlDocument> document) {
   WorkloadSettings settings;
-  settings.kind = reader.string("kind", std::nullopt).value_or("");
+  settings.kind = reader.string("kind", std::nullopt);
   settings.seed = static_cast<std::uint64_t>(reader.integer("seed", 1, 0).value_or(1));
   if (reader.present("track")) {
     auto track = reader.numbers("track", std::nullopt, 0, 4e9);

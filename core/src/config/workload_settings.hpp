@@ -21,7 +21,7 @@ namespace tessel {
 // A throughput model as named: `model = "linear"`, or a table with `name`
 // and the model's own arguments, which models/ reads.
 struct ModelSettings {
-  std::string name;         // empty after a reported problem: nothing to build
+  std::optional<std::string> name;  // as written; none after a reported problem: nothing to build
   DeferredTable arguments;  // the table (`name` read), or no table for a bare name
   std::string where;        // of the key naming the model
 };
@@ -54,7 +54,9 @@ struct TraceTransforms {
 };
 
 struct WorkloadSettings {
-  std::string kind;  // as written (checked against the kinds by workloads/); empty after a reported problem
+  // As written, "" included (workloads/ checks it against the kinds); none
+  // after a reported problem.
+  std::optional<std::string> kind;
   std::uint64_t seed = 1;
   // Jobs with ids in [first, last) count in the metrics; all jobs when unset.
   std::optional<std::pair<JobId, JobId>> track;

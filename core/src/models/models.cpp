@@ -31,9 +31,9 @@ std::span<const ModelKind> throughput_models() {
 }
 
 std::shared_ptr<const ThroughputModel> build_throughput_model(const ModelSettings& model, Diagnostics& diagnostics) {
-  if (model.name.empty()) return nullptr;  // reported when read
+  if (!model.name) return nullptr;  // reported when read
   for (const auto& kind : throughput_models()) {
-    if (kind.name != model.name) continue;
+    if (kind.name != *model.name) continue;
     TableReader arguments(model.arguments, diagnostics);
     std::shared_ptr<const ThroughputModel> built = kind.parse(arguments, model);
     arguments.finish();
@@ -41,7 +41,7 @@ std::shared_ptr<const ThroughputModel> build_throughput_model(const ModelSetting
   }
   std::string valid;
   for (const auto& kind : throughput_models()) valid += (valid.empty() ? "" : ", ") + std::string(kind.name);
-  diagnostics.error(model.where, "unknown throughput model '" + model.name + "' (valid: " + valid + ")");
+  diagnostics.error(model.where, "unknown throughput model '" + *model.name + "' (valid: " + valid + ")");
   return nullptr;
 }
 

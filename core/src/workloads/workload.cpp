@@ -318,12 +318,12 @@ WorkloadParts read_parts(const WorkloadSettings& settings, Diagnostics& diagnost
   WorkloadParts parts;
   TableReader reader(settings.options, diagnostics);
   const WorkloadKind* kind = nullptr;
-  if (!settings.kind.empty()) {  // else config reported it
+  if (settings.kind) {  // else config reported it
     std::vector<std::string> names;
     for (const auto& k : workload_kinds()) names.emplace_back(k.name);
     if (reader.choice("kind", names, std::nullopt))
       for (const auto& k : workload_kinds())
-        if (k.name == settings.kind) kind = &k;
+        if (k.name == *settings.kind) kind = &k;
   }
   parts.model = model ? std::move(model) : build_throughput_model(settings.model, diagnostics);
   if (const toml::table* weights = reader.table("profile_weights"))
