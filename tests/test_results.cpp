@@ -454,6 +454,29 @@ TEST_CASE("files that are not tessel databases are refused") {
                         std::to_string(kSchemaVersion) + ")")
                            .c_str(),
                        UserError);
+  // A version set by another program: below the first, or not that of the
+  // tables the file has. Each once crashed or failed with SQLite's words alone.
+  const std::string path = (dir.path() / "new.db").string();
+  for (const int version : {-1, 0}) {
+    {
+      sql::Database changed(path);
+      changed.exec("PRAGMA user_version = " + std::to_string(version));
+    }
+    CHECK_THROWS_WITH_AS(ResultsStore{path},
+                         (path + ": a tessel results database whose schema version (" + std::to_string(version) +
+                          ") was changed by another program; tessel cannot tell which tables it has")
+                             .c_str(),
+                         UserError);
+  }
+  {
+    sql::Database changed(path);
+    changed.exec("PRAGMA user_version = 5");
+  }
+  CHECK_THROWS_WITH_AS(ResultsStore{path},
+                       (path + ": cannot upgrade its schema from version 5 to " + std::to_string(kSchemaVersion) +
+                        ": duplicate column name: master_port")
+                           .c_str(),
+                       UserError);
   const auto result = run_tessel({"report", "missing.db"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err == "tessel: missing.db: no such results database\n");

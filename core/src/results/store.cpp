@@ -367,6 +367,10 @@ std::int64_t schema_version(sql::Database& db, const std::string& path) {
   const std::int64_t tables = pragma("SELECT count(*) FROM sqlite_master");
   if (application != kApplicationId && (tables > 0 || version > 0))
     throw UserError(path + ": not a tessel results database");
+  // Only another program sets these: no migration starts from them.
+  if (version < 0 || (version == 0 && tables > 0))
+    throw UserError(path + ": a tessel results database whose schema version (" + std::to_string(version) +
+                    ") was changed by another program; tessel cannot tell which tables it has");
   return version;
 }
 
@@ -387,8 +391,13 @@ void ResultsStore::migrate() {
   if (version == 0) {
     db_.exec(kCurrentSchema);
   } else {
-    for (std::int64_t v = version; v < kSchemaVersion; ++v) db_.exec(kMigrations[v]);
-    add_job_columns(db_);
+    try {
+      for (std::int64_t v = version; v < kSchemaVersion; ++v) db_.exec(kMigrations[v]);
+      add_job_columns(db_);
+    } catch (const sql::Error& e) {  // its tables are not what its version says
+      throw UserError(path_ + ": cannot upgrade its schema from version " + std::to_string(version) + " to " +
+                      std::to_string(kSchemaVersion) + ": " + e.what());
+    }
   }
   db_.exec("PRAGMA application_id=" + std::to_string(kApplicationId));
   db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
