@@ -189,6 +189,35 @@ TEST_CASE("malformed sweeps are located") {
   CHECK_FALSE(fs::exists(dir.path() / "sweep.db"));  // nothing ran
 }
 
+// Each would have stored runs labelled by values they did not run with, or
+// one point twice.
+TEST_CASE("a sweep that sets one path twice, or lists a value twice, is refused") {
+  const std::string text = "[sweep]\n"
+                           "\"workload.jobs\" = [10, 15, 10]\n"
+                           "\"scheduler.allocation.plugin\" = [\"fifo\", \"las\"]\n"
+                           "seeds = [1, 1]\n"
+                           "[sweep.policy.a]\n"
+                           "\"scheduler.allocation\" = { plugin = \"srtf\" }\n"
+                           "\"scheduler.placement\" = { plugin = \"spread\" }\n"
+                           "\"scheduler.placement.plugin\" = \"consolidated\"\n";
+  try {
+    expand_sweep(TomlDocument::parse(text, "s.toml"));
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 4);
+    CHECK(e.diagnostics()[0].str() ==
+          "s.toml:2:28: 'workload.jobs' in [sweep] lists 10 twice: its runs would be one point, run twice");
+    CHECK(e.diagnostics()[1].str() == "s.toml:4:13: 'seeds' in [sweep] lists 1 twice: its runs would be one point, "
+                                      "run twice");
+    CHECK(e.diagnostics()[2].str() ==
+          "s.toml:8:32: 'scheduler.placement.plugin' in [sweep.policy.a] sets part of what 'scheduler.placement' "
+          "sets in the same variant; set it in one of them");
+    CHECK(e.diagnostics()[3].str() ==
+          "s.toml:6:26: 'scheduler.allocation' is swept by two axes of [sweep], 'scheduler.allocation.plugin' (at "
+          "s.toml:3:33) and 'policy': every run would be labelled by one and run with the other");
+  }
+}
+
 TEST_CASE("paths in [sweep] values are relative to the config file, like the rest of it") {
   TempDir dir;
   fs::create_directories(dir.path() / "exp");

@@ -36,11 +36,43 @@ struct AxisValue {
   nlohmann::ordered_json label;
 };
 
+// A config path an axis sets, and where the sweep writes it.
+struct SweptPath {
+  std::string path;
+  std::string where;
+};
+
 struct Axis {
   std::string name;  // in the axes JSON: the path, "seed", or the variants' axis name
   std::vector<AxisValue> values;
   bool named = false;  // labels are names, not the values themselves
+  std::vector<SweptPath> paths;
 };
+
+// Whether setting one path sets (part of) the other: the same path, or one
+// a table that holds the other ("scheduler.allocation" and
+// "scheduler.allocation.plugin").
+bool overlap(const std::string& a, const std::string& b) {
+  const auto x = config_path_segments(a), y = config_path_segments(b);
+  if (!x || !y) return false;  // an unclosed quote: reported when the point is read
+  const std::size_t common = std::min(x->size(), y->size());
+  return std::equal(x->begin(), x->begin() + static_cast<std::ptrdiff_t>(common), y->begin());
+}
+
+// Two axes that set the same config path would label each run by one and
+// run it with the other's value; two such paths in one variant, set one
+// after the other, leave the variant meaning what their order says. Both
+// are refused, as a list that names a value twice (two runs of one point).
+void check_distinct(const std::vector<Axis>& axes, Diagnostics& diagnostics) {
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    for (std::size_t b = a + 1; b < axes.size(); ++b)
+      for (const SweptPath& first : axes[a].paths)
+        for (const SweptPath& second : axes[b].paths)
+          if (overlap(first.path, second.path))
+            diagnostics.error(second.where, "'" + second.path + "' is swept by two axes of [sweep], '" +
+                                                axes[a].name + "' (at " + first.where + ") and '" + axes[b].name +
+                                                "': every run would be labelled by one and run with the other");
+}
 
 // The entries of a table in the order they are written (toml++ keeps keys
 // sorted); a value replaced by --set keeps the place of the one it replaced.
@@ -71,12 +103,21 @@ void read_variants(const TomlDocument& document, const std::string& name, const 
       continue;
     }
     AxisValue choice{{}, variant};
+    std::vector<std::string> set;  // by this variant
     for (const auto& [path, setting] : in_written_order(document, *settings)) {
       if (!is_config_path(path))
         diagnostics.error(document.where(*setting), "'" + path + "' in [sweep." + name + "." + variant +
                                                         "] is not a quoted config path like "
                                                         "\"scheduler.allocation\"");
+      for (const std::string& earlier : set)
+        if (overlap(earlier, path))
+          diagnostics.error(document.where(*setting), "'" + path + "' in [sweep." + name + "." + variant +
+                                                          "] sets part of what '" + earlier +
+                                                          "' sets in the same variant; set it in one of them");
+      set.push_back(path);
       choice.overrides.push_back(path + "=" + toml_text(*setting));
+      if (std::none_of(axis.paths.begin(), axis.paths.end(), [&](const SweptPath& p) { return p.path == path; }))
+        axis.paths.push_back({path, document.where(*setting)});
     }
     axis.values.push_back(std::move(choice));
   }
@@ -115,9 +156,16 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
       diagnostics.error(document.where(value), "'" + name + "' in [sweep] is not a config path like "
                                                             "\"workload.jobs_per_hour\", 'seeds', or a table "
                                                             "of named variants");
+    axis.paths.push_back({path, document.where(value)});
     if (const toml::array* list = value.as_array(); list != nullptr && !list->empty()) {
-      for (const toml::node& element : *list)
-        axis.values.push_back({{path + "=" + toml_text(element)}, json_value(element)});
+      for (const toml::node& element : *list) {
+        const std::string setting = path + "=" + toml_text(element);
+        if (std::any_of(axis.values.begin(), axis.values.end(),
+                        [&](const AxisValue& v) { return v.overrides.front() == setting; }))
+          diagnostics.error(document.where(element), "'" + name + "' in [sweep] lists " + toml_text(element) +
+                                                         " twice: its runs would be one point, run twice");
+        axis.values.push_back({{setting}, json_value(element)});
+      }
     } else if (table != nullptr && !table->empty()) {
       axis.named = true;
       for (const auto& [value_name, element] : in_written_order(document, *table))
@@ -129,6 +177,7 @@ std::vector<SweepPoint> expand_sweep(const TomlDocument& document) {
     }
     axes.push_back(std::move(axis));
   }
+  check_distinct(axes, diagnostics);
   diagnostics.raise_if_any();
   // `seeds` varies fastest, whatever its position, so that a point's seeds sit together.
   std::stable_partition(axes.begin(), axes.end(), [](const Axis& a) { return a.name != "seed"; });
