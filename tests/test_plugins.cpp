@@ -285,12 +285,20 @@ placement = { plugin = "first_fit" }
   CHECK(result.code == 2);
   CHECK(result.err.starts_with("abi.toml:9:25: " + test_plugin("wrong_abi").string() + ": plugin ABI mismatch"));
 
-  dir.write("arg.toml", base + "allocation = { plugin = \"x\", threshold = 3, path = \"" +
+  dir.write("arg.toml", base + "allocation = { plugin = \"throwing_factory\", threshold = 3, path = \"" +
                             test_plugin("throwing_factory").string() + "\" }\n");
   result = run_tessel({"validate", "arg.toml"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err ==
-        "arg.toml:9:42: argument 'threshold' of allocation plugin 'throwing_factory': must be negative\n");
+        "arg.toml:9:57: argument 'threshold' of allocation plugin 'throwing_factory': must be negative\n");
+
+  // The run would be stored under one name and run the other's code.
+  dir.write("name.toml", base + "allocation = { plugin = \"fifo\", path = \"" +
+                             test_plugin("throwing_factory").string() + "\" }\n");
+  result = run_tessel({"validate", "name.toml"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err == "name.toml:9:25: 'path' names " + test_plugin("throwing_factory").string() +
+                          ", which is allocation plugin 'throwing_factory', not 'fifo'\n");
 
   dir.write("kind.toml", base + "allocation = { plugin = \"x\", path = \"" +
                              (build_root() / "plugins/placement/first_fit.so").string() + "\" }\n");

@@ -243,6 +243,13 @@ const PluginEntry* find_and_check(const StageConfig& stage, PluginRegistry& regi
   try {
     const PluginEntry* entry = stage.library.empty() ? &registry.find(stage.kind, stage.plugin)
                                                      : &registry.open(stage.library, stage.kind);
+    // The run is stored under the name; the library says what it runs.
+    if (entry->info.name != stage.plugin) {
+      diagnostics.error(stage.where, "'path' names " + stage.library + ", which is " +
+                                         std::string(to_string(stage.kind)) + " plugin '" + entry->info.name +
+                                         "', not '" + stage.plugin + "'");
+      return nullptr;
+    }
     args = check_arguments(stage, *entry, config_directory, diagnostics, cluster_gpu_types);
     return entry;
   } catch (const PluginLoadError& e) {
