@@ -218,6 +218,31 @@ TEST_CASE("a sweep that sets one path twice, or lists a value twice, is refused"
   }
 }
 
+// A plugin is found when a run composes its scheduler: a sweep once ran and
+// stored its first point before its second found none, and `validate`
+// read no point of the sweep at all.
+TEST_CASE("every point's plugins are checked before a sweep runs, and by validate") {
+  TempDir dir;
+  dir.write("bad.toml", std::string(kSweep) +
+                            "[sweep.policy]\nok = { \"scheduler.placement\" = { plugin = \"spread\" } }\n"
+                            "missing = { \"scheduler.placement\" = { plugin = \"nosuch\" } }\n");
+  const std::string expected =
+      "bad.toml: [sweep] scheduler.placement={ plugin = 'nosuch' }: unknown placement plugin 'nosuch' (valid: ";
+  for (const char* command : {"run", "validate"}) {
+    CAPTURE(command);
+    const auto result = run_tessel({command, "bad.toml"}, dir.path());
+    CHECK(result.code == 2);
+    CHECK(result.err.find(expected) != std::string::npos);
+    CHECK(std::count(result.err.begin(), result.err.end(), '\n') == (std::string(command) == "run" ? 2 : 1));
+    CHECK_FALSE(fs::exists(dir.path() / "sweep.db"));  // nothing ran
+  }
+  dir.write("good.toml", kSweep);
+  const auto result = run_tessel({"validate", "good.toml"}, dir.path());
+  CHECK(result.code == 0);
+  CHECK(result.out == "good.toml: ok: 12 sweep points, each composed and its workload read; point 0: 40 jobs on 4 "
+                      "nodes, 16 GPUs, accept_all -> fifo -> consolidated -> none\n");
+}
+
 TEST_CASE("paths in [sweep] values are relative to the config file, like the rest of it") {
   TempDir dir;
   fs::create_directories(dir.path() / "exp");

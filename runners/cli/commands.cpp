@@ -13,6 +13,7 @@
 #include <sstream>
 #include <tuple>
 #include <regex>
+#include <set>
 #include <span>
 
 #include <nlohmann/json.hpp>
@@ -187,15 +188,28 @@ int merge(const std::string& output, const std::vector<std::string>& shards) {
 }
 
 int validate(const std::string& path, const std::vector<std::string>& overrides) {
-  const ExperimentConfig config = load_experiment(path, overrides);
-  PluginRegistry registry(config.scheduler.plugin_path);
-  Simulation simulation(config, registry);  // composes the plugins and reads the workload
-  for (const std::string& note : simulation.notes()) std::cerr << "note: " << note << "\n";
+  ExperimentOptions options;
+  options.config = path;
+  options.overrides = overrides;
+  const ExperimentPlan plan = plan_experiment(options);  // every point of the sweep read
+  PluginRegistry registry(plan.runs.front().config.scheduler.plugin_path);
+  if (plan.runs.size() > 1) check_schedulers(plan.runs, registry);  // each problem once, as `run` says them
+  std::set<std::string> noted;
+  std::string first;  // what the first point runs
+  for (const PlannedRun& run : plan.runs) {
+    Simulation simulation(run.config, registry);  // composes the plugins and reads the workload
+    for (const std::string& note : simulation.notes())
+      if (noted.insert(note).second) std::cerr << "note: " << note << "\n";
+    if (first.empty())
+      first = (simulation.endless() ? std::string("jobs until the tracked ones are done")
+                                    : std::to_string(simulation.job_count()) + " jobs") +
+              " on " + cluster_text(run.config) + ", " + composition_text(run.config.scheduler);
+  }
   std::cout << path << ": ok: "
-            << (simulation.endless() ? std::string("jobs until the tracked ones are done")
-                                     : std::to_string(simulation.job_count()) + " jobs")
-            << " on " << cluster_text(config)
-            << ", " << composition_text(config.scheduler) << "\n";
+            << (plan.runs.size() == 1 ? first
+                                      : std::to_string(plan.runs.size()) +
+                                            " sweep points, each composed and its workload read; point 0: " + first)
+            << "\n";
   return 0;
 }
 

@@ -35,6 +35,31 @@ ExperimentConfig load_experiment(const std::filesystem::path& path, const std::v
   return load_experiment(std::make_shared<const TomlDocument>(TomlDocument::load(path, overrides, sweep_overrides)));
 }
 
+namespace {
+
+// The same mistake shows in every point of a sweep: each is reported once.
+void add_once(std::vector<Diagnostic>& problems, const ConfigError& e) {
+  for (const Diagnostic& d : e.diagnostics())
+    if (std::find_if(problems.begin(), problems.end(), [&](const Diagnostic& p) {
+          return p.where == d.where && p.message == d.message;
+        }) == problems.end())
+      problems.push_back(d);
+}
+
+}  // namespace
+
+void check_schedulers(const std::vector<PlannedRun>& runs, PluginRegistry& registry) {
+  std::vector<Diagnostic> problems;
+  for (const PlannedRun& run : runs) {
+    try {
+      check_scheduler(run.config, registry);
+    } catch (const ConfigError& e) {
+      add_once(problems, e);
+    }
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+}
+
 ExperimentPlan plan_experiment(const ExperimentOptions& options) {
   const TomlDocument base = TomlDocument::load(options.config, options.overrides);
   std::vector<SweepPoint> points = expand_sweep(base);
@@ -58,12 +83,7 @@ ExperimentPlan plan_experiment(const ExperimentOptions& options) {
                            : run.config.output.label;
       runs.push_back(std::move(run));
     } catch (const ConfigError& e) {
-      // The same mistake shows in every point; report each once.
-      for (const Diagnostic& d : e.diagnostics())
-        if (std::find_if(problems.begin(), problems.end(), [&](const Diagnostic& p) {
-              return p.where == d.where && p.message == d.message;
-            }) == problems.end())
-          problems.push_back(d);
+      add_once(problems, e);
     }
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));
@@ -105,12 +125,15 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   ExperimentOutcome outcome;
   outcome.points = runs.size();
   outcome.database = plan.database;
-  create_database_folder(outcome.database);
-  const OpeningStore store(outcome.database);
-
   // One registry for every point: each plugin is found and opened once,
   // by the first run that names it (lookups are locked).
   PluginRegistry registry(runs.front().config.scheduler.plugin_path);
+  // A sweep composes every point's scheduler before anything is stored: a
+  // plugin missing from its 40th point would stop it half done. A single
+  // run's simulation composes it before its run row exists.
+  if (runs.size() > 1) check_schedulers(runs, registry);
+  create_database_folder(outcome.database);
+  const OpeningStore store(outcome.database);
 
   if (options.resume) outcome.skipped = drop_complete_points(runs, store.get(), outcome.notes);
   outcome.runs.assign(runs.size(), 0);

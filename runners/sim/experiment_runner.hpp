@@ -1,8 +1,8 @@
 // Running an experiment file: one run, or one run per point of its [sweep],
 // in parallel, into one results database.
 //
-// Every point's config is read and checked before any run starts, so a
-// mistake in the 40th point costs nothing. With `resume`, points that
+// Every point's config is read and checked, and its scheduler composed,
+// before any run starts, so a mistake in the 40th point costs nothing. With `resume`, points that
 // already have a complete run in the database (same label, axes and
 // configuration fingerprint) are skipped. When `stop` is raised (Ctrl-C), running simulations stop at
 // their next event and are marked 'interrupted'; no run is left 'running'.
@@ -21,6 +21,8 @@
 #include "results/store.hpp"
 
 namespace tessel {
+
+class PluginRegistry;
 
 // Reads one experiment file (with --set `overrides`, and `sweep_overrides`
 // from a point of its [sweep]) into plain settings, and has the workload
@@ -72,6 +74,10 @@ struct ExperimentPlan {
 // Reads every point's config. Throws ConfigError listing each problem once;
 // UserError for a `point` the sweep does not have.
 ExperimentPlan plan_experiment(const ExperimentOptions& options);
+
+// Composes each run's scheduler (check_scheduler). Throws ConfigError
+// listing each problem once.
+void check_schedulers(const std::vector<PlannedRun>& runs, PluginRegistry& registry);
 
 // --resume: drops the runs whose point has a complete run in `store` of the
 // same configuration; a point that ran another configuration stays, with a

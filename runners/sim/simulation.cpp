@@ -30,7 +30,19 @@ std::vector<std::string> gpu_types_of_run(const ClusterState& cluster, const Clu
       if (std::find(types.begin(), types.end(), added.gpu_type) == types.end()) types.push_back(added.gpu_type);
   return types;
 }
+
+// The scheduler a run of `config` composes, on `cluster` as the run starts.
+ComposedScheduler compose_for_run(const ExperimentConfig& config, PluginRegistry& registry,
+                                  const ClusterState& cluster) {
+  const std::vector<std::string> gpu_types = gpu_types_of_run(cluster, config.cluster);
+  return compose_scheduler(config.scheduler, registry, config.workload.seed,
+                           config.document->base_directory().string(), &gpu_types);
+}
 }  // namespace
+
+void check_scheduler(const ExperimentConfig& config, PluginRegistry& registry) {
+  (void)compose_for_run(config, registry, ClusterState(config.cluster.nodes));
+}
 
 // The simulation's PolicyLab: other policies, created on demand for this run,
 // and forecasts from forks of the current state.
@@ -86,9 +98,7 @@ Simulation::Simulation(const ExperimentConfig& config, PluginRegistry& registry,
       failure_rng_(derive_seed(config.workload.seed, 0x6661696c)),  // "fail"
       next_round_(kNever) {
   ClusterState cluster(config.cluster.nodes);
-  const std::vector<std::string> gpu_types = gpu_types_of_run(cluster, config.cluster);
-  ComposedScheduler plugins = compose_scheduler(config.scheduler, registry, config.workload.seed,
-                                                config.document->base_directory().string(), &gpu_types);
+  ComposedScheduler plugins = compose_for_run(config, registry, cluster);
   Workload workload = build_workload(config.workload, cluster, std::move(model));
   job_count_ = workload.jobs.size();
   for (std::size_t first = 0; first < job_count_; first += kJobBlock) {

@@ -226,6 +226,11 @@ class Simulation {
   std::unique_ptr<Lab> lab_;       // null in forks
 };
 
+// Composes the scheduler a simulation of `config` would, and lets it go: its
+// plugins found, each the one its stage names, their arguments checked.
+// Throws ConfigError, as the simulation would before running.
+void check_scheduler(const ExperimentConfig& config, PluginRegistry& registry);
+
 // Runs one experiment and stores it: the run row ('running', written as the
 // simulation starts, once `store` is open), then every result row and
 // 'complete' in one transaction. On failure or interruption the run is
