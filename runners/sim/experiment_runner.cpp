@@ -199,7 +199,8 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   watcher.join();
 
   if (first_error) std::rethrow_exception(first_error);
-  if (combined_stop.load() && !abort.load()) throw Interrupted();
+  // A Ctrl-C that came as the last run was being stored interrupted nothing.
+  if (combined_stop.load() && !abort.load() && progress.done < runs.size()) throw Interrupted();
   return outcome;
 }
 
