@@ -222,6 +222,18 @@ TEST_CASE("compare puts two runs side by side with ratios") {
     }
   CHECK(found);
   CHECK(run_tessel({"compare", db.string(), "1", "99"}).code == 2);
+
+  // A run stopped early stored no rows: its zeros once read as results.
+  {
+    ResultsStore store(db.string());
+    RunInfo info;
+    info.config = "[cluster]\n";
+    store.abandon_run(store.begin_run(info), "interrupted", "stopped by the user");
+  }
+  const auto stopped = run_tessel({"compare", db.string(), "1", "9"});
+  CHECK(stopped.code == 2);
+  CHECK(stopped.err == "tessel: " + db.string() +
+                           ": run 9 is interrupted and stored no results to compare (stopped by the user)\n");
 }
 
 TEST_CASE("explain tells why a job waited, decision by decision") {

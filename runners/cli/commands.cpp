@@ -339,6 +339,11 @@ int report(const ReportOptions& options) {
 int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b) {
   ResultsStore store = open_existing(database);
   const auto reports = load_reports(store, {run_a, run_b});
+  for (const RunReport& report : reports)  // its zeros would read as results
+    if (report.run.status == "failed" || report.run.status == "interrupted")
+      throw UserError(database + ": run " + std::to_string(report.run.id) + " is " + report.run.status +
+                      " and stored no results to compare" +
+                      (report.run.note.empty() ? "" : " (" + report.run.note + ")"));
   print_comparison(std::cout, reports[0], reports[1]);
   return 0;
 }
