@@ -152,6 +152,21 @@ TEST_CASE("--set overrides any key, and its errors point at the override") {
   CHECK(range[0] == "--set cluster.nodes=-1: 'nodes' in [cluster] must be in 1..1000000, got -1");
 }
 
+// Each was once resolved silently: an empty segment skipped, the last of
+// two --set kept, and a table the --set alone names blamed on the file.
+TEST_CASE("--set refuses empty key segments and a key given twice, and owns the tables it adds") {
+  const auto found = problems(kGood, {"cluster..nodes=3", "workload.seed=5", "workload.seed=7",
+                                      "scheduler.allocation={ plugin = \"las\" }", "scheduler.allocation.plugin=fifo"});
+  REQUIRE(found.size() == 3);
+  CHECK(found[0] == "--set cluster..nodes=3: empty key segment");
+  CHECK(found[1] == "--set workload.seed=7: sets what --set workload.seed=5 sets: give each key once");
+  CHECK(found[2] == "--set scheduler.allocation.plugin=fifo: sets what --set scheduler.allocation={ plugin = \"las\" } "
+                    "sets: give each key once");
+  const auto unknown = problems(kGood, {"nosuch.key=1"});
+  REQUIRE(unknown.size() == 1);
+  CHECK(unknown[0].starts_with("--set nosuch.key=1: unknown key 'nosuch' at the top level (valid: "));
+}
+
 TEST_CASE("the synthetic workload checks its own keys") {
   const auto found = problems(std::string(kGood) + "", {"workload.gpu_weights=[1,1]", "workload.short_log10_minutes=[3,1]"});
   REQUIRE(found.size() == 2);

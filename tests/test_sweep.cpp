@@ -243,6 +243,20 @@ TEST_CASE("every point's plugins are checked before a sweep runs, and by validat
                       "nodes, 16 GPUs, accept_all -> fifo -> consolidated -> none\n");
 }
 
+// The run would be labelled by the sweep's value and run with the --set one.
+TEST_CASE("--set of a path the sweep sweeps is refused once, naming how to narrow the sweep") {
+  TempDir dir;
+  dir.write("s.toml", kSweep);
+  const auto result = run_tessel({"validate", "s.toml", "--set", "workload.jobs_per_hour=3"}, dir.path());
+  CHECK(result.code == 2);
+  CHECK(result.err == "--set workload.jobs_per_hour=3: sets what [sweep] sweeps: every run would be labelled by the "
+                      "sweep's value and run with this one; narrow the sweep's axis instead, like --set "
+                      "'sweep.\"workload.jobs_per_hour\"=[...]'\n");
+  const auto narrowed = run_tessel({"validate", "s.toml", "--set", "sweep.\"workload.jobs_per_hour\"=[3]"}, dir.path());
+  CHECK(narrowed.code == 0);
+  CHECK(narrowed.out.starts_with("s.toml: ok: 6 sweep points"));
+}
+
 TEST_CASE("paths in [sweep] values are relative to the config file, like the rest of it") {
   TempDir dir;
   fs::create_directories(dir.path() / "exp");

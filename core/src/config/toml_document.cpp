@@ -85,8 +85,9 @@ TomlDocument TomlDocument::parse(std::string_view text, std::string name,
   } catch (const toml::parse_error& e) {
     throw ConfigError(location(e.source(), document.name_), std::string(e.description()));
   }
-  document.apply_overrides(overrides, "--set ");
-  document.apply_overrides(sweep_overrides, document.name_ + ": [sweep] ");
+  std::vector<SetPath> set;
+  document.apply_overrides(overrides, "--set ", set);
+  document.apply_overrides(sweep_overrides, document.name_ + ": [sweep] ", set);
   return document;
 }
 
@@ -137,7 +138,9 @@ std::string TomlDocument::text() const {
   return out.str();
 }
 
-void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix) {
+void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix,
+                                   std::vector<SetPath>& set) {
+  const bool from_sweep = origin_prefix != "--set ";
   Diagnostics diagnostics;
   for (const std::string& override_text : overrides) {
     const std::string origin = origin_prefix + override_text;
@@ -153,6 +156,29 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, co
     }
     const std::vector<std::string>& path = *segments;
     const std::string value_text = override_text.substr(equals + 1);
+    if (std::any_of(path.begin(), path.end(), [](const std::string& segment) { return segment.empty(); })) {
+      diagnostics.error(origin, "empty key segment");
+      continue;
+    }
+    // The same path, or a table and a key in it (the [sweep]'s own axes are
+    // checked when it expands).
+    const auto earlier = std::find_if(set.begin(), set.end(), [&](const SetPath& s) {
+      const std::size_t common = std::min(s.path.size(), path.size());
+      return std::equal(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(common), s.path.begin());
+    });
+    if (earlier != set.end()) {
+      if (from_sweep) {
+        std::string swept;  // the axis's path, as [sweep] quotes it
+        for (const std::string& segment : path) swept += (swept.empty() ? "" : ".") + segment;
+        diagnostics.error(earlier->origin, "sets what [sweep] sweeps: every run would be labelled by the sweep's "
+                                           "value and run with this one; narrow the sweep's axis instead, like "
+                                           "--set 'sweep.\"" + swept + "\"=[...]'");
+      } else {
+        diagnostics.error(origin, "sets what " + earlier->origin + " sets: give each key once");
+      }
+      continue;
+    }
+    if (!from_sweep) set.push_back({path, origin});
 
     toml::table parsed;
     try {
@@ -164,9 +190,7 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, co
     toml::table* table = &root_;
     bool ok = true;
     for (std::size_t i = 0; i + 1 < path.size() && ok; ++i) {
-      if (path[i].empty()) {
-        ok = false;
-      } else if (toml::node* existing = table->get(path[i])) {
+      if (toml::node* existing = table->get(path[i])) {
         if (!existing->is_table()) {
           diagnostics.error(origin, "'" + path[i] + "' is " + std::string(type_name(*existing)) +
                                         ", not a table");
@@ -176,12 +200,10 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, co
         }
       } else {
         table = table->insert_or_assign(path[i], toml::table{}).first->second.as_table();
+        override_origin_[table] = origin;  // a table only this override names is its
       }
     }
-    if (!ok || path.back().empty()) {
-      if (ok) diagnostics.error(origin, "empty key segment");
-      continue;
-    }
+    if (!ok) continue;
     std::optional<toml::source_position> replaced;
     if (const toml::node* previous = table->get(path.back())) replaced = written_at(*previous);
     parsed.get("v")->visit([&](auto&& value) {

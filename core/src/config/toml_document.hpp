@@ -55,7 +55,15 @@ class TomlDocument {
   std::string text() const;
 
  private:
-  void apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix);
+  // A config path --set has set, and the override that set it.
+  struct SetPath {
+    std::vector<std::string> path;
+    std::string origin;
+  };
+  // Applies `overrides`; one that sets (part of) what an earlier --set in
+  // `set` did is refused, as a field given twice. Adds the --set ones to `set`.
+  void apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix,
+                       std::vector<SetPath>& set);
 
   toml::table root_;
   std::string name_;
