@@ -357,6 +357,23 @@ TEST_CASE("a time that does not parse is an error, wherever the jobid comes") {
         log + ":1: field 'vc': expected a string, got 1 (job 'application_10')");
 }
 
+// The parser kept the last; the job would have been whichever the log's
+// writer meant, or not.
+TEST_CASE("a known key given twice in one object is an error, in a job, an attempt or a placement") {
+  TempDir dir;
+  const std::string log = log_path(dir);
+  CHECK(read_error(dir, R"([{"jobid": "application_8", "status": "Pass", "status": "Failed", "attempts": []}])") ==
+        log + ":1: field 'status': appears twice in one object (job 'application_8')");
+  CHECK(read_error(dir, "[{\"jobid\": \"a\", \"attempts\": [{\"start_time\": \"None\",\n"
+                        "\"start_time\": \"None\", \"detail\": []}]}]") ==
+        log + ":2: field 'attempts[0].start_time': appears twice in one object (job 'a')");
+  CHECK(read_error(dir, R"([{"jobid": "a", "attempts": [{"detail": [{"ip": "m1", "ip": "m2", "gpus": []}]}]}])") ==
+        log + ":1: field 'attempts[0].detail[0].ip': appears twice in one object (job 'a')");
+  // The same key in two objects, and unknown keys, are not repeats.
+  CHECK(read_error(dir, R"([{"jobid": "a", "x": 1, "x": 2, "attempts": [{"detail": []}, {"detail": []}]},
+                            {"jobid": "b", "attempts": []}])") == "");
+}
+
 TEST_CASE("an unreadable file is a trace error") {
   TempDir dir;
   dir.write("experiment.toml", experiment(""));

@@ -166,6 +166,13 @@ TEST_CASE("pollux-csv: malformed rows name file, line and field") {
         "trace.csv:2: expected 5 fields, got 4");
   CHECK(trace_error("pollux-csv", "timestamp,duration,num_gpus,cluster\n" + good) ==
         "trace.csv:1: header lacks column 'gpu_time' (columns: timestamp, duration, num_gpus, gpu_time, cluster)");
+  // Once accepted: the first of two columns was read, and the date counted as 2 March.
+  CHECK(trace_error("pollux-csv", "timestamp,duration,num_gpus,gpu_time,cluster,num_gpus\n"
+                                  "2017-10-09 07:01:55,66.0,1,66.0,11cb48,4\n") ==
+        "trace.csv:1: column 'num_gpus' appears twice in the header");
+  CHECK(trace_error("pollux-csv", header + "2017-02-30 07:01:55,66.0,1,66.0,11cb48\n") ==
+        "trace.csv:2: field 'timestamp': expected a time 'YYYY-MM-DD HH:MM:SS', got '2017-02-30 07:01:55'");
+  CHECK(trace_error("pollux-csv", header + "2016-02-29 07:01:55,66.0,1,66.0,11cb48\n") == "no error");  // a leap day
 }
 
 // --- pollux-workload --------------------------------------------------------

@@ -60,6 +60,9 @@ CsvTable::CsvTable(std::string path, const std::vector<std::string>& required_co
   for (const auto& column : required_columns)
     if (index_of(column) < 0)
       throw TraceError(path_, line_, "", "header lacks column '" + column + "' (columns: " + valid + ")");
+  for (auto column = header_.begin(); column != header_.end(); ++column)
+    if (std::find(header_.begin(), column, *column) != column)  // which of the two holds the field?
+      throw TraceError(path_, line_, "", "column '" + *column + "' appears twice in the header");
   for (const auto& column : header_)
     if (std::find(required_columns.begin(), required_columns.end(), column) == required_columns.end() &&
         std::find(optional_columns.begin(), optional_columns.end(), column) == optional_columns.end())

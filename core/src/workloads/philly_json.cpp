@@ -274,7 +274,20 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
   bool start_array(std::size_t) override { return begin_container(Kind::array); }
 
   bool key(string_t& name) override {
-    if (skip_depth_ == 0) field_ = field_named(name);
+    if (skip_depth_ > 0) return true;
+    field_ = field_named(name);
+    // A key given twice in one object: which value the job holds would be
+    // the parser's choice.
+    std::uint32_t* seen = level_ == Level::job       ? &job_keys_
+                          : level_ == Level::attempt ? &attempt_keys_
+                          : level_ == Level::placement ? &placement_keys_
+                                                       : nullptr;
+    const std::uint32_t bit = 1u << static_cast<unsigned>(field_);
+    if (seen != nullptr && field_ != Field::unknown) {
+      if ((*seen & bit) != 0 && !pending_)
+        pending_ = PendingError{input_.line(), field_path(), "appears twice in one object"};
+      *seen |= bit;
+    }
     return true;
   }
 
@@ -401,6 +414,7 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
       case Level::attempt_list:
         if (kind != Kind::object) return mismatch(kind, text, "an attempt (a JSON object)");
         attempt_ = Attempt{};
+        attempt_keys_ = 0;
         ++attempts_begun_;
         placements_begun_ = 0;
         level_ = Level::attempt;
@@ -411,6 +425,7 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
       case Level::placement_list:
         if (kind != Kind::object) return mismatch(kind, text, "a placement (a JSON object with ip and gpus)");
         ++placements_begun_;
+        placement_keys_ = 0;
         gpus_seen_ = 0;
         level_ = Level::placement;
         break;
@@ -572,6 +587,7 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
     job_.submitted.reset();
     job_.clear_attempts();
     attempts_begun_ = 0;
+    job_keys_ = 0;
   }
 
   void finish_attempt() {
@@ -601,6 +617,7 @@ class PhillyLogHandler final : public nlohmann::json_sax<nlohmann::json> {
   std::size_t skip_depth_ = 0;  // > 0 inside a value the mapping does not read
   std::size_t ordinal_ = 0;     // jobs begun
   std::size_t attempts_begun_ = 0, placements_begun_ = 0, gpus_seen_ = 0;  // in the current job, attempt, placement
+  std::uint32_t job_keys_ = 0, attempt_keys_ = 0, placement_keys_ = 0;   // known keys seen in each, by Field
   JobSummary job_;
   Attempt attempt_;
   std::optional<PendingError> pending_;

@@ -34,8 +34,11 @@ std::optional<double> parse_timestamp(std::string_view text) {
   if (!field(text, 0, 4, year) || !field(text, 5, 2, month) || !field(text, 8, 2, day) ||
       !field(text, 11, 2, hour) || !field(text, 14, 2, minute) || !field(text, 17, 2, second))
     return std::nullopt;
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
-    return std::nullopt;
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  // The month's own length: 2017-02-30 would count as 2 March.
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+  if (day > kDays[month - 1] + (month == 2 && leap)) return std::nullopt;
   const std::int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   return static_cast<double>(days * 86400 + hour * 3600 + minute * 60 + second);
 }
