@@ -167,6 +167,13 @@ TEST_CASE("--set refuses empty key segments and a key given twice, and owns the 
   CHECK(unknown[0].starts_with("--set nosuch.key=1: unknown key 'nosuch' at the top level (valid: "));
 }
 
+TEST_CASE("an elastic range whose maximum is below its minimum is refused") {
+  const auto found = problems(kGood, {"workload.elastic_min_gpus=9", "workload.elastic_max_gpus=2"});
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == "--set workload.elastic_max_gpus=2: 'elastic_max_gpus' (2) in [workload] is below "
+                    "'elastic_min_gpus' (9)");
+}
+
 TEST_CASE("the synthetic workload checks its own keys") {
   const auto found = problems(std::string(kGood) + "", {"workload.gpu_weights=[1,1]", "workload.short_log10_minutes=[3,1]"});
   REQUIRE(found.size() == 2);

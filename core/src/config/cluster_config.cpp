@@ -156,6 +156,7 @@ ClusterConfig read_cluster_config(TableReader& reader) {
   if (has_preset + has_groups + has_tiresias + has_openb + has_uniform > 1) {
     reader.error("", "[cluster] takes one of: 'preset', [[cluster.groups]], 'tiresias_spec', 'openb_nodes', "
                      "or 'nodes' with 'gpus_per_node'");
+    reader.skip_unknown_keys();  // which keys are valid depends on the one chosen
   } else if (has_tiresias) {
     const auto path = reader.input_path("tiresias_spec", std::nullopt);
     const auto type = reader.string("gpu_type", std::string(kUnnamedGpuType));

@@ -322,10 +322,13 @@ std::optional<double> TableReader::number(std::string_view key, std::optional<do
     return std::nullopt;
   });
   if (!given || !x || (std::isfinite(*x) && *x >= min && *x <= max)) return x;
-  const std::string range = std::isinf(min)   ? "<= " + number_text(max)
-                            : std::isinf(max) ? ">= " + number_text(min)
-                                              : "in " + number_text(min) + ".." + number_text(max);
-  error(key, "'" + std::string(key) + "' " + scope() + " must be " + range + ", got " + shown(*table_->get(key)));
+  const std::string range = std::isinf(min) && std::isinf(max) ? ""
+                            : std::isinf(min)                    ? "<= " + number_text(max)
+                            : std::isinf(max)                    ? ">= " + number_text(min)
+                                                                 : "in " + number_text(min) + ".." + number_text(max);
+  // A finite value out of range always has a range to be in.
+  const std::string wanted = std::isfinite(*x) ? range : "a finite number" + (range.empty() ? "" : " " + range);
+  error(key, "'" + std::string(key) + "' " + scope() + " must be " + wanted + ", got " + shown(*table_->get(key)));
   return std::nullopt;
 }
 

@@ -35,6 +35,10 @@ TraceTransforms read_transforms(TableReader& reader) {
   t.duration_scale = reader.number("duration_scale", 1, 1e-6).value_or(1);
   t.elastic_min_gpus = static_cast<int>(reader.integer("elastic_min_gpus", 0, 0, 1 << 20).value_or(0));
   t.elastic_max_gpus = static_cast<int>(reader.integer("elastic_max_gpus", 0, 0, 1 << 20).value_or(0));
+  if (t.elastic_min_gpus > 0 && t.elastic_max_gpus > 0 && t.elastic_min_gpus > t.elastic_max_gpus)
+    reader.error("elastic_max_gpus", "'elastic_max_gpus' (" + std::to_string(t.elastic_max_gpus) +
+                                         ") in [workload] is below 'elastic_min_gpus' (" +
+                                         std::to_string(t.elastic_min_gpus) + ")");
   t.elastic_models = reader.strings("elastic_models", std::vector<std::string>{}).value_or(std::vector<std::string>{});
   return t;
 }
