@@ -236,6 +236,27 @@ TEST_CASE("compare puts two runs side by side with ratios") {
                            ": run 9 is interrupted and stored no results to compare (stopped by the user)\n");
 }
 
+// Each was once taken: a run reported twice, an empty window, a job id
+// that wrapped to 4294967291.
+TEST_CASE("report, plot and explain refuse arguments that contradict themselves") {
+  TempDir dir;
+  const fs::path db = hand_database(dir);
+  for (const char* command : {"report", "plot"}) {
+    const auto twice = run_tessel({command, db.string(), "--run", "1", "--run", "1"}, dir.path());
+    CHECK(twice.code == 2);
+    CHECK(twice.err == "tessel: --run 1 is given twice\n");
+  }
+  const auto window = run_tessel({"explain", db.string(), "0", "--run", "1", "--from", "100", "--to", "50"});
+  CHECK(window.code == 2);
+  CHECK(window.err == "tessel: --from 100.000000 is after --to 50.000000: no time is in both\n");
+  const auto nan = run_tessel({"explain", db.string(), "0", "--run", "1", "--from", "nan"});
+  CHECK(nan.code == 2);
+  CHECK(nan.err == "tessel: --from: not a time: nan\n");
+  const auto negative = run_tessel({"explain", db.string(), "-5", "--run", "1"});
+  CHECK(negative.code == 2);
+  CHECK(negative.err.find("job: Value -5 not in range") != std::string::npos);
+}
+
 TEST_CASE("explain tells why a job waited, decision by decision") {
   TempDir dir;
   dir.write("trace.csv", "arrival,gpus,duration\n0,2,250\n0,4,100\n50,2,120\n");

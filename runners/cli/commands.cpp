@@ -318,7 +318,18 @@ ResultsStore open_existing(const std::string& database) {
 }
 }  // namespace
 
+namespace {
+
+// A run given twice would be reported, or plotted, twice.
+void check_run_ids(const std::vector<std::int64_t>& runs) {
+  for (auto run = runs.begin(); run != runs.end(); ++run)
+    if (std::find(runs.begin(), run, *run) != run) throw UserError("--run " + std::to_string(*run) + " is given twice");
+}
+
+}  // namespace
+
 int report(const ReportOptions& options) {
+  check_run_ids(options.runs);
   ResultsStore store = open_existing(options.database);
   const JobGrouping grouping = options.group == "vc" ? JobGrouping::vc : JobGrouping::none;
   const auto reports = load_reports(store, options.runs, grouping);
@@ -350,6 +361,10 @@ int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b)
 
 int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run,
             std::optional<double> from, std::optional<double> to, const std::string& stage) {
+  for (const auto& [name, bound] : {std::pair{"--from", from}, std::pair{"--to", to}})
+    if (bound && !std::isfinite(*bound)) throw UserError(std::string(name) + ": not a time: " + std::to_string(*bound));
+  if (from && to && *from > *to)
+    throw UserError("--from " + std::to_string(*from) + " is after --to " + std::to_string(*to) + ": no time is in both");
   ResultsStore store = open_existing(database);
   if (!run) {
     const auto runs = store.runs();
@@ -366,6 +381,7 @@ int explain(const std::string& database, std::int64_t job, std::optional<std::in
 
 int plot(const PlotOptions& options) {
   ResultsStore store = open_existing(options.database);
+  check_run_ids(options.runs);
   PlotRequest request{options.kind, options.runs, options.metric, options.by, options.over, options.output};
   if (request.output.empty())
     request.output = std::filesystem::path(options.database).stem().string() + "-" + options.kind + ".svg";

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("-j,--jobs", run.parallel, "simulations at once for a [sweep] (default: one per core)");
     run_cmd->add_flag("--resume", run.resume, "skip sweep points that already have a complete run in the database");
     run_cmd->add_flag("-q,--quiet", run.quiet, "print nothing on success");
-    auto* run_point = run_cmd->add_option("--point", run.point, "run point K of the [sweep] alone (see --list-points)");
+    auto* run_point = run_cmd->add_option("--point", run.point, "run point K of the [sweep] alone (see --list-points)")
+                         ->check(CLI::NonNegativeNumber);
     run_cmd->add_flag("--list-points", run.list_points, "print the [sweep]'s points, numbered as --point takes them")
         ->excludes(run_point);
     auto* run_slurm = run_cmd->add_flag("--slurm", run.slurm, "submit the sweep to Slurm as a job array, one point per task")
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   auto* explain_cmd = app.add_subcommand("explain", "Why did a job wait? Its recorded decisions, in time order");
   if (declaring(explain_cmd)) {
     explain_cmd->add_option("database", explain_db, "results database")->required();
-    explain_cmd->add_option("job", explain_job, "job id")->required();
+    explain_cmd->add_option("job", explain_job, "job id")->required()->check(CLI::NonNegativeNumber);
     explain_cmd->add_option("--run", explain_run, "run id (default: the last run)");
     explain_cmd->add_option("--from", explain_from, "only decisions at or after this time (seconds into the run)");
     explain_cmd->add_option("--to", explain_to, "only decisions at or before this time (seconds into the run)");
