@@ -331,6 +331,10 @@ TEST_CASE("tiresias-csv: job id, GPUs, submit time, model and duration") {
   CHECK(vgg11.model == "vgg11");
   CHECK(trace.jobs[1].duration == 147.5);
   CHECK(trace.notes.empty());
+  // Two rows of one job: once read as two jobs of one name.
+  CHECK(trace_error("tiresias-csv", "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                                    "0,1,0,606,vgg19,164,30\n1,8,30,133,vgg11,147,23\n0,2,60,10,vgg16,10,0\n") ==
+        "trace.csv:4: field 'job_id': job '0' is given again (first on line 2)");
 }
 
 TEST_CASE("tiresias-csv: a small trace simulated, JCTs by hand") {

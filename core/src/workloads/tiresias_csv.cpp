@@ -21,6 +21,8 @@
 //   errors, as they would make no sense to Tiresias either.
 // - Tiresias truncates durations to whole seconds (jobs.py); fractions are
 //   kept here, as the other kinds keep them.
+#include <unordered_map>
+
 #include "common/csv_table.hpp"
 #include "workloads/kinds.hpp"
 
@@ -36,10 +38,14 @@ class TiresiasCsvWorkload final : public WorkloadSource {
     CsvTable table(path_, {"job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"},
                    {});
     Trace trace;
+    std::unordered_map<std::string, std::size_t> first_line;  // by job_id: Tiresias's simulator keys its jobs by it
     while (table.next()) {
       TraceJob job;
       JobSpec& spec = job.spec;
       spec.name = table.required_text("job_id");
+      if (const auto [seen, added] = first_line.emplace(spec.name, table.line()); !added)
+        table.fail("job_id", "job '" + spec.name + "' is given again (first on line " + std::to_string(seen->second) +
+                                 ")");
       spec.gpus = spec.min_gpus = spec.max_gpus = static_cast<int>(table.integer("num_gpu", 1, 1 << 20));
       spec.arrival = table.number("submit_time", 0);
       table.integer("iterations", 0);  // checked, not used
