@@ -387,6 +387,8 @@ TEST_CASE("tiresias-csv: malformed rows name file, line and field") {
   const std::string header = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n";
   CHECK(trace_error("tiresias-csv", header + "0,1,0,606,vgg19,0,30\n") ==
         "trace.csv:2: field 'duration': expected a number > 0, got '0'");
+  CHECK(trace_error("tiresias-csv", header + "0,1,0,606,vgg19,-3,30\n") ==  // once told ">= 0"
+        "trace.csv:2: field 'duration': expected a number > 0, got '-3'");
   CHECK(trace_error("tiresias-csv", header + "0,1,0,606,vgg19,164,30\n1,0,30,133,vgg11,147,23\n") ==
         "trace.csv:3: field 'num_gpu': expected an integer in 1..1048576, got '0'");
   CHECK(trace_error("tiresias-csv", header + "0,1,0,606,,164,30\n") ==

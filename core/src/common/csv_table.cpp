@@ -164,8 +164,14 @@ double CsvTable::number(std::string_view column, double min, double max) const {
 }
 
 double CsvTable::positive_number(std::string_view column) const {
-  const double value = number(column, 0);
-  if (value == 0) fail(column, "expected a number > 0, got '" + std::string(text(column)) + "'");
+  // Checked here whole: -3 is as far from "> 0" as 0 is.
+  const std::string_view field = text(column);
+  double value = 0;
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (field.empty() || error != std::errc() || end != field.data() + field.size() || !std::isfinite(value) ||
+      !(value > 0))
+    fail(column, "expected a number > 0, got " +
+                     (field.empty() ? std::string("an empty field") : "'" + std::string(field) + "'"));
   return value;
 }
 
