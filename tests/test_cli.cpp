@@ -218,10 +218,18 @@ TEST_CASE("a database whose folder cannot be made: exit 2 naming it, not an inte
   CHECK(result.err.find("internal error") == std::string::npos);
 }
 
-TEST_CASE("a missing config file is a user error") {
+TEST_CASE("a missing config file, or a directory, is a user error") {
   const auto result = run_tessel({"run", "no/such.toml"});
   CHECK(result.code == 2);
   CHECK(result.err == "no/such.toml: cannot open config: No such file or directory\n");
+  // A directory opens, and once read as an empty file: five missing keys.
+  TempDir dir;
+  const auto folder = run_tessel({"run", dir.path().string()});
+  CHECK(folder.code == 2);
+  CHECK(folder.err == dir.path().string() + ": cannot open config: Is a directory\n");
+  const auto database = run_tessel({"report", dir.path().string()});
+  CHECK(database.code == 2);
+  CHECK(database.err == "tessel: " + dir.path().string() + ": a directory, not a results database\n");
 }
 
 TEST_CASE("validate accepts a good experiment without running it") {

@@ -314,6 +314,7 @@ int plugins(const PluginsOptions& options) {
 namespace {
 ResultsStore open_existing(const std::string& database) {
   if (!std::filesystem::exists(database)) throw UserError(database + ": no such results database");
+  if (std::filesystem::is_directory(database)) throw UserError(database + ": a directory, not a results database");
   return ResultsStore(database, /*create=*/false);
 }
 }  // namespace

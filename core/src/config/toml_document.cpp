@@ -65,6 +65,9 @@ std::string_view type_name(const toml::node& node) {
 TomlDocument TomlDocument::load(const std::filesystem::path& path,
                                 const std::vector<std::string>& overrides,
                                 const std::vector<std::string>& sweep_overrides) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))  // it would open, and read as an empty file
+    throw ConfigError(path.string(), std::string("cannot open config: ") + std::strerror(EISDIR));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;
