@@ -89,8 +89,8 @@ TomlDocument TomlDocument::parse(std::string_view text, std::string name,
     throw ConfigError(location(e.source(), document.name_), std::string(e.description()));
   }
   std::vector<SetPath> set;
-  document.apply_overrides(overrides, "--set ", set);
-  document.apply_overrides(sweep_overrides, document.name_ + ": [sweep] ", set);
+  document.apply_overrides(overrides, OverrideSource::command_line, set);
+  document.apply_overrides(sweep_overrides, OverrideSource::sweep, set);
   return document;
 }
 
@@ -141,9 +141,11 @@ std::string TomlDocument::text() const {
   return out.str();
 }
 
-void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix,
+void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, OverrideSource source,
                                    std::vector<SetPath>& set) {
-  const bool from_sweep = origin_prefix != "--set ";
+  // A sweep's values count as written in the file ([sweep] in problems).
+  const bool from_sweep = source == OverrideSource::sweep;
+  const std::string origin_prefix = from_sweep ? name_ + ": [sweep] " : "--set ";
   Diagnostics diagnostics;
   for (const std::string& override_text : overrides) {
     const std::string origin = origin_prefix + override_text;

@@ -60,10 +60,10 @@ class TomlDocument {
     std::vector<std::string> path;
     std::string origin;
   };
+  enum class OverrideSource { command_line, sweep };
   // Applies `overrides`; one that sets (part of) what an earlier --set in
   // `set` did is refused, as a field given twice. Adds the --set ones to `set`.
-  void apply_overrides(const std::vector<std::string>& overrides, const std::string& origin_prefix,
-                       std::vector<SetPath>& set);
+  void apply_overrides(const std::vector<std::string>& overrides, OverrideSource source, std::vector<SetPath>& set);
 
   toml::table root_;
   std::string name_;
