@@ -317,9 +317,6 @@ ResultsStore open_existing(const std::string& database) {
   if (std::filesystem::is_directory(database)) throw UserError(database + ": a directory, not a results database");
   return ResultsStore(database, /*create=*/false);
 }
-}  // namespace
-
-namespace {
 
 // A run given twice would be reported, or plotted, twice.
 void check_run_ids(const std::vector<std::int64_t>& runs) {
