@@ -61,6 +61,13 @@ MISTAKES = {
                 job = view.active()[0]
                 return tessel.AllocationPlan([tessel.Grant(job)] * 2)
         """, "Policy", r"allocation plugin 'python' \(.*bad\.py:2, class Policy\) broke its contract: ranked job 0 twice"),
+    "grant of negative CPUs": ("""\
+        import tessel
+        class Policy:
+            def allocate(self, view):
+                return tessel.AllocationPlan([tessel.Grant(job, tessel.Resources(job.spec.gpus, 1000, -1.0, 0.0, -1))
+                                              for job in view.active()])
+        """, "Policy", r"broke its contract: granted job 0 -1\.000000 CPUs and 0\.000000 GB; each is finite and >= 0"),
     "failed import": ("""\
         import no_such_module
         class Policy:
@@ -165,3 +172,48 @@ def test_ctrl_c_in_python_raises_keyboardinterrupt_and_leaves_no_run_half_writte
     for run_id, status in statuses:
         if status == "interrupted":
             assert query(database, "SELECT COUNT(*) FROM jobs WHERE run_id = ?", run_id) == [(0,)]
+
+
+# An elasticity answer the run cannot use: an endless cost never ended the
+# run (its memory growing), NaN failed in SQLite, and the rest were stored.
+ELASTICITY_MISTAKES = {
+    "endless cost": ("float('inf')", "None", r"priced the reconfiguration of job \d+ at inf s; a cost is finite and >= 0"),
+    "negative cost": ("-1.0", "None", r"priced the reconfiguration of job \d+ at -1\.000000 s"),
+    "negative layout": ("1.0", "tessel.JobLayout(-5, -1, -3)",
+                        r"laid out job \d+ on \d+ GPUs as batch -5, tensor parallel -1, pipeline parallel -3"),
+    "layout past the GPUs": ("1.0", "tessel.JobLayout(0, 1000, 1000)",
+                             r"laid out job \d+ on \d+ GPUs as batch 0, tensor parallel 1000, pipeline parallel 1000; "
+                             r"sizes are >= 0"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(ELASTICITY_MISTAKES))
+def test_an_elasticity_answer_the_run_cannot_use_is_a_broken_contract(tmp_path, write, mistake):
+    cost, layout, says = ELASTICITY_MISTAKES[mistake]
+    write("policies/grow.py", f"""\
+        import tessel
+        class Grow:
+            def resize(self, view):
+                free = view.cluster().free_gpus()
+                out = []
+                for job in view.active():
+                    more = job.spec.max_gpus - job.allocation.gpu_count()
+                    if job.running() and job.spec.elastic() and 0 < more <= free:
+                        free -= more
+                        out.append(tessel.ResizeProposal(job, job.spec.max_gpus, layout={layout} or tessel.JobLayout()))
+                return out
+            def reconfiguration_seconds(self, view, job, before, after):
+                return {cost}
+        """)
+    experiment = small_cluster(jobs=30, allocation='{ plugin = "fifo" }')
+    experiment = experiment.replace("seed = 1\n", "seed = 1\nelastic_min_gpus = 1\nelastic_max_gpus = 8\n")
+    experiment = experiment.replace('allocation = { plugin = "fifo" }\n',
+                                    'allocation = { plugin = "fifo" }\nelasticity = '
+                                    + python_stage("policies/grow.py", "Grow") + "\n")
+    path = write("exp.toml", experiment)
+    run = cli("run", path, "--db", tmp_path / "r.db")
+    assert run.returncode == 2, run.stderr
+    assert re.search(r"elasticity plugin 'python' \(.*grow\.py:2, class Grow\) broke its contract: " + says,
+                     run.stderr), run.stderr
+    assert query(tmp_path / "r.db", "SELECT status FROM runs") == [("failed",)]
+    assert query(tmp_path / "r.db", "SELECT COUNT(*) FROM resizes") == [(0,)]

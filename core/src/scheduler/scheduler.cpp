@@ -209,12 +209,10 @@ NodeLoss Scheduler::lose_node(NodeId node, double now) {
         calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->keep_after_loss(v, job, remaining); })) {
       settle(job, now);
       cluster_.release(id, from);
-      remaining.layout = calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, remaining); });
+      remaining.layout = arranged(v, now, job, remaining);
       job.allocation = remaining;
       cluster_.assign(id, job.allocation);
-      const double cost = calling(PluginKind::elasticity, now, [&] {
-        return plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
-      });
+      const double cost = reconfiguration_cost(v, now, job, from, job.allocation);
       loss.shrunk.push_back({id, from, job.allocation, cost});
       record(now, id, PluginKind::elasticity, "shrink",
              Reason::text("lost node " + node_name + "; runs on its " + std::to_string(remaining.gpu_count()) +
@@ -524,8 +522,7 @@ void Scheduler::launch(const SchedulerView& v, JobState& job, const Resources& w
                        const Reason& reason, RoundOutcome& outcome) {
   const double now = v.now();
   Allocation allocation{std::move(gpus), want.gpu_milli, want.cpus, want.mem_gb};
-  allocation.layout =
-      calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, allocation); });
+  allocation.layout = arranged(v, now, job, allocation);
   begin_run(job, std::move(allocation), now);
   protect(job);
   outcome.started.push_back(job.spec.id);
@@ -542,9 +539,7 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
     Allocation to = from;
     to.layout = layout;
     job.allocation = to;
-    const double cost = calling(PluginKind::elasticity, v.now(), [&] {
-      return plugins_.elasticity->reconfiguration_seconds(v, job, from, to);
-    });
+    const double cost = reconfiguration_cost(v, v.now(), job, from, to);
     outcome.resized.push_back({job.spec.id, from, to, cost});
     record(v.now(), job.spec.id, PluginKind::placement, "resize", reason);
     return true;
@@ -564,14 +559,10 @@ bool Scheduler::resize(const SchedulerView& v, JobState& job, const Resources& w
     return false;
   }
   Allocation to{std::move(choice.gpus), want.gpu_milli, want.cpus, want.mem_gb};
-  to.layout = layout == JobLayout{}
-                  ? calling(PluginKind::elasticity, v.now(), [&] { return plugins_.elasticity->arrange(v, job, to); })
-                  : layout;
+  to.layout = layout == JobLayout{} ? arranged(v, v.now(), job, to) : layout;
   job.allocation = std::move(to);
   cluster_.assign(job.spec.id, job.allocation);
-  const double cost = calling(PluginKind::elasticity, v.now(), [&] {
-    return plugins_.elasticity->reconfiguration_seconds(v, job, from, job.allocation);
-  });
+  const double cost = reconfiguration_cost(v, v.now(), job, from, job.allocation);
   outcome.resized.push_back({job.spec.id, from, job.allocation, cost});
   record(v.now(), job.spec.id, PluginKind::placement, "resize", reason);
   return true;
@@ -591,6 +582,38 @@ AllocationPlan Scheduler::with_kept_listed(const AllocationPlan& plan) {
       full.ranked.push_back({job->spec.id, job->held(), *plan.keep_running});
   full.ranked.insert(full.ranked.end(), plan.ranked.begin(), plan.ranked.end());
   return full;
+}
+
+JobLayout Scheduler::arranged(const SchedulerView& v, double now, const JobState& job,
+                              const Allocation& allocation) const {
+  const JobLayout layout =
+      calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, allocation); });
+  check_layout(PluginKind::elasticity, job, layout, allocation.gpu_count());
+  return layout;
+}
+
+double Scheduler::reconfiguration_cost(const SchedulerView& v, double now, const JobState& job, const Allocation& from,
+                                       const Allocation& to) const {
+  const double cost = calling(PluginKind::elasticity, now, [&] {
+    return plugins_.elasticity->reconfiguration_seconds(v, job, from, to);
+  });
+  if (!std::isfinite(cost) || cost < 0)
+    broken(PluginKind::elasticity, "priced the reconfiguration of " + job_name(job.spec.id) + " at " +
+                                       std::to_string(cost) + " s; a cost is finite and >= 0");
+  return cost;
+}
+
+void Scheduler::check_layout(PluginKind stage, const JobState& job, const JobLayout& layout, int gpus) const {
+  if (layout == JobLayout{}) return;
+  const bool sized = layout.batch_size >= 0 && layout.tensor_parallel >= 0 && layout.pipeline_parallel >= 0;
+  const long long degrees = static_cast<long long>(std::max(layout.tensor_parallel, 1)) *
+                            std::max(layout.pipeline_parallel, 1);
+  if (!sized || degrees > gpus)
+    broken(stage, "laid out " + job_name(job.spec.id) + " on " + std::to_string(gpus) + " GPUs as batch " +
+                      std::to_string(layout.batch_size) + ", tensor parallel " +
+                      std::to_string(layout.tensor_parallel) + ", pipeline parallel " +
+                      std::to_string(layout.pipeline_parallel) +
+                      "; sizes are >= 0 and tensor x pipeline parallel at most the GPUs");
 }
 
 bool Scheduler::shares_gpus(const AllocationPlan& plan) const {
@@ -743,6 +766,10 @@ void Scheduler::stamp_ranks(const AllocationPlan& plan) {
                                          std::to_string(spec.max_gpus));
     if (grant.resources.gpu_milli != spec.gpu_milli)
       broken(PluginKind::allocation, "changed the GPU share of " + job_name(grant.job));
+    const double cpus = grant.resources.cpus, mem_gb = grant.resources.mem_gb;
+    if (!std::isfinite(cpus) || cpus < 0 || !std::isfinite(mem_gb) || mem_gb < 0)  // the nodes' books would go wrong
+      broken(PluginKind::allocation, "granted " + job_name(grant.job) + " " + std::to_string(cpus) + " CPUs and " +
+                                         std::to_string(mem_gb) + " GB; each is finite and >= 0");
     if (grant.resources.gpu_type < kAnyGpuType ||
         grant.resources.gpu_type >= static_cast<int>(cluster_.gpu_types().size()))
       broken(PluginKind::allocation, "granted " + job_name(grant.job) + " an unknown GPU type index " +
@@ -891,6 +918,7 @@ void Scheduler::apply_resizes(const SchedulerView& v, std::vector<ResizeProposal
                                          std::to_string(spec.max_gpus));
     if (seen.size() <= p.job) seen.resize(p.job + 1, 0);
     if (seen[p.job]++) broken(PluginKind::elasticity, "proposed twice for " + job_name(p.job));
+    check_layout(PluginKind::elasticity, *all_[p.job], p.layout, p.gpus);
   }
   // Shrinks first, so that growth can use what they free.
   std::stable_sort(proposals.begin(), proposals.end(), [&](const ResizeProposal& a, const ResizeProposal& b) {
@@ -1016,8 +1044,7 @@ void Scheduler::join_group(const SchedulerView& v, JobState& job, const Grant& g
       return wait("throughput model '" + std::string(model_->name()) + "' gives job " +
                   std::to_string(group[i]->id) + " no throughput in that group");
   }
-  allocation.layout =
-      calling(PluginKind::elasticity, now, [&] { return plugins_.elasticity->arrange(v, job, allocation); });
+  allocation.layout = arranged(v, now, job, allocation);
   begin_run(job, std::move(allocation), now, /*shared=*/true);
   protect(job);
   outcome.started.push_back(job.spec.id);

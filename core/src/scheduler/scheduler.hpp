@@ -362,6 +362,13 @@ class Scheduler {
            bool by_core);
   // A stage's plugin broke its contract (`what` it did), or threw.
   [[noreturn]] void broken(PluginKind stage, const std::string& what) const;
+  // What the elasticity plugin answers, checked: a layout is none (all 0)
+  // or positive sizes whose parallel degrees fit on `gpus`; a cost is
+  // finite and >= 0 (an endless one never ends the run).
+  JobLayout arranged(const SchedulerView& v, double now, const JobState& job, const Allocation& allocation) const;
+  double reconfiguration_cost(const SchedulerView& v, double now, const JobState& job, const Allocation& from,
+                              const Allocation& to) const;
+  void check_layout(PluginKind stage, const JobState& job, const JobLayout& layout, int gpus) const;
   [[noreturn]] void threw(PluginKind stage, double now, const std::exception& error) const;
   // Calls a stage's plugin; what it throws is reported as threw() says.
   template <class Call>
