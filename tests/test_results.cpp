@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -480,6 +481,32 @@ TEST_CASE("files that are not tessel databases are refused") {
   const auto result = run_tessel({"report", "missing.db"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err == "tessel: missing.db: no such results database\n");
+}
+
+// A read (report, tessel.open) once turned an empty file into a database;
+// processes creating one database at once failed with "table runs already
+// exists", and their runs were lost.
+TEST_CASE("an empty file is not a database to read, and a new database is created once however many open it") {
+  TempDir dir;
+  const std::string empty = dir.write("empty.db", "").string();
+  CHECK_THROWS_WITH_AS(ResultsStore(empty, /*create=*/false), (empty + ": an empty file, not a results database").c_str(),
+                       UserError);
+  CHECK(fs::file_size(empty) == 0);
+
+  const std::string path = (dir.path() / "new.db").string();
+  std::vector<std::thread> openers;
+  std::atomic<int> stored{0};
+  for (int i = 0; i < 6; ++i)
+    openers.emplace_back([&] {
+      ResultsStore store(path);
+      RunInfo info;
+      info.config = "[cluster]\n";
+      store.begin_run(info);
+      ++stored;
+    });
+  for (std::thread& opener : openers) opener.join();
+  CHECK(stored == 6);
+  CHECK(ResultsStore(path).runs().size() == 6);
 }
 
 namespace {

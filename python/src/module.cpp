@@ -147,6 +147,11 @@ PYBIND11_MODULE(_tessel, m) {
       },
       py::arg("config"), py::arg("overrides"), py::arg("database"), py::arg("parallel"), py::arg("resume"),
       "Runs an experiment file; returns (database, run ids, points, skipped, notes).");
+  m.def(
+      "check_results",
+      [](const std::string& database) { ResultsStore store(database, /*create=*/false); },
+      py::arg("database"),
+      "Opens a results database as report does, and lets it go: raises Error for a file that is not one.");
   m.def("report_json", &python::report_json, py::arg("database"), py::arg("runs"), py::arg("by"), py::arg("over"),
         py::arg("group"), "The report `tessel report --format json` prints.");
   m.def(

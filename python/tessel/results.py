@@ -22,6 +22,8 @@ class Results:
         self.database = os.fspath(database)
         if not os.path.isfile(self.database):
             raise _tessel.Error(f"{self.database}: no such results database")
+        # Refused here, as report() refuses it, rather than by pandas when a table is read.
+        _tessel.check_results(self.database)
         self.run_ids = None if runs is None else [int(r) for r in runs]
 
     def __repr__(self):

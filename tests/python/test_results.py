@@ -3,6 +3,7 @@ line prints for the same database."""
 
 import json
 import math
+import sqlite3
 
 import pytest
 import tessel
@@ -149,3 +150,20 @@ def test_plots_for_a_paper(tmp_path, write):
         res.plot_metric(by="workload.jobs_per_hour", metric="avg_jct")
     with pytest.raises(tessel.Error, match="written as"):
         res.plot_metric(by="workload.jobs_per_hour", output=tmp_path / "jct.jpeg")
+
+
+def test_a_file_that_is_not_a_results_database_is_refused_when_opened(tmp_path):
+    # Once accepted, until pandas failed on a table ("no such table: jobs");
+    # an empty file was made a database by report().
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE t (x)")
+    text = tmp_path / "text.db"
+    text.write_text("not a database, just text long enough to be read as a header")
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    for path, says in [(other, "not a tessel results database"), (text, "not an SQLite database"),
+                       (empty, "an empty file, not a results database")]:
+        with pytest.raises(tessel.Error, match=says):
+            tessel.open(path)
+    assert empty.stat().st_size == 0

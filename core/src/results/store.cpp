@@ -323,7 +323,7 @@ ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
   try {
     try {
       db_ = sql::Database(path, create);
-      migrate();
+      migrate(create);
     } catch (const sql::StorageError& e) {
       // A finished database in a folder this user cannot write: SQLite cannot
       // create its WAL index (-shm) there, so a reader opens it as a file
@@ -332,7 +332,7 @@ ResultsStore::ResultsStore(const std::string& path, bool create) : path_(path) {
           std::filesystem::exists(path + "-wal"))
         throw;
       db_ = sql::Database::immutable(path);
-      migrate();
+      migrate(create);
     }
   } catch (const sql::Error& e) {
     throw UserError(path + ": " + e.what());
@@ -352,19 +352,21 @@ ResultsStore& OpeningStore::get() const {
 std::span<const char* const> schema_migrations() { return kMigrations; }
 
 std::int64_t schema_version(sql::Database& db, const std::string& path) {
-  auto pragma = [&](const char* sql) {
-    auto statement = db.prepare(sql);
-    return statement.step() ? statement.integer(0) : 0;
-  };
-  std::int64_t version = 0;
+  // One statement, so one snapshot: read one by one, the three could
+  // straddle another process's creation of the schema.
+  std::int64_t version = 0, application = 0, tables = 0;
   try {
-    version = pragma("PRAGMA user_version");
+    auto header = db.prepare("SELECT (SELECT user_version FROM pragma_user_version), "
+                             "(SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master)");
+    if (header.step()) {
+      version = header.integer(0);
+      application = header.integer(1);
+      tables = header.integer(2);
+    }
   } catch (const sql::Error& e) {
     if (e.code() == SQLITE_NOTADB) throw UserError(path + ": not an SQLite database");
     throw;
   }
-  const std::int64_t application = pragma("PRAGMA application_id");
-  const std::int64_t tables = pragma("SELECT count(*) FROM sqlite_master");
   if (application != kApplicationId && (tables > 0 || version > 0))
     throw UserError(path + ": not a tessel results database");
   // Only another program sets these: no migration starts from them.
@@ -374,11 +376,16 @@ std::int64_t schema_version(sql::Database& db, const std::string& path) {
   return version;
 }
 
-void ResultsStore::migrate() {
-  const std::int64_t version = schema_version(db_, path_);
-  if (version > kSchemaVersion)
-    throw UserError(path_ + ": written by a newer tessel (schema " + std::to_string(version) +
-                    ", this tessel knows up to " + std::to_string(kSchemaVersion) + ")");
+void ResultsStore::migrate(bool create) {
+  std::int64_t version = schema_version(db_, path_);
+  // A file that exists, empty, is a database only if this call may create one.
+  if (version == 0 && !create) throw UserError(path_ + ": an empty file, not a results database");
+  const auto refuse_newer = [&] {
+    if (version > kSchemaVersion)
+      throw UserError(path_ + ": written by a newer tessel (schema " + std::to_string(version) +
+                      ", this tessel knows up to " + std::to_string(kSchemaVersion) + ")");
+  };
+  refuse_newer();
   if (version == kSchemaVersion && db_.read_only()) return;  // nothing to set or upgrade
   // Synchronous first: switching a new database to WAL is itself a
   // rollback-journal transaction, which NORMAL commits with one sync of the
@@ -388,6 +395,11 @@ void ResultsStore::migrate() {
   db_.exec("PRAGMA foreign_keys=ON");
   if (version == kSchemaVersion) return;
   sql::Transaction transaction(db_);
+  // Read again under the write lock: another process creating the same new
+  // database may have done it since.
+  version = schema_version(db_, path_);
+  refuse_newer();
+  if (version == kSchemaVersion) return;  // the transaction rolls back, having written nothing
   if (version == 0) {
     db_.exec(kCurrentSchema);
   } else {

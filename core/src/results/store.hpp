@@ -182,7 +182,7 @@ class ResultsStore {
   std::vector<ResizeRecord> resizes(std::int64_t run);
 
  private:
-  void migrate();
+  void migrate(bool create);  // `create`: an empty file may become a new database
 
   std::string path_;
   sql::Database db_;
