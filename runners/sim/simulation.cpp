@@ -623,8 +623,8 @@ bool Simulation::cluster_may_change(bool repairs) const {
 
 bool Simulation::advance(double until, const std::atomic<bool>* stop) {
   while (true) {
-    if (stop != nullptr && (handled_ & 1023) == 0 && stop->load(std::memory_order_relaxed))
-      throw Interrupted();
+    // Every event: one event may be a round whose policy takes seconds.
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw Interrupted();
     if (stream_ && !stopped_at_tracked_ && tracked_done()) {
       // Blox's end (blox/blox_manager.py: terminate once every tracked job
       // finished): no more jobs are made, and what still runs or waits stays so.

@@ -174,6 +174,37 @@ def test_ctrl_c_in_python_raises_keyboardinterrupt_and_leaves_no_run_half_writte
             assert query(database, "SELECT COUNT(*) FROM jobs WHERE run_id = ?", run_id) == [(0,)]
 
 
+def test_ctrl_c_stops_a_slow_policy_within_a_call_or_two(tmp_path, write):
+    # The stop was looked at every 1,024 events: at 0.2 s a call, minutes.
+    write("policies/slow.py", """\
+        import time
+        import tessel
+        class Slow:
+            def allocate(self, view):
+                time.sleep(0.2)
+                return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
+        """)
+    experiment = write("slow.toml", small_cluster(jobs=2000, allocation=python_stage("policies/slow.py", "Slow")))
+    database = tmp_path / "slow.db"
+    child = subprocess.Popen([str(BUILD / "runners/cli/tessel"), "run", str(experiment), "--db", str(database), "-q"],
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until the run is under way
+        try:
+            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'")[0][0] > 0:
+                break
+        except sqlite3.OperationalError:  # not created yet
+            pass
+        time.sleep(0.05)
+    time.sleep(0.5)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    child.communicate(timeout=60)
+    assert time.monotonic() - sent < 5
+    assert child.returncode == 130
+    assert query(database, "SELECT status FROM runs") == [("interrupted",)]
+
+
 # An elasticity answer the run cannot use: an endless cost never ended the
 # run (its memory growing), NaN failed in SQLite, and the rest were stored.
 ELASTICITY_MISTAKES = {
