@@ -30,12 +30,29 @@ constexpr auto kRef = py::return_value_policy::reference;
 // descriptors rather than pybind11's dispatcher, which costs several times
 // more per call: a policy's round is mostly these reads.
 
-// The C++ object behind a pybind11 instance of T.
+// The C++ object behind a pybind11 instance of T; null, with a Python
+// RuntimeError set, for a job object whose run has ended (detach()).
 template <class T>
-const T& cpp(PyObject* self) {
+const T* cpp(PyObject* self) {
   auto* instance = reinterpret_cast<py::detail::instance*>(self);
-  return *static_cast<const T*>(instance->simple_layout ? instance->simple_value_holder[0]
-                                                        : instance->get_value_and_holder().value_ptr());
+  const auto* object = static_cast<const T*>(instance->simple_layout ? instance->simple_value_holder[0]
+                                                                     : instance->get_value_and_holder().value_ptr());
+  if (object == nullptr)
+    PyErr_SetString(PyExc_RuntimeError,
+                    "this job belonged to a run that has ended; a policy keeps what it needs of a job, not the job");
+  return object;
+}
+
+// Cuts a job object (or its spec) off the core's job, which its run is about
+// to free: reading it then raises instead of reading freed memory, and a
+// job made later at the same address gets an object of its own.
+void detach(py::handle object) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(object.ptr());
+  py::detail::value_and_holder value = instance->get_value_and_holder(py::detail::get_type_info(Py_TYPE(instance)));
+  if (value.value_ptr() == nullptr) return;
+  py::detail::deregister_instance(instance, value.value_ptr(), value.type);
+  value.set_instance_registered(false);  // or its deallocation would deregister it again
+  value.value_ptr() = nullptr;
 }
 
 PyObject* to_python(double value) { return PyFloat_FromDouble(value); }
@@ -65,12 +82,14 @@ struct method_of<Result (Owner::*)() const> {
 
 template <auto Member>
 PyObject* read_member(PyObject* self, void*) {
-  return to_python(cpp<typename member_of<decltype(Member)>::owner>(self).*Member);
+  const auto* owner = cpp<typename member_of<decltype(Member)>::owner>(self);
+  return owner == nullptr ? nullptr : to_python(owner->*Member);
 }
 
 template <auto Method>
 PyObject* call_method(PyObject* self, PyObject*) {
-  return to_python((cpp<typename method_of<decltype(Method)>::owner>(self).*Method)());
+  const auto* owner = cpp<typename method_of<decltype(Method)>::owner>(self);
+  return owner == nullptr ? nullptr : to_python((owner->*Method)());
 }
 
 // A read-only attribute of `cls` that reads the C++ member directly.
@@ -91,11 +110,57 @@ void fast_method(py::handle cls, const char* name) {
                                                                   &definition)));
 }
 
+// A value of a job object made by pybind11's conversion, read without its
+// dispatch, which would allocate a fresh, unset object for one detached
+// from its run rather than refuse it.
+template <class T, class Read>
+PyObject* read_cast(PyObject* self, Read read) {
+  const T* object = cpp<T>(self);
+  if (object == nullptr) return nullptr;
+  try {
+    return py::cast(read(*object)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyObject* job_allocation(PyObject* self, void*) {
+  return read_cast<JobState>(self, [](const JobState& job) { return job.allocation; });  // a copy: it outlives nothing
+}
+PyObject* job_held(PyObject* self, PyObject*) {
+  return read_cast<JobState>(self, [](const JobState& job) { return job.held(); });
+}
+PyObject* job_repr(PyObject* self, PyObject*) {
+  return read_cast<JobState>(self, [](const JobState& job) {
+    return "<JobState " + std::to_string(job.spec.id) + " " + std::string(to_string(job.status)) + ">";
+  });
+}
+PyObject* spec_request(PyObject* self, PyObject*) {
+  return read_cast<JobSpec>(self, [](const JobSpec& spec) { return spec.request(); });
+}
+
+void raw_method(py::handle cls, PyMethodDef& definition) {
+  py::setattr(cls, definition.ml_name,
+              py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                                                  &definition)));
+}
+
+void raw_attribute(py::handle cls, PyGetSetDef& definition) {
+  py::setattr(cls, definition.name,
+              py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                                                  &definition)));
+}
+
 // JobStatus values as Python objects, made once: a job's status is read often.
 PyObject* status_objects[7] = {};
 
 PyObject* read_status(PyObject* self, void*) {
-  PyObject* status = status_objects[static_cast<std::size_t>(cpp<JobState>(self).status)];
+  const JobState* job = cpp<JobState>(self);
+  if (job == nullptr) return nullptr;
+  PyObject* status = status_objects[static_cast<std::size_t>(job->status)];
   Py_INCREF(status);
   return status;
 }
@@ -106,7 +171,9 @@ const JobState* job_state_of(py::handle object) {
   // Looked up, not remembered from bind_sdk: the bridge has its own copy of this file.
   static PyTypeObject* const job_state = reinterpret_cast<PyTypeObject*>(py::type::of<JobState>().ptr());
   if (!PyObject_TypeCheck(object.ptr(), job_state)) return nullptr;
-  return &cpp<JobState>(object.ptr());
+  const JobState* job = cpp<JobState>(object.ptr());
+  if (job == nullptr) throw py::error_already_set();  // its run has ended
+  return job;
 }
 
 const SchedulerView& PolicyView::get() const {
@@ -119,11 +186,23 @@ py::object JobObjects::get(const JobState& job) {
   if (id >= by_id_.size()) by_id_.resize(id + 1);
   Entry& entry = by_id_[id];
   if (entry.job != &job) {
+    if (entry.object) forget(entry);  // another scheduler's job of that id: a fork's, gone with it
     entry.job = &job;
     entry.object = py::cast(&job, kRef);
     entry.object.attr("spec") = py::cast(&job.spec, kRef);  // an attribute of its own: read without a call
   }
   return entry.object;
+}
+
+JobObjects::~JobObjects() {
+  for (Entry& entry : by_id_)
+    if (entry.object) forget(entry);
+}
+
+void JobObjects::forget(Entry& entry) {
+  detach(entry.object.attr("spec"));
+  detach(entry.object);
+  entry.object = py::object();
 }
 
 std::span<const JobState* const> JobList::get() const {
@@ -201,7 +280,8 @@ void bind_sdk(py::module_& m) {
 
   // ------------------------------------------------------------- jobs
   py::class_<JobSpec> job_spec(m, "JobSpec", "What the user asked for; never changes.");
-  job_spec.def("request", &JobSpec::request);
+  static PyMethodDef request_definition{"request", spec_request, METH_NOARGS, nullptr};
+  raw_method(job_spec, request_definition);
   fast_method<&JobSpec::elastic>(job_spec, "elastic");
   fast_attribute<&JobSpec::id>(job_spec, "id");
   fast_attribute<&JobSpec::name>(job_spec, "name");
@@ -223,18 +303,19 @@ void bind_sdk(py::module_& m) {
 
   // A job's `spec` is set on its object when JobObjects makes it.
   py::class_<JobState> job_state(m, "JobState", py::dynamic_attr(), "What the core has done with a job so far.");
-  job_state.def_property_readonly("allocation", [](const JobState& j) { return &j.allocation; }, kRef)
-      .def("held", &JobState::held)
-      .def("__repr__", [](const JobState& j) {
-        return "<JobState " + std::to_string(j.spec.id) + " " + std::string(to_string(j.status)) + ">";
-      });
+  // Nothing of a job object goes through pybind11's dispatch: JobObjects
+  // detaches each when its run ends, and every read then refuses it.
+  static PyGetSetDef allocation_definition{"allocation", job_allocation, nullptr, nullptr, nullptr};
+  raw_attribute(job_state, allocation_definition);
+  static PyMethodDef held_definition{"held", job_held, METH_NOARGS, nullptr};
+  raw_method(job_state, held_definition);
+  static PyMethodDef repr_definition{"__repr__", job_repr, METH_NOARGS, nullptr};
+  raw_method(job_state, repr_definition);
   for (JobStatus status : {JobStatus::pending, JobStatus::queued, JobStatus::running, JobStatus::preempted,
                            JobStatus::finished, JobStatus::failed, JobStatus::rejected})
     status_objects[static_cast<std::size_t>(status)] = py::cast(status).release().ptr();
   static PyGetSetDef status_definition{"status", read_status, nullptr, nullptr, nullptr};
-  py::setattr(job_state, "status",
-              py::reinterpret_steal<py::object>(
-                  PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(job_state.ptr()), &status_definition)));
+  raw_attribute(job_state, status_definition);
   fast_attribute<&JobState::attained_service>(job_state, "attained_service");
   fast_attribute<&JobState::executed_work>(job_state, "executed_work");
   fast_attribute<&JobState::gpu_seconds>(job_state, "gpu_seconds");

@@ -26,6 +26,12 @@ namespace tessel::python {
 // later round costs a lookup, not an allocation. Used with the GIL held.
 class JobObjects {
  public:
+  JobObjects() = default;
+  JobObjects(const JobObjects&) = delete;
+  JobObjects& operator=(const JobObjects&) = delete;
+  // The policy, and the run, end: an object a policy kept past them reads
+  // as a RuntimeError, not as freed memory.
+  ~JobObjects();
   pybind11::object get(const JobState& job);
 
  private:
@@ -33,6 +39,7 @@ class JobObjects {
     const JobState* job = nullptr;  // another scheduler's job (a fork's) may reuse an id
     pybind11::object object;
   };
+  void forget(Entry& entry);
   std::vector<Entry> by_id_;
 };
 

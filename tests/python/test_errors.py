@@ -144,6 +144,35 @@ def test_a_view_kept_past_its_call_refuses_to_be_read(tmp_path, write):
     assert "keeper.py:6: RuntimeError: this view belonged to a stage call that has returned" in run.stderr
 
 
+def test_a_job_kept_past_its_run_refuses_to_be_read(tmp_path, write, monkeypatch):
+    # Jobs live as long as the policy; kept longer (here in a module that
+    # outlives it), they once read freed memory: garbage, then a segfault.
+    write("lib/jobcache.py", "SEEN = {}\n")
+    write("policies/remember.py", """\
+        import jobcache
+        import tessel
+        class Remember:
+            def allocate(self, view):
+                for job in view.active():
+                    kept = jobcache.SEEN.setdefault(job.spec.id, job)
+                    kept.status  # a job of an earlier run raises here
+                return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
+        """)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    import jobcache
+    experiment = write("exp.toml", small_cluster(jobs=20, allocation=python_stage("policies/remember.py", "Remember")))
+    tessel.run(experiment, db=tmp_path / "r.db")
+    job = jobcache.SEEN[0]
+    ended = "this job belonged to a run that has ended"
+    for read in (lambda: job.status, lambda: job.finish, lambda: job.running(), lambda: job.held(),
+                 lambda: repr(job), lambda: job.allocation, lambda: job.spec.id, lambda: job.spec.request()):
+        with pytest.raises(RuntimeError, match=ended):
+            read()
+    with pytest.raises(tessel.PolicyError, match=r"remember\.py:7: RuntimeError: " + ended):
+        tessel.run(experiment, db=tmp_path / "r.db")
+    assert query(tmp_path / "r.db", "SELECT status FROM runs ORDER BY id") == [("complete",), ("failed",)]
+
+
 def test_ctrl_c_in_python_raises_keyboardinterrupt_and_leaves_no_run_half_written(tmp_path, write):
     experiment = write("long.toml", small_cluster(jobs=20000, jobs_per_hour=200,
                                                   allocation=python_stage(EXAMPLES / "las.py", "Las"), extra="""
