@@ -61,6 +61,9 @@ class Results:
         and queueing delay (`queueing_s`, first start − arrival) in seconds;
         NaN where the job never finished or never started."""
         jobs = self._read("jobs", "run_id, job_id")
+        # Floats even where no job of the runs started or finished: SQLite's
+        # NULLs alone read as objects (None).
+        jobs[["first_start", "finish"]] = jobs[["first_start", "finish"]].astype(float)
         jobs["jct_s"] = jobs["finish"] - jobs["arrival"]
         jobs["queueing_s"] = jobs["first_start"] - jobs["arrival"]
         return jobs

@@ -167,3 +167,15 @@ def test_a_file_that_is_not_a_results_database_is_refused_when_opened(tmp_path):
         with pytest.raises(tessel.Error, match=says):
             tessel.open(path)
     assert empty.stat().st_size == 0
+
+
+def test_job_times_are_floats_even_when_no_job_started(tmp_path, write):
+    # Jobs of 128 GPUs on a cluster of 64: none ever starts. Their
+    # times once came back as objects (None), where NaN is promised.
+    experiment = write("exp.toml", small_cluster(jobs=5))
+    results = tessel.run(experiment, db=tmp_path / "r.db", set={"workload.gpu_counts": [128], "workload.gpu_weights": [1]})
+    jobs = results.jobs
+    assert len(jobs) == 5
+    for column in ("first_start", "finish", "jct_s", "queueing_s"):
+        assert jobs[column].dtype == "float64"
+    assert jobs["first_start"].isna().all() and jobs["queueing_s"].isna().all()
