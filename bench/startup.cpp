@@ -56,6 +56,19 @@
 // points, but 1M jobs took 1.45x the time and 1.21x the peak RSS); with
 // glibc's own (GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.top_pad=
 // 33554432) the points take 0.88x, which a process cannot ask for itself.
+// Also tried and not kept, the results' layout: samples without their
+// (run_id, time) index and jobs keyed by a rowid of run and job (`-n 15
+// --baseline` the build before, load 1.6): FIFO 19.4 ms, 0.95x; LAS 21.6 ms,
+// 0.92x, 151.8 million instructions against 170.7. Samples keyed WITHOUT
+// ROWID by (run_id, seq) gave their rows 37.3 million against 39.6: SQLite
+// rebalances an index B-tree on every page it fills (722 times, 14 million
+// instructions), a rowid table appends. Either way a run's rows would lose
+// the index that reads them as one range, and a point would still miss
+// 20 ms; what is left of a row is SQLite's work per column. A point faults
+// in about 2,000 pages, 1.3 us each here. With this turn's contract checks
+// and the stop flag read at every event (`-n 21 --baseline` the build
+// before, load 0.2): FIFO 20.3 ms, LAS 22.2 ms, 1.00-1.01x; LAS 171.9
+// million instructions.
 //
 // Run from the repository root after building:
 //   build/bench/startup [-n N] [--baseline OTHER_TESSEL] [--callgrind]
