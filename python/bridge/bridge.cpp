@@ -189,7 +189,9 @@ class Reader {
     const char* utf8 = PyUnicode_Check(text.ptr()) ? PyUnicode_AsUTF8AndSize(text.ptr(), &size) : nullptr;
     if (utf8 == nullptr) {
       PyErr_Clear();
-      wrong(std::string("a decision whose ") + what + " is " + a_type(text) + ", not a str");
+      wrong(std::string("a decision whose ") + what + " is " +
+            (PyUnicode_Check(text.ptr()) ? "a str that is not valid Unicode (a lone surrogate)"
+                                         : a_type(text) + ", not a str"));
     }
     return Reason::text(std::string(utf8, static_cast<std::size_t>(size)));
   }

@@ -102,7 +102,11 @@ def describe(exc, trace, path):
     own = [f for f in frames if os.path.abspath(f.filename) == target]
     frame = own[-1] if own else (frames[-1] if frames else None)
     where = f"{frame.filename}:{frame.lineno}: " if frame else f"{path}: "
-    return f"{where}{type(exc).__name__}: {exc}"
+    try:
+        message = str(exc)
+    except Exception as failure:  # the policy's exception cannot say what it is
+        message = f"(its message could not be made: {type(failure).__name__}: {failure})"
+    return f"{where}{type(exc).__name__}: {message}"
 
 
 def line_of(definition):

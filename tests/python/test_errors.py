@@ -68,6 +68,21 @@ MISTAKES = {
                 return tessel.AllocationPlan([tessel.Grant(job, tessel.Resources(job.spec.gpus, 1000, -1.0, 0.0, -1))
                                               for job in view.active()])
         """, "Policy", r"broke its contract: granted job 0 -1\.000000 CPUs and 0\.000000 GB; each is finite and >= 0"),
+    "reason not Unicode": ("""\
+        import tessel
+        class Policy:
+            def allocate(self, view):
+                return tessel.AllocationPlan([tessel.Grant(job, reason="bad \\udcff") for job in view.active()])
+        """, "Policy", r"bad\.py:3: Policy\.allocate\(\) returned a decision whose reason is a str that is not "
+                       r"valid Unicode"),
+    "exception that cannot be printed": ("""\
+        class Unprintable(Exception):
+            def __str__(self):
+                raise RuntimeError("no words")
+        class Policy:
+            def allocate(self, view):
+                raise Unprintable()
+        """, "Policy", r"bad\.py:6: Unprintable: \(its message could not be made: RuntimeError: no words\)"),
     "failed import": ("""\
         import no_such_module
         class Policy:
