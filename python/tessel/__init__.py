@@ -62,9 +62,14 @@ def run(config, db=None, set=None, jobs=0, resume=False):
     from tessel._bridge import toml_value
     from tessel.results import Results
 
+    if set is not None and not isinstance(set, dict):
+        raise TypeError(f"set= takes a dict of config paths and values, like {{'workload.seed': 2}}, "
+                        f"not {type(set).__name__}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:  # 2.5 and -1 were taken as 2 and a TypeError
+        raise ValueError(f"jobs= is how many simulations run at once, an integer >= 0 (0: one per core), not {jobs!r}")
     overrides = [f"{key}={toml_value(value)}" for key, value in (set or {}).items()]
     database, runs, _points, _skipped, notes = _tessel.run(
-        _os.fspath(config), overrides, _os.fspath(db) if db is not None else "", int(jobs), bool(resume))
+        _os.fspath(config), overrides, _os.fspath(db) if db is not None else "", jobs, bool(resume))
     for note in notes:  # points run again with resume, and why
         _warnings.warn(note, stacklevel=2)
     return Results(database, runs=sorted(r for r in runs if r > 0))

@@ -6,6 +6,7 @@ the figures of `tessel report`, computed one way for every caller.
 """
 
 import json
+import numbers
 import os
 import sqlite3
 from contextlib import closing
@@ -24,6 +25,12 @@ class Results:
             raise _tessel.Error(f"{self.database}: no such results database")
         # Refused here, as report() refuses it, rather than by pandas when a table is read.
         _tessel.check_results(self.database)
+        if runs is not None:  # 1.7 read as run 1, and run 1 twice gave two rows
+            runs = list(runs)
+            if any(isinstance(r, bool) or not isinstance(r, numbers.Integral) for r in runs):
+                raise TypeError(f"runs= takes run ids (integers), not {runs!r}")
+            if len(set(runs)) != len(runs):
+                raise ValueError(f"runs= names a run twice: {runs!r}")
         self.run_ids = None if runs is None else [int(r) for r in runs]
 
     def __repr__(self):

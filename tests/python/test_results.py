@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 import tessel
 from conftest import ROOT, cli, small_cluster
+from tessel.results import Results
 
 
 def test_run_returns_jobs_with_jct_and_queueing(tmp_path):
@@ -179,3 +180,18 @@ def test_job_times_are_floats_even_when_no_job_started(tmp_path, write):
     for column in ("first_start", "finish", "jct_s", "queueing_s"):
         assert jobs[column].dtype == "float64"
     assert jobs["first_start"].isna().all() and jobs["queueing_s"].isna().all()
+
+
+def test_arguments_of_the_wrong_kind_are_refused_not_rounded(tmp_path, write):
+    experiment = write("exp.toml", small_cluster(jobs=5))
+    results = tessel.run(experiment, db=tmp_path / "r.db")
+    with pytest.raises(TypeError, match=r"runs= takes run ids \(integers\), not \[1\.7\]"):
+        Results(results.database, runs=[1.7])  # once run 1
+    with pytest.raises(ValueError, match="runs= names a run twice"):
+        Results(results.database, runs=[1, 1])  # once two rows of run 1
+    assert Results(results.database, runs=results.runs["id"]).run_ids == [1]  # numpy integers
+    with pytest.raises(TypeError, match="set= takes a dict"):
+        tessel.run(experiment, db=tmp_path / "r.db", set="workload.seed=3")  # once AttributeError
+    for jobs in (2.5, -1, True):
+        with pytest.raises(ValueError, match="jobs= is how many simulations run at once"):
+            tessel.run(experiment, db=tmp_path / "r.db", jobs=jobs)
