@@ -188,6 +188,18 @@ def test_a_job_kept_past_its_run_refuses_to_be_read(tmp_path, write, monkeypatch
     assert query(tmp_path / "r.db", "SELECT status FROM runs ORDER BY id") == [("complete",), ("failed",)]
 
 
+def wait_until_running(database, seconds=60):
+    """Returns once `database` holds a run under way (or after `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'")[0][0] > 0:
+                return
+        except sqlite3.OperationalError:  # not created yet
+            pass
+        time.sleep(0.05)
+
+
 def test_ctrl_c_in_python_raises_keyboardinterrupt_and_leaves_no_run_half_written(tmp_path, write):
     experiment = write("long.toml", small_cluster(jobs=20000, jobs_per_hour=200,
                                                   allocation=python_stage(EXAMPLES / "las.py", "Las"), extra="""
@@ -198,14 +210,7 @@ def test_ctrl_c_in_python_raises_keyboardinterrupt_and_leaves_no_run_half_writte
     script = f"import tessel; tessel.run({str(experiment)!r}, db={str(database)!r}, jobs=2)"
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     child = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until runs are under way
-        try:
-            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'")[0][0] > 0:
-                break
-        except sqlite3.OperationalError:  # not created yet
-            pass
-        time.sleep(0.05)
+    wait_until_running(database)
     child.send_signal(signal.SIGINT)
     _, stderr = child.communicate(timeout=60)
     assert child.returncode != 0
@@ -232,14 +237,7 @@ def test_ctrl_c_stops_a_slow_policy_within_a_call_or_two(tmp_path, write):
     database = tmp_path / "slow.db"
     child = subprocess.Popen([str(BUILD / "runners/cli/tessel"), "run", str(experiment), "--db", str(database), "-q"],
                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until the run is under way
-        try:
-            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'")[0][0] > 0:
-                break
-        except sqlite3.OperationalError:  # not created yet
-            pass
-        time.sleep(0.05)
+    wait_until_running(database)
     time.sleep(0.5)
     sent = time.monotonic()
     child.send_signal(signal.SIGINT)
