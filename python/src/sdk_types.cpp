@@ -431,7 +431,7 @@ void bind_sdk(py::module_& m) {
 
   py::class_<PolicyView>(m, "SchedulerView", "Everything a policy may look at during one stage call, read-only.")
       .def("now", [](const PolicyView& v) { return v.get().now(); })
-      .def("settings", [](const PolicyView& v) { return &v.get().settings(); }, kRef)
+      .def("settings", [](const PolicyView& v) { return v.get().settings(); })  // a copy: it may be kept
       .def("cluster", [](const PolicyView& v) { return &v.get().cluster(); }, kRef)
       .def("throughput", [](const PolicyView& v) { return &v.get().throughput(); }, kRef)
       .def("pending", [](const PolicyView& v) { return JobList(v.get().pending(), v); })

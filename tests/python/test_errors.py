@@ -188,6 +188,28 @@ def test_a_job_kept_past_its_run_refuses_to_be_read(tmp_path, write, monkeypatch
     assert query(tmp_path / "r.db", "SELECT status FROM runs ORDER BY id") == [("complete",), ("failed",)]
 
 
+def test_settings_kept_past_the_run_still_read_true(tmp_path, write, monkeypatch):
+    # Once a reference into the run's scheduler: read after it, another
+    # run's values or garbage (6.9e-310).
+    write("lib/kept.py", "SETTINGS = []\n")
+    write("policies/keep.py", """\
+        import kept
+        import tessel
+        class Keep:
+            def allocate(self, view):
+                kept.SETTINGS.append(view.settings())
+                return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
+        """)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    import kept
+    experiment = write("exp.toml", small_cluster(jobs=5, allocation=python_stage("policies/keep.py", "Keep")))
+    tessel.run(experiment, db=tmp_path / "r.db")
+    first = len(kept.SETTINGS)
+    tessel.run(experiment.parent / "exp.toml", db=tmp_path / "r.db", set={"scheduler.round_seconds": 60})
+    assert first > 0 and all(settings.round_seconds == 300 for settings in kept.SETTINGS[:first])
+    assert all(settings.round_seconds == 60 for settings in kept.SETTINGS[first:])
+
+
 def wait_until_running(database, seconds=60):
     """Returns once `database` holds a run under way (or after `seconds`)."""
     deadline = time.monotonic() + seconds
