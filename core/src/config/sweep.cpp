@@ -49,14 +49,10 @@ struct Axis {
   std::vector<SweptPath> paths;
 };
 
-// Whether setting one path sets (part of) the other: the same path, or one
-// a table that holds the other ("scheduler.allocation" and
-// "scheduler.allocation.plugin").
+// config_paths_overlap, of paths as [sweep] writes them.
 bool overlap(const std::string& a, const std::string& b) {
   const auto x = config_path_segments(a), y = config_path_segments(b);
-  if (!x || !y) return false;  // an unclosed quote: reported when the point is read
-  const std::size_t common = std::min(x->size(), y->size());
-  return std::equal(x->begin(), x->begin() + static_cast<std::ptrdiff_t>(common), y->begin());
+  return x && y && config_paths_overlap(*x, *y);  // an unclosed quote: reported when the point is read
 }
 
 // Two axes that set the same config path would label each run by one and

@@ -135,6 +135,11 @@ std::optional<std::vector<std::string>> config_path_segments(std::string_view ke
   return path;
 }
 
+bool config_paths_overlap(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  const std::size_t common = std::min(a.size(), b.size());
+  return std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(common), b.begin());
+}
+
 std::string TomlDocument::text() const {
   std::ostringstream out;
   out << root_;
@@ -165,12 +170,9 @@ void TomlDocument::apply_overrides(const std::vector<std::string>& overrides, Ov
       diagnostics.error(origin, "empty key segment");
       continue;
     }
-    // The same path, or a table and a key in it (the [sweep]'s own axes are
-    // checked when it expands).
-    const auto earlier = std::find_if(set.begin(), set.end(), [&](const SetPath& s) {
-      const std::size_t common = std::min(s.path.size(), path.size());
-      return std::equal(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(common), s.path.begin());
-    });
+    // The [sweep]'s own axes are checked against each other when it expands.
+    const auto earlier = std::find_if(set.begin(), set.end(),
+                                      [&](const SetPath& s) { return config_paths_overlap(s.path, path); });
     if (earlier != set.end()) {
       if (from_sweep) {
         std::string swept;  // the axis's path, as [sweep] quotes it

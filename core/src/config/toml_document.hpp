@@ -77,6 +77,10 @@ std::string_view type_name(const toml::node& node);
 // ("scheduler.allocation.plugin", sweep."workload.jobs"); nullopt for an
 // unclosed quote.
 std::optional<std::vector<std::string>> config_path_segments(std::string_view key);
+// Whether setting one path sets (part of) what the other does: the same
+// path, or a table and a key in it ("scheduler.allocation" and
+// "scheduler.allocation.plugin").
+bool config_paths_overlap(const std::vector<std::string>& a, const std::vector<std::string>& b);
 
 // A table whose keys two rooms know: the config reader reads its own and
 // defers the rest to the room that builds from them (a workload kind's keys,
