@@ -568,7 +568,9 @@ TEST_CASE("a full disk does not stop the daemon: submissions are refused, jobs r
   cluster.start_serve();
   cluster.add_agent("a1", 2);
   cluster.wait_for_nodes(1);
-  cluster.submit({1, 200});  // about 4 s
+  // About 12 s: it runs past the next write of its progress (every 5 s),
+  // which finds the disk full; rounds that change nothing write nothing.
+  cluster.submit({1, 600});
   cluster.submit({2, 20});   // waits for the first one's GPU
   wait_until([&] { return cluster.jobs().at(0).at("iteration").get<double>() > 5; }, 30, "the job runs",
              [&] { return cluster.diagnostics(); });

@@ -546,6 +546,8 @@ void feed_run(RunSink& sink) {
   started.status = "running", started.finish.reset();
   sink.job_changed(started);
   sink.sampled({5, 8, 4, 1, 0, 0});
+  sink.sampled({7, 8, 4, 1, 0, 0});  // unchanged: recorded only as the run's last round
+  sink.sampled({9, 8, 4, 1, 0, 0});
   sink.decided({6, 0, PluginKind::elasticity, "shrink_on_failure", "shrink", "lost node n1"});
   sink.resized({6, 0, 4, 2, 20, JobLayout{}});
   sink.job_changed(job);
@@ -553,6 +555,34 @@ void feed_run(RunSink& sink) {
 }
 
 }  // namespace
+
+TEST_CASE("samples are recorded where the cluster changes, and at the run's last round") {
+  auto times = [](const std::vector<Sample>& rounds) {
+    BatchSink sink;
+    sink.run_started();
+    for (const Sample& s : rounds) sink.sampled(s);
+    sink.run_ended(RunTotals{});
+    std::vector<double> recorded;
+    for (const Sample& s : sink.take().samples) recorded.push_back(s.time);
+    return recorded;
+  };
+  const Sample busy{0, 8, 4, 1, 0, 0}, full{0, 8, 8, 2, 0, 0};
+  auto at = [](Sample s, double t) {
+    s.time = t;
+    return s;
+  };
+  CHECK(times({at(busy, 0), at(busy, 300), at(busy, 600), at(full, 900), at(busy, 1200), at(busy, 1500)}) ==
+        std::vector<double>{0, 900, 1200, 1500});
+  CHECK(times({at(busy, 0), at(full, 300)}) == std::vector<double>{0, 300});  // the last changed: once
+  CHECK(times({at(busy, 0)}) == std::vector<double>{0});
+  // Every field but the time is the state: a change in any one is recorded.
+  for (int Sample::*field : {&Sample::total_gpus, &Sample::busy_gpus, &Sample::running_jobs, &Sample::waiting_jobs,
+                             &Sample::pending_jobs, &Sample::shared_gpus}) {
+    Sample changed = at(busy, 300);
+    ++(changed.*field);
+    CHECK(times({at(busy, 0), changed, at(changed, 600)}) == std::vector<double>{0, 300, 600});
+  }
+}
 
 TEST_CASE("a statement whose step failed can be bound and run again") {
   TempDir dir;

@@ -77,7 +77,11 @@ class Results:
 
     @property
     def samples(self):
-        """The cluster once per round: GPUs busy, jobs running and waiting."""
+        """The cluster over time: GPUs busy, jobs running and waiting.
+
+        A row where a round changed these counts, and one at the run's last
+        round; each row holds until the next one's time, so weigh rows by
+        time (a plain mean over rows overweights the changes)."""
         return self._read("samples", "run_id, time")
 
     @property

@@ -225,7 +225,7 @@ void Journal::resized(const ResizeRecord& resize) {
 }
 
 void Journal::sampled(const Sample& sample) {
-  write([this, sample] { rows_->sample(sample); });
+  if (steps_.changes(sample)) write([this, sample] { rows_->sample(sample); });
 }
 
 void Journal::decided(const DecisionRecord& decision) {
@@ -300,6 +300,9 @@ void Journal::node_changed(const NodeRecord& node) {
 }
 
 void Journal::run_ended(const RunTotals& totals) {
+  // The totals are written every few seconds while the run goes on: the
+  // samples reach the latest round that often.
+  if (const auto last = steps_.take_unrecorded()) write([this, sample = *last] { rows_->sample(sample); });
   RunTotals mine = totals;
   mine.wall_seconds =
       earlier_wall_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();

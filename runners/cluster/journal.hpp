@@ -151,6 +151,7 @@ class Journal final : public RunSink {
   // figures are computed from here: reading the whole `jobs` table back
   // every few seconds cost a round tens of milliseconds at 10,000 jobs.
   std::vector<JobRecord> job_rows_;
+  SampleSteps steps_;
   double earlier_wall_seconds_ = 0;  // spent on the run by earlier daemons
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 

@@ -2,12 +2,26 @@
 
 namespace tessel {
 
+bool SampleSteps::changes(const Sample& s) {
+  const bool same = recorded_ && recorded_->total_gpus == s.total_gpus && recorded_->busy_gpus == s.busy_gpus &&
+                    recorded_->running_jobs == s.running_jobs && recorded_->waiting_jobs == s.waiting_jobs &&
+                    recorded_->pending_jobs == s.pending_jobs && recorded_->shared_gpus == s.shared_gpus;
+  if (same) {
+    unrecorded_ = s;
+    return false;
+  }
+  recorded_ = s;
+  unrecorded_.reset();
+  return true;
+}
+
 void BatchSink::job_changed(const JobRecord& job) {
   if (job.id >= results_.jobs.size()) results_.jobs.resize(job.id + 1);
   results_.jobs[job.id] = job;
 }
 
 void BatchSink::run_ended(const RunTotals& totals) {
+  if (const auto last = steps_.take_unrecorded()) results_.samples.push_back(*last);
   static_cast<RunTotals&>(results_) = totals;
   results_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }

@@ -53,6 +53,25 @@ struct NodeRecord {
   double time = 0;  // when last heard from
 };
 
+// The cluster over time as a step function: a sample is recorded when the
+// cluster's state (all but the time) differs from the last one recorded, and
+// that state holds until the next row. A round that changes nothing adds no
+// row: at Blox's 300-s rounds half a run's rounds repeat the row before, and
+// an idle real cluster would repeat one row for as long as it stays idle.
+// The last of such rounds is recorded with the run's totals, so that the
+// series reaches the run's last round.
+class SampleSteps {
+ public:
+  // Whether to record `sample`: it changes the state.
+  bool changes(const Sample& sample);
+  // The latest sample not recorded since the last change, if any; forgotten.
+  std::optional<Sample> take_unrecorded() { return std::exchange(unrecorded_, std::nullopt); }
+
+ private:
+  std::optional<Sample> recorded_;    // the last recorded
+  std::optional<Sample> unrecorded_;  // the latest of the same state, since
+};
+
 class RunSink {
  public:
   virtual ~RunSink() = default;
@@ -83,7 +102,9 @@ class BatchSink final : public RunSink {
   void launched(const LaunchRecord&) override {}     // simulated jobs run no processes
   void resized(const ResizeRecord& resize) override { results_.resizes.push_back(resize); }
   void node_changed(const NodeRecord&) override {}   // nodes are the experiment's [cluster]
-  void sampled(const Sample& sample) override { results_.samples.push_back(sample); }
+  void sampled(const Sample& sample) override {
+    if (steps_.changes(sample)) results_.samples.push_back(sample);
+  }
   void decided(const DecisionRecord& decision) override { results_.decisions.push_back(decision); }
   // wall_seconds are measured here, from run_started; the totals' own are ignored.
   void run_ended(const RunTotals& totals) override;
@@ -93,6 +114,7 @@ class BatchSink final : public RunSink {
 
  private:
   RunResults results_;
+  SampleSteps steps_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
