@@ -210,6 +210,26 @@ std::span<const JobState* const> JobList::get() const {
   return jobs_;
 }
 
+template <class T>
+const T& InCall<T>::get() const {
+  if (!scope_->open) closed();
+  return *object_;
+}
+template class InCall<ClusterState>;
+template class InCall<ThroughputModel>;
+
+namespace {
+
+// A method of T, called on the object an InCall<T> holds.
+template <class T, class R, class... Args>
+auto in_call(R (T::*method)(Args...) const) {
+  return [method](const InCall<T>& self, Args... args) -> R {
+    return (self.get().*method)(std::forward<Args>(args)...);
+  };
+}
+
+}  // namespace
+
 void bind_sdk(py::module_& m) {
   // ------------------------------------------------------------- enums
   py::enum_<JobStatus>(m, "JobStatus")
@@ -382,46 +402,48 @@ void bind_sdk(py::module_& m) {
     for (std::size_t i = 0; i < items.size(); ++i) out[i] = py::cast(items[i]);
     return out;
   };
-  py::class_<ClusterState>(m, "ClusterState", "Nodes, their GPUs, and who holds each GPU.")
-      .def("nodes", [copies](const ClusterState& c) { return copies(c.nodes()); })
-      .def("node", &ClusterState::node, py::return_value_policy::copy)
-      .def("gpus", [copies](const ClusterState& c) { return copies(c.gpus()); })
-      .def("gpu", &ClusterState::gpu, py::return_value_policy::copy)
-      .def("gpus_of", [copies](const ClusterState& c, NodeId id) { return copies(c.gpus_of(id)); })
-      .def("installed_gpus", &ClusterState::installed_gpus)
-      .def("total_gpus", &ClusterState::total_gpus)
-      .def("free_gpus", &ClusterState::free_gpus)
-      .def("largest_free_block", &ClusterState::largest_free_block)
-      .def("max_gpus_per_node", &ClusterState::max_gpus_per_node)
-      .def("rack_count", &ClusterState::rack_count)
-      .def("gpu_types", &ClusterState::gpu_types)
-      .def("type_index", &ClusterState::type_index)
-      .def("shape_of", &ClusterState::shape_of)
+  using Cluster = InCall<ClusterState>;
+  py::class_<Cluster>(m, "ClusterState", "Nodes, their GPUs, and who holds each GPU.")
+      .def("nodes", [copies](const Cluster& c) { return copies(c.get().nodes()); })
+      .def("node", in_call(&ClusterState::node), py::return_value_policy::copy)
+      .def("gpus", [copies](const Cluster& c) { return copies(c.get().gpus()); })
+      .def("gpu", in_call(&ClusterState::gpu), py::return_value_policy::copy)
+      .def("gpus_of", [copies](const Cluster& c, NodeId id) { return copies(c.get().gpus_of(id)); })
+      .def("installed_gpus", in_call(&ClusterState::installed_gpus))
+      .def("total_gpus", in_call(&ClusterState::total_gpus))
+      .def("free_gpus", in_call(&ClusterState::free_gpus))
+      .def("largest_free_block", in_call(&ClusterState::largest_free_block))
+      .def("max_gpus_per_node", in_call(&ClusterState::max_gpus_per_node))
+      .def("rack_count", in_call(&ClusterState::rack_count))
+      .def("gpu_types", in_call(&ClusterState::gpu_types), py::return_value_policy::copy)
+      .def("type_index", in_call(&ClusterState::type_index))
+      .def("shape_of", in_call(&ClusterState::shape_of))
       .def(
           "packed_shape",
-          [](const ClusterState& c, const JobSpec& job, int gpus, const std::string& gpu_type) {
-            return c.packed_shape(job, gpus, gpu_type);
+          [](const Cluster& c, const JobSpec& job, int gpus, const std::string& gpu_type) {
+            return c.get().packed_shape(job, gpus, gpu_type);
           },
           py::arg("job"), py::arg("gpus"), py::arg("gpu_type") = "")
-      .def("fits_on", &ClusterState::fits_on)
+      .def("fits_on", in_call(&ClusterState::fits_on))
       .def("take",
-           [](const ClusterState& c, NodeId id, const Resources& want, int count) {
+           [](const Cluster& c, NodeId id, const Resources& want, int count) {
              std::vector<GpuId> out;
-             c.take(id, want, count, out);
+             c.get().take(id, want, count, out);
              return out;
            })
-      .def("can_assign", [](const ClusterState& c, const Allocation& allocation) {
+      .def("can_assign", [](const Cluster& c, const Allocation& allocation) {
         std::string why;
-        const bool ok = c.can_assign(allocation, &why);
+        const bool ok = c.get().can_assign(allocation, &why);
         return py::make_tuple(ok, why);
       });
 
   // ------------------------------------------------------------- model
-  py::class_<ThroughputModel>(m, "ThroughputModel", "How fast a job progresses on what it is given.")
-      .def("name", [](const ThroughputModel& t) { return std::string(t.name()); })
-      .def("rate", &ThroughputModel::rate, py::arg("job"), py::arg("shape"))
-      .def("rate_at", &ThroughputModel::rate_at, py::arg("job"), py::arg("shape"), py::arg("progress"))
-      .def("seconds_for", &ThroughputModel::seconds_for, py::arg("job"), py::arg("work"), py::arg("shape"));
+  using Model = InCall<ThroughputModel>;
+  py::class_<Model>(m, "ThroughputModel", "How fast a job progresses on what it is given.")
+      .def("name", [](const Model& t) { return std::string(t.get().name()); })
+      .def("rate", in_call(&ThroughputModel::rate), py::arg("job"), py::arg("shape"))
+      .def("rate_at", in_call(&ThroughputModel::rate_at), py::arg("job"), py::arg("shape"), py::arg("progress"))
+      .def("seconds_for", in_call(&ThroughputModel::seconds_for), py::arg("job"), py::arg("work"), py::arg("shape"));
 
   // -------------------------------------------------------------- view
   py::class_<SchedulerSettings>(m, "SchedulerSettings")
@@ -432,8 +454,8 @@ void bind_sdk(py::module_& m) {
   py::class_<PolicyView>(m, "SchedulerView", "Everything a policy may look at during one stage call, read-only.")
       .def("now", [](const PolicyView& v) { return v.get().now(); })
       .def("settings", [](const PolicyView& v) { return v.get().settings(); })  // a copy: it may be kept
-      .def("cluster", [](const PolicyView& v) { return &v.get().cluster(); }, kRef)
-      .def("throughput", [](const PolicyView& v) { return &v.get().throughput(); }, kRef)
+      .def("cluster", [](const PolicyView& v) { return InCall<ClusterState>(v.get().cluster(), v); })
+      .def("throughput", [](const PolicyView& v) { return InCall<ThroughputModel>(v.get().throughput(), v); })
       .def("pending", [](const PolicyView& v) { return JobList(v.get().pending(), v); })
       .def("active", [](const PolicyView& v) { return JobList(v.get().active(), v); })
       .def("waiting", [](const PolicyView& v) { return JobList(v.get().waiting(), v); })

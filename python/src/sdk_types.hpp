@@ -7,8 +7,9 @@
 // attribute, a C++ method a Python method of the same name. Nothing is
 // copied up front: a job is the C++ object itself, read when an attribute
 // is, and lives as long as the run. Nodes and GPUs are small copies, made
-// when asked for. The view and the job lists taken from it refuse to be
-// read once the call that received them has returned.
+// when asked for. The view, and the job lists, cluster and throughput model
+// taken from it, refuse to be read once the call that received them has
+// returned.
 #pragma once
 
 #include <memory>
@@ -82,6 +83,20 @@ class JobList {
  private:
   std::span<const JobState* const> jobs_;
   JobObjects* objects_;
+  std::shared_ptr<CallScope> scope_;
+};
+
+// view.cluster(), view.throughput(): the scheduler's own object, read in
+// place during the call. Kept past it, it would read a cluster that has
+// changed since, or one its run has freed.
+template <class T>
+class InCall {
+ public:
+  InCall(const T& object, const PolicyView& view) : object_(&object), scope_(view.scope()) {}
+  const T& get() const;  // throws RuntimeError (in Python) once the call has returned
+
+ private:
+  const T* object_;
   std::shared_ptr<CallScope> scope_;
 };
 

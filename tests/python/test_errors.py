@@ -188,6 +188,33 @@ def test_a_job_kept_past_its_run_refuses_to_be_read(tmp_path, write, monkeypatch
     assert query(tmp_path / "r.db", "SELECT status FROM runs ORDER BY id") == [("complete",), ("failed",)]
 
 
+def test_the_cluster_and_model_kept_past_their_call_refuse_to_be_read(tmp_path, write, monkeypatch):
+    # Once references into the run's scheduler: kept past the call they read
+    # a cluster that had changed since, and past the run freed memory.
+    write("lib/keptviews.py", "KEPT = []\n")
+    write("policies/keepviews.py", """\
+        import keptviews
+        import tessel
+        class KeepViews:
+            def allocate(self, view):
+                if keptviews.KEPT:
+                    cluster, model = keptviews.KEPT[0]
+                    cluster.free_gpus()  # a cluster of an earlier call raises here
+                keptviews.KEPT.append((view.cluster(), view.throughput()))
+                return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
+        """)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    import keptviews
+    experiment = write("exp.toml", small_cluster(jobs=5, allocation=python_stage("policies/keepviews.py", "KeepViews")))
+    with pytest.raises(tessel.PolicyError, match=r"keepviews\.py:7: RuntimeError: this view belonged to a stage call"):
+        tessel.run(experiment, db=tmp_path / "r.db")
+    cluster, model = keptviews.KEPT[0]
+    returned = "this view belonged to a stage call that has returned"
+    for read in (cluster.nodes, cluster.free_gpus, cluster.gpu_types, lambda: cluster.node(0), model.name):
+        with pytest.raises(RuntimeError, match=returned):
+            read()
+
+
 def test_settings_kept_past_the_run_still_read_true(tmp_path, write, monkeypatch):
     # Once a reference into the run's scheduler: read after it, another
     # run's values or garbage (6.9e-310).
