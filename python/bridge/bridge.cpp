@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <variant>
 
@@ -21,11 +22,44 @@ namespace tessel::python {
 
 namespace {
 
+// The threads running a policy's code now, as Python and pthread_self()
+// name them. Read and written with the GIL held.
+std::multiset<std::uint64_t>& calling_threads() {
+  static std::multiset<std::uint64_t> threads;
+  return threads;
+}
+
+// Marks the calling thread as running a policy's code while it lives.
+class PolicyCode {
+ public:
+  PolicyCode() : entry_(calling_threads().insert(PyThread_get_thread_ident())) {}
+  ~PolicyCode() { calling_threads().erase(entry_); }
+  PolicyCode(const PolicyCode&) = delete;
+  PolicyCode& operator=(const PolicyCode&) = delete;
+
+ private:
+  std::multiset<std::uint64_t>::iterator entry_;
+};
+
+// The core's interrupter (set_hosted_code_interrupter): raises
+// KeyboardInterrupt in the policy code running on the stopping runs'
+// threads, so that Ctrl-C stops a policy stuck in a loop too. Python
+// delivers it at the policy's next bytecode: a policy blocked in one call
+// into C (a long time.sleep) ends that call first.
+void interrupt_policies(const std::vector<std::uint64_t>& threads) {
+  const PyGILState_STATE state = PyGILState_Ensure();
+  for (const std::uint64_t thread : threads)
+    if (calling_threads().contains(thread))
+      PyThreadState_SetAsyncExc(static_cast<unsigned long>(thread), PyExc_KeyboardInterrupt);
+  PyGILState_Release(state);
+}
+
 // Starts the interpreter unless this process has one (tessel started from
 // the CLI rather than from Python); never a second one. Thread-safe.
 void ensure_interpreter() {
   static std::once_flag once;
   std::call_once(once, [] {
+    set_hosted_code_interrupter(&interrupt_policies);
     if (Py_IsInitialized()) return;  // tessel runs inside Python: use that interpreter
     // The plugin loader opened libpython for this library alone; extension
     // modules (tessel._tessel, numpy) need its symbols global, as in python3.
@@ -113,12 +147,15 @@ class LoadedClass {
   std::string class_name;
   std::string class_line;  // where the class is defined
 
-  // Calls the policy's `method`; a Python exception becomes a HostedCodeError.
+  // Calls the policy's `method`; a Python exception becomes a HostedCodeError,
+  // KeyboardInterrupt (the user stopped the run) a HostedCodeInterrupted.
   template <class... Args>
   py::object call(const char* method, Args&&... args) const {
     try {
+      const PolicyCode running;
       return instance.attr(method)(std::forward<Args>(args)...);
     } catch (py::error_already_set& error) {
+      if (error.matches(PyExc_KeyboardInterrupt)) throw HostedCodeInterrupted(describe(bridge, error, path));
       throw HostedCodeError(describe(bridge, error, path));
     }
   }
@@ -235,6 +272,7 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
     const py::module_ decisions = py::module_::import("tessel.decisions");
     for (const char* name : {"AdmissionDecision", "AllocationPlan", "Grant", "PlacementChoice", "ResizeProposal"})
       loaded->decision_classes.emplace(name, decisions.attr(name));
+    const PolicyCode running;  // the module's and the constructor's code
     const py::tuple found = loaded->bridge.attr("load")(path, class_name, std::string(stage_method(kind)));
     const py::object cls = found[0];
     loaded->module_name = found[1].cast<std::string>();

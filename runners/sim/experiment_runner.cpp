@@ -1,5 +1,7 @@
 #include "experiment_runner.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -145,18 +147,24 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   std::atomic<std::size_t> next{0};
   std::atomic<bool> abort{false};  // a run failed: the others stop too
   std::atomic<bool> combined_stop{false};
-  std::mutex mutex;  // guards progress, first_error, watching
+  std::mutex mutex;  // guards progress, first_error, watching, workers
   ExperimentProgress progress{0, runs.size(), outcome.skipped, 0};
   std::exception_ptr first_error;
+  std::vector<std::uint64_t> workers;  // their threads, for interrupt_hosted_code
   const auto started = std::chrono::steady_clock::now();
 
   auto work = [&] {
+    {
+      std::lock_guard lock(mutex);
+      workers.push_back(static_cast<std::uint64_t>(pthread_self()));
+    }
     while (true) {
       const std::size_t i = next++;
       if (i >= runs.size() || combined_stop.load()) return;
       try {
         outcome.runs[i] = run_simulation(runs[i].config, registry, store, runs[i].info, combined_stop);
       } catch (const Interrupted&) {
+        combined_stop = true;  // hosted code stopped itself (a policy raised KeyboardInterrupt): all stop
         return;
       } catch (...) {
         std::lock_guard lock(mutex);
@@ -172,15 +180,25 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       if (on_progress) on_progress(progress);
     }
   };
-  // Ctrl-C reaches the simulations through combined_stop. The watcher waits
-  // on `finished` rather than sleeping, so that the end of the runs ends it
-  // at once instead of after its next poll.
+  // Ctrl-C reaches the simulations through combined_stop, which they read
+  // at every event, and the user's code that a plugin hosts (a Python
+  // policy, which may loop for as long as it likes) through its plugin's
+  // interrupter, until the runs have stopped. The watcher waits on
+  // `finished` rather than sleeping, so that the end of the runs ends it at
+  // once instead of after its next poll.
   bool watching = true;  // guarded by mutex
   std::condition_variable finished;
   std::thread watcher([&] {
     std::unique_lock lock(mutex);
     while (watching) {
       if (stop != nullptr && stop->load()) combined_stop = true;
+      if (combined_stop.load()) {
+        const std::vector<std::uint64_t> threads = workers;
+        lock.unlock();  // the interrupter waits for Python's GIL, which a worker may hold
+        interrupt_hosted_code(threads);
+        lock.lock();
+        if (!watching) break;
+      }
       finished.wait_for(lock, std::chrono::milliseconds(20));
     }
   });

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "config/experiment.hpp"
+#include "engine/errors.hpp"
 #include "plugins/registry.hpp"
 #include "results/run_sink.hpp"
 #include "results/store.hpp"
@@ -33,12 +34,6 @@
 #include "workloads/workload.hpp"
 
 namespace tessel {
-
-// Thrown when the stop flag is raised mid-run.
-class Interrupted : public std::runtime_error {
- public:
-  Interrupted() : std::runtime_error("interrupted") {}
-};
 
 class Simulation {
  public:

@@ -296,6 +296,73 @@ def test_ctrl_c_stops_a_slow_policy_within_a_call_or_two(tmp_path, write):
     assert query(database, "SELECT status FROM runs") == [("interrupted",)]
 
 
+STUCK_POLICY = """\
+    import tessel
+    class Stuck:
+        def allocate(self, view):
+            if view.now() > 0:
+                while True:  # never returns: the core cannot stop it between events
+                    try:
+                        pass
+                    except Exception:  # what a policy may catch, KeyboardInterrupt is not
+                        pass
+            return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
+    """
+
+
+@pytest.mark.parametrize("host", ["cli", "python"])
+def test_ctrl_c_stops_a_policy_stuck_in_a_loop(tmp_path, write, host):
+    # The stop was read only between events: a policy that never returned
+    # hung the run for good, a second Ctrl-C included.
+    write("policies/stuck.py", STUCK_POLICY)
+    experiment = write("stuck.toml", small_cluster(jobs=50, allocation=python_stage("policies/stuck.py", "Stuck")))
+    database = tmp_path / "stuck.db"
+    if host == "cli":
+        command = [str(BUILD / "runners/cli/tessel"), "run", str(experiment), "--db", str(database), "-q"]
+    else:
+        command = [sys.executable, "-c", f"import tessel; tessel.run({str(experiment)!r}, db={str(database)!r})"]
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    child = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    wait_until_running(database)
+    time.sleep(0.5)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    try:
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        child.kill()  # still looping: leave no process behind
+    assert time.monotonic() - sent < 5
+    assert child.returncode == 130 if host == "cli" else child.returncode != 0, stderr
+    assert ("KeyboardInterrupt" in stderr) == (host == "python")
+    assert query(database, "SELECT status, note FROM runs") == [("interrupted", "stopped by the user")]
+    assert query(database, "SELECT COUNT(*) FROM jobs") == [(0,)]
+
+
+def test_a_policy_that_raises_keyboardinterrupt_interrupts_the_experiment(tmp_path, write):
+    # It failed the run as a policy error ("KeyboardInterrupt"), and the
+    # sweep's other points ran on.
+    write("policies/quits.py", """\
+        import tessel
+        class Quits:
+            def allocate(self, view):
+                if view.now() > 0:
+                    raise KeyboardInterrupt
+                return tessel.AllocationPlan([tessel.Grant(job) for job in view.active()])
+        """)
+    experiment = write("quits.toml", small_cluster(jobs=20, allocation=python_stage("policies/quits.py", "Quits"),
+                                                    extra="""
+        [sweep]
+        seeds = [1, 2, 3]
+        """))
+    with pytest.raises(KeyboardInterrupt):
+        tessel.run(experiment, db=tmp_path / "q.db", jobs=1)
+    assert query(tmp_path / "q.db", "SELECT status FROM runs") == [("interrupted",)]
+    result = subprocess.run([str(BUILD / "runners/cli/tessel"), "run", str(experiment), "--db",
+                             str(tmp_path / "c.db"), "-q", "-j", "1"], capture_output=True, text=True)
+    assert result.returncode == 130, result.stderr
+    assert query(tmp_path / "c.db", "SELECT status FROM runs") == [("interrupted",)]
+
+
 # An elasticity answer the run cannot use: an endless cost never ended the
 # run (its memory growing), NaN failed in SQLite, and the rest were stored.
 ELASTICITY_MISTAKES = {

@@ -252,6 +252,25 @@ class TESSEL_VISIBLE HostedCodeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown instead when that code was stopped because the user stopped the
+// run (Ctrl-C: a Python policy raised KeyboardInterrupt). The run is
+// 'interrupted', not 'failed'.
+class TESSEL_VISIBLE HostedCodeInterrupted : public HostedCodeError {
+ public:
+  using HostedCodeError::HostedCodeError;
+};
+
+// The user's code may run for as long as it likes, where the core cannot
+// stop it between events: a plugin that hosts it registers how to stop it.
+// When runs are being stopped, the core calls `interrupt` (from a thread of
+// its own, every few tens of milliseconds until they have stopped) with the
+// threads of those runs, as pthread_self() names them; hosted code running
+// on one of them should soon fail with HostedCodeInterrupted. One per
+// process; registering again replaces it.
+TESSEL_VISIBLE void set_hosted_code_interrupter(void (*interrupt)(const std::vector<std::uint64_t>& threads));
+// Calls the registered interrupter, if any (the runners).
+TESSEL_VISIBLE void interrupt_hosted_code(const std::vector<std::uint64_t>& threads);
+
 // The base of every stage interface (see stages.hpp).
 class TESSEL_VISIBLE Plugin {
  public:

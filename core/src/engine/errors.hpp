@@ -84,6 +84,13 @@ class PluginContractError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// The user stopped the run (Ctrl-C), or a run of the same experiment
+// failed and stopped the others.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
 // The same failure of a plugin that hosts the user's own code (a Python
 // policy): the user's to fix. The message also says where that code is.
 class HostedCodeFailure : public UserError {

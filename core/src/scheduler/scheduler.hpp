@@ -379,6 +379,8 @@ class Scheduler {
       throw;  // a fork's plugin (what-if simulation), reported already
     } catch (const UserError&) {
       throw;
+    } catch (const Interrupted&) {
+      throw;  // a fork's hosted code, stopped by the user
     } catch (const std::exception& e) {
       threw(stage, now, e);
     }
