@@ -31,6 +31,12 @@ class Results:
                 raise TypeError(f"runs= takes run ids (integers), not {runs!r}")
             if len(set(runs)) != len(runs):
                 raise ValueError(f"runs= names a run twice: {runs!r}")
+            # A run that is not there read as no rows, where report() refused it.
+            with closing(sqlite3.connect(self.database)) as connection:
+                stored = {row[0] for row in connection.execute("SELECT id FROM runs")}
+            for run in runs:
+                if run not in stored:
+                    raise _tessel.Error(f"{self.database}: no run {run}")
         self.run_ids = None if runs is None else [int(r) for r in runs]
 
     def __repr__(self):

@@ -190,6 +190,9 @@ def test_arguments_of_the_wrong_kind_are_refused_not_rounded(tmp_path, write):
     with pytest.raises(ValueError, match="runs= names a run twice"):
         Results(results.database, runs=[1, 1])  # once two rows of run 1
     assert Results(results.database, runs=results.runs["id"]).run_ids == [1]  # numpy integers
+    for missing in (999, 2**70):  # once no rows, or pandas's and pybind11's errors, where report() says this
+        with pytest.raises(tessel.Error, match=rf"r\.db: no run {missing}$"):
+            Results(results.database, runs=[1, missing])
     with pytest.raises(TypeError, match="set= takes a dict"):
         tessel.run(experiment, db=tmp_path / "r.db", set="workload.seed=3")  # once AttributeError
     for jobs in (2.5, -1, True):
