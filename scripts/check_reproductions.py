@@ -20,6 +20,7 @@ Standard library only.
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import shutil
@@ -254,7 +255,8 @@ class Reports:
                 if check.figure not in row:
                     known = [k for k in row if k not in ("series", check.by, "runs", "run_ids")]
                     raise UsageError(f"{check.name}: no figure '{check.figure}' (figures: {', '.join(known)})")
-                return float(row[check.figure])
+                value = row[check.figure]
+                return math.nan if value is None else float(value)  # null: a figure over no jobs
         return None
 
     def available(self, check):
@@ -292,6 +294,9 @@ def measure(check, reports, reduced):
             if reduced:
                 return None, f"{missing} in the reduced run"
             raise UsageError(f"{check.name}: {missing} (the report has: {reports.available(check)})")
+        if math.isnan(value):
+            return None, f"'{selector.series}' has no {check.figure} at {check.by} = {json.dumps(selector.at)}: " \
+                         "a figure over no jobs"
         values.append(value)
     if len(values) == 2:
         if values[1] == 0:

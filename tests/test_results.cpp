@@ -12,6 +12,7 @@
 #include <fcntl.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -108,6 +109,39 @@ TEST_CASE("summary figures match values computed by hand") {
   CHECK(s.makespan == 1000);
   CHECK(s.gpu_utilization == doctest::Approx(1690 / 4000.0));
   CHECK(s.gpu_allocation == 0);  // every job is done or waiting
+}
+
+TEST_CASE("a figure over no jobs is none, not 0: stored as NULL, shown as '-', empty in CSV, null in JSON") {
+  const std::vector<JobRecord> waiting = {job(0, std::nullopt, std::nullopt, 0)};
+  const RunSummary s = summarize(waiting, 4 * 1000.0, 4, 1000);
+  CHECK(s.finished == 0);
+  for (const double figure : {s.avg_jct, s.p50_jct, s.p95_jct, s.p99_jct, s.avg_queueing_delay, s.makespan})
+    CHECK(std::isnan(figure));
+  CHECK(s.avg_jct_bound == 1000);  // the waiting job counted to the run's end
+
+  // Every job asks for more GPUs than the cluster has: none runs.
+  TempDir dir;
+  std::string experiment = kExperiment;
+  experiment.replace(experiment.find("jobs = 250"), 10, "jobs = 5\ngpu_counts = [64]\ngpu_weights = [1]");
+  dir.write("e.toml", experiment + "[sweep]\nseeds = [1, 2]\n");
+  const auto run = run_tessel({"run", "e.toml"}, dir.path());
+  REQUIRE(run.code == 0);
+  const fs::path db = dir.path() / "r.db";
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE value IS NULL") == 2 * 7);
+  CHECK(count(db, "SELECT count(*) FROM metrics WHERE name = 'avg_jct_s' AND value IS NULL") == 2);
+  // The table: "-" under each figure over no jobs, where "0 s" stood.
+  CHECK(run.out.find("0 s") == std::string::npos);
+  CHECK(run.out.find("  -  ") != std::string::npos);
+  const auto csv = run_tessel({"report", "r.db", "--format", "csv"}, dir.path());
+  CHECK(csv.out.find(",5,0,5,,,,,,,") != std::string::npos);
+  const auto json = nlohmann::json::parse(run_tessel({"report", "r.db", "--format", "json"}, dir.path()).out);
+  CHECK(json.at(0).at("avg_jct_s").is_null());
+  CHECK(json.at(0).at("finished") == 0);
+  const auto plot = run_tessel({"plot", "r.db", "--kind", "metric", "--metric", "avg_jct_s", "--by", "seed", "-o",
+                                "m.svg"}, dir.path());
+  CHECK(plot.code == 2);
+  CHECK(plot.err == "tessel: r.db: avg_jct_s has no value in the chosen runs: none of their tracked jobs finished "
+                    "(or, for queueing, started)\n");
 }
 
 TEST_CASE("GPU allocation: the GPU shares held when the run ended, over the cluster's GPUs") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,10 @@ void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scrat
     throw UserError("unknown metric '" + request.metric + "' (valid: " + valid + ")");
   }
   const std::vector<AxisGroup> groups = group_by_axis(load_reports(store, request.runs), request.axis, request.over);
+  if (std::all_of(groups.begin(), groups.end(), [&](const AxisGroup& g) { return std::isnan(figure->get(g.mean)); }))
+    throw UserError(store.path() + ": " + request.metric +
+                    " has no value in the chosen runs: none of their tracked jobs finished (or, for queueing, "
+                    "started)");
   const bool numeric = std::all_of(groups.begin(), groups.end(), [](const AxisGroup& g) { return g.value.is_number(); });
   const bool is_time = figure->unit == FigureUnit::seconds;
   const std::string ylabel = is_time ? std::string(figure->title) + " (hours)" : figure_title(*figure);
@@ -155,6 +160,7 @@ void metric_by_axis(ResultsStore& store, const PlotRequest& request, const Scrat
       const double x = numeric ? g->value.get<double>()
                                : double(std::find(values.begin(), values.end(), g->value.dump()) - values.begin());
       const double y = figure->get(g->mean) / (is_time ? 3600 : 1);
+      if (std::isnan(y)) continue;  // a figure over no jobs: no point
       out << x << ' ' << y << '\n';
     }
     plots += (plots.empty() ? "plot " : ", ") + quoted(data.string()) + " using 1:2 with linespoints" +

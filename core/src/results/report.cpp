@@ -1,8 +1,10 @@
 #include "results/report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <type_traits>
@@ -75,6 +77,7 @@ bool has_figures(const RunRow& run) { return run.status == "complete" || run.mod
 
 // Counts print whole, times to the millisecond, fractions to 6 places.
 std::string machine_value(const Figure& figure, const RunSummary& s) {
+  if (std::isnan(figure.get(s))) return "";  // a figure over no jobs
   char buffer[64];
   const int decimals = figure.unit == FigureUnit::count ? 0 : figure.unit == FigureUnit::seconds ? 3 : 6;
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, figure.get(s));
@@ -111,6 +114,7 @@ TimeUnit unit_for(const std::vector<Row>& rows) {
 
 std::string table_cell(const Figure& figure, const RunSummary& s, const TimeUnit& unit) {
   const double v = figure.get(s);
+  if (std::isnan(v)) return "-";  // a figure over no jobs
   switch (figure.unit) {
     case FigureUnit::seconds: return fixed(v / unit.scale, unit.decimals) + unit.suffix;
     case FigureUnit::fraction: return fixed(100 * v, 1) + " %";
@@ -359,7 +363,7 @@ void print_comparison(std::ostream& out, const RunReport& a, const RunReport& b)
   for (const Figure& f : figures()) {
     const double x = f.get(a.summary), y = f.get(b.summary);
     lines.push_back({f.title, table_cell(f, a.summary, unit), table_cell(f, b.summary, unit),
-                     x != 0 ? fixed(y / x, 2) : "-"});
+                     x != 0 && std::isfinite(y / x) ? fixed(y / x, 2) : "-"});
   }
   std::vector<std::size_t> width(4, 0);
   for (const auto& line : lines)

@@ -1,8 +1,10 @@
 #include "results/store.hpp"
 
 #include <array>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <type_traits>
 #include <variant>
@@ -913,7 +915,7 @@ std::optional<RunSummary> ResultsStore::figures(std::int64_t run) {
   std::size_t found = 0;
   while (query.step())
     if (const Figure* figure = find_figure(query.text(0))) {
-      figure->set(summary, query.real(1));
+      figure->set(summary, query.is_null(1) ? std::numeric_limits<double>::quiet_NaN() : query.real(1));
       ++found;
     }
   // A run stored by an older tessel may lack figures added since (`unfinished`,

@@ -137,6 +137,8 @@ RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_second
     }
   }
   std::sort(jcts.begin(), jcts.end());
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // a figure over no jobs
+  s.avg_jct = s.p50_jct = s.p95_jct = s.p99_jct = s.avg_jct_bound = s.avg_queueing_delay = s.makespan = kNone;
   s.finished = jcts.size();
   s.unfinished = s.jobs - s.finished;
   double jct_sum = 0;

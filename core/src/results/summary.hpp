@@ -28,6 +28,9 @@
 
 namespace tessel {
 
+// A figure over no jobs (the JCTs of a run where no tracked job finished)
+// is NaN, not 0: it is stored as NULL, and reports show it as "-" (CSV:
+// empty, JSON: null).
 struct RunSummary {
   std::size_t jobs = 0;        // tracked
   std::size_t finished = 0;    // tracked and finished
