@@ -727,7 +727,7 @@ RunResults Simulation::run(const std::atomic<bool>* stop) {
 }
 
 RunResults Simulation::collect(double end_time) {
-  std::size_t unfinished = 0, still_running = 0;
+  std::size_t unfinished = 0, still_running = 0, held = 0;  // held: never admitted
   // The progress of each job, no longer needed, makes room for the rows
   // (72 bytes a job). Deferred progress is brought to the last round, where every round's
   // accounting left it.
@@ -743,8 +743,10 @@ RunResults Simulation::collect(double end_time) {
     sink_.job_changed(job_record(job));
     if (job.running())  // a job that never ends (infinite duration) holds its GPUs to the end
       ++still_running;
-    else if (job.active() || job.status == JobStatus::pending)
+    else if (job.active())
       ++unfinished;
+    else if (job.status == JobStatus::pending)
+      ++held;
     left += job.spec.id >= first_tracked && job.spec.id < last_tracked && !job.done();
   });
   std::vector<std::string> notes = notes_;
@@ -752,12 +754,14 @@ RunResults Simulation::collect(double end_time) {
     notes.push_back("the run gave up give_up_hours after the last tracked job arrived, with " +
                     std::to_string(left) + " tracked jobs not done, after " + std::to_string(next_arrival_) +
                     " jobs arrived: " + std::to_string(still_running) + " still running, " +
-                    std::to_string(unfinished) + " waiting");
+                    std::to_string(unfinished + held) + " waiting");
   } else if (stopped_at_tracked_) {
     notes.push_back("the run ended when the tracked jobs were done, after " + std::to_string(next_arrival_) +
                     " jobs arrived: " + std::to_string(still_running) + " still running, " +
-                    std::to_string(unfinished) + " waiting");
+                    std::to_string(unfinished + held) + " waiting");
   } else {
+    if (held > 0)
+      notes.push_back(std::to_string(held) + " jobs never finished: the admission policy never admitted them");
     if (unfinished > 0)
       notes.push_back(std::to_string(unfinished) + " jobs never finished: the scheduler could not place them");
     if (still_running > 0)

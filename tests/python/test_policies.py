@@ -283,3 +283,20 @@ def test_rounds_at_events_are_held_when_the_plan_asks_to_be_revisited(tmp_path, 
 def test_a_plan_that_asks_to_be_revisited_now_stops_the_run(tmp_path, write):
     with pytest.raises(Exception, match=r"asked to be revisited at 0\.0+, not after the round at 0\.0+"):
         tessel.run(_revisit_experiment(write, 0.0, "events"), db=tmp_path / "n.db")
+
+
+def test_jobs_the_admission_policy_never_admitted_are_noted_as_such(tmp_path, write):
+    # They were noted as jobs "the scheduler could not place".
+    write("policies/hold.py", """\
+        import tessel
+        class HoldLate:
+            def admit(self, view):
+                return [tessel.AdmissionDecision(job, tessel.AdmissionVerdict.hold if job.spec.id >= 3
+                                                 else tessel.AdmissionVerdict.admit, "held") for job in view.pending()]
+        """)
+    experiment = write("hold.toml", small_cluster(jobs=5))
+    run = cli("run", experiment, "--db", tmp_path / "h.db", "--set",
+              'scheduler.admission={ plugin = "python", module = "policies/hold.py", class = "HoldLate" }')
+    assert run.returncode == 0, run.stderr
+    assert query(tmp_path / "h.db", "SELECT note FROM runs") == [
+        ("2 jobs never finished: the admission policy never admitted them",)]
