@@ -326,6 +326,28 @@ TEST_CASE("time jumps over idle periods instead of stepping through them") {
   CHECK(results.events < 10);
 }
 
+TEST_CASE("a clock pushed past 1e12 s by a number no experiment means is refused, naming the cause") {
+  // A round of 1e308 s had ended the run with infinite JCTs and jobs never
+  // placed; 1e-300 jobs an hour, with a makespan of 2e302 s.
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n0,4,100\n");
+  auto error_of = [&](const std::string& toml) {
+    try {
+      simulate(dir, toml);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string rounds = experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })");
+  rounds.replace(rounds.find("round_seconds = 100"), 19, "round_seconds = 1e308");
+  CHECK(error_of(rounds) == "the next round would come at t=1e+308 s, past the 1e12 s (31,700 years) a simulation "
+                            "runs: see [scheduler] round_seconds");
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n2e12,1,100\n");
+  CHECK(error_of(experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })")) ==
+        "job 1 would arrive at t=2e+12 s, past the 1e12 s (31,700 years) a simulation runs: see [workload]'s arrivals");
+}
+
 TEST_CASE("the same config and seed give identical jobs") {
   TempDir dir;
   const std::string toml = R"([cluster]

@@ -215,8 +215,6 @@ const T& InCall<T>::get() const {
   if (!scope_->open) closed();
   return *object_;
 }
-template class InCall<ClusterState>;
-template class InCall<ThroughputModel>;
 
 namespace {
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <future>
 #include <limits>
@@ -16,6 +17,10 @@ namespace tessel {
 
 namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// The simulated clock's end: past it a double keeps less than a
+// millisecond's resolution, and only a number no experiment means gets
+// there (a round of 1e308 s, 1e-300 jobs an hour).
+constexpr double kLastSimulatedSecond = 1e12;  // 31,700 years
 // A stuck time-sensitive scheduler (jobs that can never be placed, nothing
 // running, nothing left to happen) is given this many rounds to change its mind.
 constexpr std::uint64_t kStallRounds = 10'000;
@@ -637,6 +642,16 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     const double event = events_.empty() ? kNever : events_.front().time;
     const double arrival = next_job ? next_job->arrival : kNever;
     const double now = std::min({event, arrival, next_round_});
+    if (now != kNever && now > kLastSimulatedSecond) {
+      char t[32];
+      std::snprintf(t, sizeof t, "%.3g", now);
+      const std::string when = " at t=" + std::string(t) + " s, past the 1e12 s (31,700 years) a simulation runs";
+      if (now == arrival)
+        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + when + ": see [workload]'s arrivals");
+      if (now == next_round_)
+        throw UserError("the next round would come" + when + ": see [scheduler] round_seconds");
+      throw UserError("the next event would come" + when + ": see the jobs' durations and [cluster]'s events");
+    }
     if (stream_ && !stopped_at_tracked_ && now > give_up_time()) {
       // Tracked jobs are left that the policy may never finish (LAS under
       // overload starves the longest for as long as jobs come): the run ends
