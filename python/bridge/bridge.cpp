@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -243,6 +244,25 @@ class Reader {
     wrong("a decision for job " + py::repr(job).cast<std::string>() + ", which is neither a JobState nor a job id");
   }
 
+  // A PlacementChoice's GPUs: ids, ints >= 0 (a bool is no id).
+  std::vector<GpuId> gpu_ids(py::handle gpus) const {
+    if (!PyList_Check(gpus.ptr()) && !PyTuple_Check(gpus.ptr()))
+      wrong("a decision whose gpus is " + a_type(gpus) + ", not a list of GPU ids");
+    std::vector<GpuId> ids;
+    for (const py::handle id : py::reinterpret_borrow<py::sequence>(gpus)) {
+      long long value = -1;
+      if (PyLong_Check(id.ptr()) && !PyBool_Check(id.ptr())) {
+        value = PyLong_AsLongLong(id.ptr());
+        if (value == -1 && PyErr_Occurred()) PyErr_Clear();  // past a long long: no id either
+      }
+      if (value < 0 || value > static_cast<long long>(std::numeric_limits<GpuId>::max()))
+        wrong("a decision whose gpus hold " + py::repr(id).cast<std::string>() + " (" + a_type(id) +
+              "), not only GPU ids (ints >= 0)");
+      ids.push_back(static_cast<GpuId>(value));
+    }
+    return ids;
+  }
+
   template <class T>
   T value(py::handle object, const char* what) const {
     try {
@@ -453,7 +473,7 @@ PlacementChoice PlacementBridge::place(const SchedulerView& view, const JobState
   const Reader read(policy, "place");
   const py::object result = policy.call("place", call.object(), policy_.jobs().get(job), py::cast(want));
   read.expect(result, "PlacementChoice");
-  return {read.value<std::vector<GpuId>>(field(result, "gpus"), "gpus"), read.reason(result)};
+  return {read.gpu_ids(field(result, "gpus")), read.reason(result)};
 }
 
 ElasticityBridge::ElasticityBridge(const PluginContext& context)

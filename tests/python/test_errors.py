@@ -406,3 +406,26 @@ def test_an_elasticity_answer_the_run_cannot_use_is_a_broken_contract(tmp_path, 
                      run.stderr), run.stderr
     assert query(tmp_path / "r.db", "SELECT status FROM runs") == [("failed",)]
     assert query(tmp_path / "r.db", "SELECT COUNT(*) FROM resizes") == [(0,)]
+
+
+@pytest.mark.parametrize("gpus, shown", [
+    ('["x"]', r"gpus hold 'x' \(a str\), not only GPU ids"),
+    ("[1.5]", r"gpus hold 1\.5 \(a float\), not only GPU ids"),
+    ("[-3]", r"gpus hold -3 \(an int\), not only GPU ids"),
+    ("[10**20]", r"gpus hold 100000000000000000000 \(an int\), not only GPU ids"),
+    ("[True]", r"gpus hold True \(a bool\), not only GPU ids"),
+    ("5", r"gpus is an int, not a list of GPU ids"),
+])
+def test_a_placement_of_what_is_no_gpu_id_is_refused_naming_it(tmp_path, write, gpus, shown):
+    # Each was "returned a decision whose gpus is a list" (True: one GPU too few).
+    write("policies/bad.py", f"""\
+        import tessel
+        class Bad:
+            def place(self, view, job, want):
+                choice = tessel.PlacementChoice([0], "bad")
+                choice.gpus = {gpus}
+                return choice
+        """)
+    experiment = write("bad.toml", small_cluster(jobs=5, placement=python_stage("policies/bad.py", "Bad")))
+    with pytest.raises(tessel.PolicyError, match=r"bad\.py:3: Bad\.place\(\) returned a decision whose " + shown):
+        tessel.run(experiment, db=tmp_path / "b.db")
