@@ -558,7 +558,8 @@ void Simulation::round(double now) {
   // of time is heard at events only; time-sensitive admission and placement
   // are refused (constructor).
   if (config_.simulation.event_rounds) {
-    next_round_ = outcome.revisit_at;
+    // A revisit past the clock's end (1e300 for "never") is none.
+    next_round_ = outcome.revisit_at > kLastSimulatedSecond ? kNever : outcome.revisit_at;
     return;
   }
   // Rounds in which nothing could change are skipped, unless running jobs
@@ -642,16 +643,6 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     const double event = events_.empty() ? kNever : events_.front().time;
     const double arrival = next_job ? next_job->arrival : kNever;
     const double now = std::min({event, arrival, next_round_});
-    if (now != kNever && now > kLastSimulatedSecond) {
-      char t[32];
-      std::snprintf(t, sizeof t, "%.3g", now);
-      const std::string when = " at t=" + std::string(t) + " s, past the 1e12 s (31,700 years) a simulation runs";
-      if (now == arrival)
-        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + when + ": see [workload]'s arrivals");
-      if (now == next_round_)
-        throw UserError("the next round would come" + when + ": see [scheduler] round_seconds");
-      throw UserError("the next event would come" + when + ": see the jobs' durations and [cluster]'s events");
-    }
     if (stream_ && !stopped_at_tracked_ && now > give_up_time()) {
       // Tracked jobs are left that the policy may never finish (LAS under
       // overload starves the longest for as long as jobs come): the run ends
@@ -665,6 +656,17 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     // when its remaining jobs can never be placed.
     if (now == kNever || (!work_left() && now > end_time_) || idle_rounds_ >= kStallRounds) return false;
     if (now > until) return true;
+    // Work is left (or the run would have ended above), past the clock's end.
+    if (now > kLastSimulatedSecond) {
+      char t[32];
+      std::snprintf(t, sizeof t, "%.3g", now);
+      const std::string when = " at t=" + std::string(t) + " s, past the 1e12 s (31,700 years) a simulation runs";
+      if (now == arrival)
+        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + when + ": see [workload]'s arrivals");
+      if (now == next_round_)  // on a clock: revisits past the end are none
+        throw UserError("the next round would come" + when + ": see [scheduler] round_seconds");
+      throw UserError("the next event would come" + when + ": see the jobs' durations and [cluster]'s events");
+    }
     ++handled_;
 
     if (event == now) {

@@ -429,3 +429,22 @@ def test_a_placement_of_what_is_no_gpu_id_is_refused_naming_it(tmp_path, write, 
     experiment = write("bad.toml", small_cluster(jobs=5, placement=python_stage("policies/bad.py", "Bad")))
     with pytest.raises(tessel.PolicyError, match=r"bad\.py:3: Bad\.place\(\) returned a decision whose " + shown):
         tessel.run(experiment, db=tmp_path / "b.db")
+
+
+def test_a_revisit_past_the_simulated_clocks_end_is_no_revisit(tmp_path, write):
+    # Past 1e12 s a time is refused as a mistake in the experiment; a
+    # revisit that far off (1e300 for "never") is no round, not that error.
+    write("policies/far.py", """\
+        import tessel
+        class Far:
+            def allocate(self, view):
+                ranked = [tessel.Grant(job) for job in view.active()] if view.now() > 1e299 else []
+                return tessel.AllocationPlan(ranked, revisit_at=1e300)
+        """)
+    experiment = write("far.toml", small_cluster(jobs=20, allocation=python_stage("policies/far.py", "Far"),
+                                                  extra="""
+        [simulation]
+        rounds = "events"
+        """))
+    results = tessel.run(experiment, db=tmp_path / "f.db")
+    assert list(results.runs["note"]) == ["20 jobs never finished: the scheduler could not place them"]
