@@ -118,6 +118,9 @@ TEST_CASE("a figure over no jobs is none, not 0: stored as NULL, shown as '-', e
   for (const double figure : {s.avg_jct, s.p50_jct, s.p95_jct, s.p99_jct, s.avg_queueing_delay, s.makespan})
     CHECK(std::isnan(figure));
   CHECK(s.avg_jct_bound == 1000);  // the waiting job counted to the run's end
+  // A job that took no time has a JCT and a makespan of 0, not none.
+  const std::vector<JobRecord> instant = {job(5, 5, 5, 0)};
+  CHECK(summarize(instant, 4 * 1000.0, 4, 1000).makespan == 0);
 
   // Every job asks for more GPUs than the cluster has: none runs.
   TempDir dir;

@@ -346,6 +346,10 @@ TEST_CASE("a clock pushed past 1e12 s by a number no experiment means is refused
   dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n2e12,1,100\n");
   CHECK(error_of(experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })")) ==
         "job 1 would arrive at t=2e+12 s, past the 1e12 s (31,700 years) a simulation runs: see [workload]'s arrivals");
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n0,1,2e12\n");
+  CHECK(error_of(experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })")) ==
+        "a job's completion or rate change would come at t=2e+12 s, past the 1e12 s (31,700 years) a simulation "
+        "runs: see the jobs' durations and the throughput model");
 }
 
 TEST_CASE("the same config and seed give identical jobs") {

@@ -34,7 +34,13 @@ std::multiset<std::uint64_t>& calling_threads() {
 class PolicyCode {
  public:
   PolicyCode() : entry_(calling_threads().insert(PyThread_get_thread_ident())) {}
-  ~PolicyCode() { calling_threads().erase(entry_); }
+  ~PolicyCode() {
+    // An interrupt the policy's code returned before taking is dropped: the
+    // run stops at its next event anyway, and the bridge's own Python after
+    // the call must not take it for a mistake of its own.
+    PyThreadState_SetAsyncExc(*entry_, nullptr);
+    calling_threads().erase(entry_);
+  }
   PolicyCode(const PolicyCode&) = delete;
   PolicyCode& operator=(const PolicyCode&) = delete;
 
@@ -60,15 +66,16 @@ void interrupt_policies(const std::vector<std::uint64_t>& threads) {
 void ensure_interpreter() {
   static std::once_flag once;
   std::call_once(once, [] {
-    set_hosted_code_interrupter(&interrupt_policies);
-    if (Py_IsInitialized()) return;  // tessel runs inside Python: use that interpreter
-    // The plugin loader opened libpython for this library alone; extension
-    // modules (tessel._tessel, numpy) need its symbols global, as in python3.
-    Dl_info libpython{};
-    if (dladdr(reinterpret_cast<void*>(&Py_InitializeEx), &libpython) != 0 && libpython.dli_fname != nullptr)
-      dlopen(libpython.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-    Py_InitializeEx(0);  // no signal handlers: Ctrl-C stays tessel's
-    PyEval_SaveThread();  // each call takes the GIL, from whichever thread
+    if (!Py_IsInitialized()) {  // else tessel runs inside Python: use that interpreter
+      // The plugin loader opened libpython for this library alone; extension
+      // modules (tessel._tessel, numpy) need its symbols global, as in python3.
+      Dl_info libpython{};
+      if (dladdr(reinterpret_cast<void*>(&Py_InitializeEx), &libpython) != 0 && libpython.dli_fname != nullptr)
+        dlopen(libpython.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+      Py_InitializeEx(0);  // no signal handlers: Ctrl-C stays tessel's
+      PyEval_SaveThread();  // each call takes the GIL, from whichever thread
+    }
+    set_hosted_code_interrupter(&interrupt_policies);  // once there is an interpreter to interrupt in
   });
 }
 
@@ -244,15 +251,19 @@ class Reader {
     wrong("a decision for job " + py::repr(job).cast<std::string>() + ", which is neither a JobState nor a job id");
   }
 
-  // A PlacementChoice's GPUs: ids, ints >= 0 (a bool is no id).
+  // A PlacementChoice's GPUs: a sequence of ids, integers >= 0 (numpy's
+  // too; a bool is no id).
   std::vector<GpuId> gpu_ids(py::handle gpus) const {
-    if (!PyList_Check(gpus.ptr()) && !PyTuple_Check(gpus.ptr()))
+    if (!PySequence_Check(gpus.ptr()) || PyUnicode_Check(gpus.ptr()) || PyBytes_Check(gpus.ptr()))
       wrong("a decision whose gpus is " + a_type(gpus) + ", not a list of GPU ids");
     std::vector<GpuId> ids;
     for (const py::handle id : py::reinterpret_borrow<py::sequence>(gpus)) {
       long long value = -1;
-      if (PyLong_Check(id.ptr()) && !PyBool_Check(id.ptr())) {
-        value = PyLong_AsLongLong(id.ptr());
+      if (PyIndex_Check(id.ptr()) && !PyBool_Check(id.ptr())) {
+        if (PyObject* index = PyNumber_Index(id.ptr())) {
+          value = PyLong_AsLongLong(index);
+          Py_DECREF(index);
+        }
         if (value == -1 && PyErr_Occurred()) PyErr_Clear();  // past a long long: no id either
       }
       if (value < 0 || value > static_cast<long long>(std::numeric_limits<GpuId>::max()))

@@ -91,8 +91,12 @@ def plot_cdf(results, output=None, ax=None):
 def plot_metric(results, by, metric="avg_jct_s", over=(), output=None, ax=None):
     title = _figure_title(metric)
     grouped = results.report(by=by, over=over)
-    per_run = results.report().set_index("run")[metric]
-    scale, ylabel = _time_scale(title, list(grouped[metric]))
+    grouped[metric] = grouped[metric].astype(float)  # a figure over no jobs (null) is NaN: no point
+    per_run = results.report().set_index("run")[metric].astype(float)
+    if grouped[metric].isna().all():
+        raise _tessel.Error(f"{metric} has no value in the chosen runs: none of their tracked jobs finished "
+                            "(or, for queueing, started)")
+    scale, ylabel = _time_scale(title, list(grouped[metric].dropna()))
     ax = _new_axes(ax)
     for series, rows in grouped.groupby("series", sort=False):
         x, y, err = [], [], []

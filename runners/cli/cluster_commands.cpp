@@ -105,7 +105,12 @@ int serve(const ServeOptions& options) {
     daemon.stop();
     io.stop();
   });
-  io.run();
+  try {
+    io.run();
+  } catch (const Interrupted&) {
+    daemon.stop();  // a policy raised KeyboardInterrupt itself: a stop, as Ctrl-C's
+    throw;
+  }
   return 0;
 }
 

@@ -21,6 +21,13 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // millisecond's resolution, and only a number no experiment means gets
 // there (a round of 1e308 s, 1e-300 jobs an hour).
 constexpr double kLastSimulatedSecond = 1e12;  // 31,700 years
+
+// " at t=1e+13 s, past the ...": for the errors at the clock's end.
+std::string past_the_clock(double now) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%.3g", now);
+  return " at t=" + std::string(t) + " s, past the 1e12 s (31,700 years) a simulation runs";
+}
 // A stuck time-sensitive scheduler (jobs that can never be placed, nothing
 // running, nothing left to happen) is given this many rounds to change its mind.
 constexpr std::uint64_t kStallRounds = 10'000;
@@ -656,16 +663,13 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     // when its remaining jobs can never be placed.
     if (now == kNever || (!work_left() && now > end_time_) || idle_rounds_ >= kStallRounds) return false;
     if (now > until) return true;
-    // Work is left (or the run would have ended above), past the clock's end.
-    if (now > kLastSimulatedSecond) {
-      char t[32];
-      std::snprintf(t, sizeof t, "%.3g", now);
-      const std::string when = " at t=" + std::string(t) + " s, past the 1e12 s (31,700 years) a simulation runs";
+    // Work is left (or the run would have ended above): an arrival or a
+    // round past the clock's end comes from a number in the experiment.
+    if (now > kLastSimulatedSecond && (now == arrival || now == next_round_)) {
       if (now == arrival)
-        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + when + ": see [workload]'s arrivals");
-      if (now == next_round_)  // on a clock: revisits past the end are none
-        throw UserError("the next round would come" + when + ": see [scheduler] round_seconds");
-      throw UserError("the next event would come" + when + ": see the jobs' durations and [cluster]'s events");
+        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + past_the_clock(now) +
+                        ": see [workload]'s arrivals");
+      throw UserError("the next round would come" + past_the_clock(now) + ": see [scheduler] round_seconds");
     }
     ++handled_;
 
@@ -701,6 +705,16 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
           dormant_failures_.push_back(next.subject);
           continue;
         }
+      }
+      if (now > kLastSimulatedSecond) {
+        // Random failures this far off change nothing a run can show: the
+        // run ends, as one whose waiting jobs never fit ends by its stall.
+        if (next.kind == EventKind::node_failure || next.kind == EventKind::node_repair) return false;
+        throw UserError(std::string(next.kind == EventKind::cluster_change ? "a planned cluster change"
+                                                                           : "a job's completion or rate change") +
+                        " would come" + past_the_clock(now) + ": see " +
+                        (next.kind == EventKind::cluster_change ? "[[cluster.events]]"
+                                                                : "the jobs' durations and the throughput model"));
       }
       accrue_capacity(now);
       handle(next);

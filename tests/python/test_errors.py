@@ -448,3 +448,20 @@ def test_a_revisit_past_the_simulated_clocks_end_is_no_revisit(tmp_path, write):
         """))
     results = tessel.run(experiment, db=tmp_path / "f.db")
     assert list(results.runs["note"]) == ["20 jobs never finished: the scheduler could not place them"]
+
+
+def test_a_placement_of_numpy_gpu_ids_is_taken(tmp_path, write):
+    # Numpy's integers are GPU ids too, as they were before the ids were checked one by one.
+    write("policies/numpy_fit.py", """\
+        import numpy as np
+        import tessel
+        class NumpyFit:
+            def place(self, view, job, want):
+                free = [i for i, gpu in enumerate(view.cluster().gpus()) if gpu.used_milli == 0]
+                if len(free) < want.gpus:
+                    return tessel.PlacementChoice([], "no room")
+                return tessel.PlacementChoice(np.array(free[:want.gpus], dtype=np.int64), "numpy ids")
+        """)
+    experiment = write("numpy.toml", small_cluster(jobs=20, placement=python_stage("policies/numpy_fit.py", "NumpyFit")))
+    results = tessel.run(experiment, db=tmp_path / "n.db")
+    assert (results.jobs["status"] == "finished").all()

@@ -198,3 +198,19 @@ def test_arguments_of_the_wrong_kind_are_refused_not_rounded(tmp_path, write):
     for jobs in (2.5, -1, True):
         with pytest.raises(ValueError, match="jobs= is how many simulations run at once"):
             tessel.run(experiment, db=tmp_path / "r.db", jobs=jobs)
+
+
+def test_a_figure_over_no_jobs_is_nan_and_is_not_plotted(tmp_path, write):
+    # Every job asks for more GPUs than the cluster has: none finishes. The
+    # JCTs read as 0 s; then, as null, plot_metric failed on None.
+    experiment = write("none.toml", small_cluster(jobs=5, extra="""
+        [sweep]
+        seeds = [1, 2]
+        """))
+    res = tessel.run(experiment, db=tmp_path / "n.db", set={"workload.gpu_counts": [128], "workload.gpu_weights": [1]})
+    report = res.report()
+    assert list(report["finished"]) == [0, 0]
+    assert report["avg_jct_s"].isna().all() and report["makespan_s"].isna().all()
+    assert res.report(by="seed")["avg_jct_s"].isna().all()
+    with pytest.raises(tessel.Error, match="avg_jct_s has no value in the chosen runs"):
+        res.plot_metric(by="seed", output=tmp_path / "jct.png")

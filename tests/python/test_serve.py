@@ -1,13 +1,13 @@
 """A Python policy drives real nodes too: `tessel serve` with a Python
 allocation and placement policy, one agent on loopback with fake GPUs, and
-jobs that run real processes."""
+jobs that run real processes; a policy that stops itself stops `serve`."""
 
 import json
 import os
 import subprocess
 import time
 
-from conftest import BUILD, EXAMPLES, TESSEL, python_stage
+from conftest import BUILD, EXAMPLES, TESSEL, python_stage, query
 
 
 def test_serve_runs_jobs_under_python_policies(tmp_path, write):
@@ -57,3 +57,44 @@ def test_serve_runs_jobs_under_python_policies(tmp_path, write):
             if process is not None:
                 process.terminate()
                 process.wait(timeout=30)
+
+
+def test_serve_stops_as_for_ctrl_c_when_a_policy_raises_keyboardinterrupt(tmp_path, write):
+    # The interrupt escaped the daemon's loop: `serve` said the run was
+    # marked 'interrupted' and left it 'running'.
+    secret = write("secret", "a secret shared by the daemon and its agents\n")
+    secret.chmod(0o600)
+    write("policies/quits.py", """\
+        import tessel
+        class Quits:
+            def allocate(self, view):
+                if len(view.active()) > 0:
+                    raise KeyboardInterrupt
+                return tessel.AllocationPlan([])
+        """)
+    config = write("cluster.toml", f"""
+        [scheduler]
+        round_seconds = 1
+        allocation = {python_stage("policies/quits.py", "Quits")}
+        placement = {{ plugin = "first_fit" }}
+
+        [serve]
+        listen = "127.0.0.1:0"
+
+        [output]
+        database = "cluster.db"
+        """)
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), TESSEL_SECRET_FILE=str(secret))
+    serve = subprocess.Popen([TESSEL, "serve", str(config)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        env["TESSEL_SCHEDULER"] = serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
+        submitted = subprocess.run([TESSEL, "submit", "--gpus", "1", "--", "true"], cwd=tmp_path, env=env,
+                                   capture_output=True, text=True, timeout=30)
+        assert submitted.returncode == 0, submitted.stderr
+        _, stderr = serve.communicate(timeout=30)
+    finally:
+        serve.kill()
+    assert serve.returncode == 130, stderr
+    assert "interrupted; the run is marked 'interrupted'" in stderr
+    assert query(tmp_path / "cluster.db", "SELECT status FROM runs") == [("interrupted",)]

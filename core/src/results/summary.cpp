@@ -152,7 +152,7 @@ RunSummary summarize(std::span<const JobRecord> jobs, double capacity_gpu_second
   if (!jcts.empty() || still_in)
     s.avg_jct_bound = (jct_sum + waited_to_end) / static_cast<double>(jcts.size() + still_in);
   if (started) s.avg_queueing_delay = queueing / static_cast<double>(started);
-  if (last_finish > first_arrival) s.makespan = last_finish - first_arrival;
+  if (std::isfinite(last_finish)) s.makespan = last_finish - first_arrival;  // a job finished
   if (capacity_gpu_seconds > 0) s.gpu_utilization = held / capacity_gpu_seconds;
   if (cluster_gpus > 0) s.gpu_allocation = held_at_end / cluster_gpus;
   return s;
