@@ -72,8 +72,10 @@
 // (and at the run's last round) instead of at every round, LAS's 9,762 rows
 // are 5,194 and FIFO's 7,575 are 5,169 (`-n 21 --baseline --callgrind` the
 // build before, load 0.4): FIFO 18.0 ms median, 0.95x, 133.1 million
-// instructions, 0.94x; LAS 19.7 ms, 0.92x, 152.9 million, 0.89x. Both
-// medians are under 20 ms on a quiet machine, LAS by little.
+// instructions, 0.94x; LAS 19.7 ms, 0.92x, 152.9 million, 0.89x. A second
+// run at the end of that turn (load 0.3, the two builds each slower):
+// FIFO 19.4 ms, 0.95x; LAS 21.0 ms, 0.92x. FIFO is under 20 ms; LAS is at
+// its edge, under it in one run of two.
 //
 // Run from the repository root after building:
 //   build/bench/startup [-n N] [--baseline OTHER_TESSEL] [--callgrind]
