@@ -12,8 +12,8 @@
 #include <fcntl.h>
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <thread>
 
