@@ -92,22 +92,32 @@ PyObject* call_method(PyObject* self, PyObject*) {
   return owner == nullptr ? nullptr : to_python((owner->*Method)());
 }
 
+// `definition` as a method, or an attribute, of `cls`: CPython's own
+// descriptor, called without pybind11's dispatch. It must outlive `cls`.
+void raw_method(py::handle cls, PyMethodDef& definition) {
+  py::setattr(cls, definition.ml_name,
+              py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                                                  &definition)));
+}
+
+void raw_attribute(py::handle cls, PyGetSetDef& definition) {
+  py::setattr(cls, definition.name,
+              py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                                                  &definition)));
+}
+
 // A read-only attribute of `cls` that reads the C++ member directly.
 template <auto Member>
 void fast_attribute(py::handle cls, const char* name) {
   static PyGetSetDef definition{name, read_member<Member>, nullptr, nullptr, nullptr};
-  py::setattr(cls, name,
-              py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()),
-                                                                  &definition)));
+  raw_attribute(cls, definition);
 }
 
 // A method of `cls`, taking no arguments, that calls the C++ const method directly.
 template <auto Method>
 void fast_method(py::handle cls, const char* name) {
   static PyMethodDef definition{name, call_method<Method>, METH_NOARGS, nullptr};
-  py::setattr(cls, name,
-              py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()),
-                                                                  &definition)));
+  raw_method(cls, definition);
 }
 
 // A value of a job object made by pybind11's conversion, read without its
@@ -140,18 +150,6 @@ PyObject* job_repr(PyObject* self, PyObject*) {
 }
 PyObject* spec_request(PyObject* self, PyObject*) {
   return read_cast<JobSpec>(self, [](const JobSpec& spec) { return spec.request(); });
-}
-
-void raw_method(py::handle cls, PyMethodDef& definition) {
-  py::setattr(cls, definition.ml_name,
-              py::reinterpret_steal<py::object>(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()),
-                                                                  &definition)));
-}
-
-void raw_attribute(py::handle cls, PyGetSetDef& definition) {
-  py::setattr(cls, definition.name,
-              py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()),
-                                                                  &definition)));
 }
 
 // JobStatus values as Python objects, made once: a job's status is read often.

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
-#include <limits>
 #include <map>
 #include <string_view>
 #include <type_traits>

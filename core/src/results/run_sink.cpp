@@ -3,10 +3,9 @@
 namespace tessel {
 
 bool SampleSteps::changes(const Sample& s) {
-  const bool same = recorded_ && recorded_->total_gpus == s.total_gpus && recorded_->busy_gpus == s.busy_gpus &&
-                    recorded_->running_jobs == s.running_jobs && recorded_->waiting_jobs == s.waiting_jobs &&
-                    recorded_->pending_jobs == s.pending_jobs && recorded_->shared_gpus == s.shared_gpus;
-  if (same) {
+  Sample untimed = s;  // the state is every field but the time
+  if (recorded_) untimed.time = recorded_->time;
+  if (recorded_ && untimed == *recorded_) {
     unrecorded_ = s;
     return false;
   }

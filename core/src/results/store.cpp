@@ -1,7 +1,6 @@
 #include "results/store.hpp"
 
 #include <array>
-#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <limits>

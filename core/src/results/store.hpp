@@ -73,6 +73,8 @@ struct Sample {
   int waiting_jobs;
   int pending_jobs;
   int shared_gpus = 0;  // GPUs holding more than one whole-GPU job (space sharing)
+
+  bool operator==(const Sample&) const = default;
 };
 
 // A running job changed size or layout.
