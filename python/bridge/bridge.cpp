@@ -140,6 +140,13 @@ std::string describe(const py::module_& bridge, py::error_already_set& error, co
   return bridge.attr("describe")(error.value(), error.trace(), path).cast<std::string>();
 }
 
+// Where the policy's code was when the user stopped it: "path:line" of
+// describe()'s "path:line: KeyboardInterrupt: ".
+std::string interrupted_at(const py::module_& bridge, py::error_already_set& error, const std::string& path) {
+  const std::string described = describe(bridge, error, path);
+  return described.substr(0, described.find(": KeyboardInterrupt"));
+}
+
 }  // namespace
 
 // The policy class, its instance and where they came from. Holds Python
@@ -332,6 +339,7 @@ HostedPolicy::HostedPolicy(const PluginContext& context, PluginKind kind) {
       py::object value = error.value();
       throw ArgumentError(value.attr("argument").cast<std::string>(), py::str(value).cast<std::string>());
     }
+    if (error.matches(PyExc_KeyboardInterrupt)) throw HostedCodeInterrupted(interrupted_at(loaded->bridge, error, path));
     throw std::runtime_error(describe(loaded->bridge, error, path));
   }
   loaded_ = loaded.release();
@@ -367,8 +375,10 @@ bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>
     py::module_ bridge;
     try {
       bridge = bridge_module();
-      py::list declared =
-          bridge.attr("declarations")(path, context.args().string("class"), std::string(stage_method(kind)));
+      py::list declared = [&] {
+        const PolicyCode running;  // the module's code, imported to read the class
+        return bridge.attr("declarations")(path, context.args().string("class"), std::string(stage_method(kind)));
+      }();
       for (const py::handle item : declared) {
         const auto fields = item.cast<py::tuple>();
         ArgDeclaration declaration;
@@ -389,7 +399,8 @@ bool declare_arguments(const PluginContext& context, std::vector<ArgDeclaration>
         out.push_back(std::move(declaration));
       }
     } catch (py::error_already_set& e) {
-      error.message = describe(bridge, e, path);
+      error.interrupted = e.matches(PyExc_KeyboardInterrupt);
+      error.message = error.interrupted ? interrupted_at(bridge, e, path) : describe(bridge, e, path);
       return false;
     }
     return true;

@@ -59,7 +59,7 @@ RunOutcome run(const std::string& config, const std::vector<std::string>& overri
     py::gil_scoped_release release;
     runner = std::thread([&] {
       try {
-        ExperimentPlan plan = plan_experiment({config, overrides, database, parallel, resume, std::nullopt});
+        ExperimentPlan plan = plan_experiment({config, overrides, database, parallel, resume, std::nullopt}, &stop);
         outcome = run_experiment(std::move(plan), &stop);
       } catch (...) {
         error = std::current_exception();
@@ -84,6 +84,15 @@ RunOutcome run(const std::string& config, const std::vector<std::string>& overri
   {
     py::gil_scoped_release release;
     runner.join();
+  }
+  if (interrupted && error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const Interrupted&) {
+      PyErr_Clear();  // the run's own account of the stop says what was stopped
+      throw;
+    } catch (...) {  // another failure, at the same moment: the Ctrl-C is what the user sees
+    }
   }
   if (interrupted) throw py::error_already_set();
   if (error) std::rethrow_exception(error);
@@ -131,8 +140,8 @@ PYBIND11_MODULE(_tessel, m) {
       PyErr_SetString(python::config_error_type, e.what());
     } catch (const UserError& e) {
       PyErr_SetString(python::error_type, e.what());
-    } catch (const Interrupted&) {
-      PyErr_SetNone(PyExc_KeyboardInterrupt);
+    } catch (const Interrupted& e) {
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     }
   });
 

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include "agent.hpp"
@@ -16,6 +17,7 @@
 #include "engine/errors.hpp"
 #include "job_request.hpp"
 #include "log_line.hpp"
+#include "plugins/hosted_code.hpp"
 #include "protocol.hpp"
 #include "models/models.hpp"
 #include "results/store.hpp"
@@ -69,7 +71,7 @@ std::string message_prefix() {
   return iso8601_utc_now() + " " + serving + ": ";
 }
 
-int serve(const ServeOptions& options) {
+int serve(const ServeOptions& options, const std::atomic<bool>& stop) {
   const ExperimentConfig config = load_served_experiment(options.config, options.overrides);
   build_throughput_model(config.serve.model);  // checked before the run is journaled; the daemon builds its own
   const std::string secret_file = options.secret_file.empty() ? config.serve.secret_file : options.secret_file;
@@ -89,26 +91,35 @@ int serve(const ServeOptions& options) {
 
   asio::io_context io;
   serving = "tessel serve";
+  // Ctrl-C (main's handler sets `stop`) stops the daemon between its
+  // handlers, on this thread. A policy stuck in its own code never returns
+  // to them, so the watch also interrupts the user's code here: from before
+  // the daemon exists, since composing it imports the policies' modules.
+  SchedulerDaemon* running = nullptr;
+  HostedCodeWatch watch([&] { return stop.load(); },
+                        [&] {
+                          asio::post(io, [&] {
+                            log_line("tessel serve",
+                                     config.serve.executor == "slurm"
+                                         ? "stopping; its Slurm jobs keep running, for the next `tessel serve` to adopt"
+                                         : "stopping; jobs keep running until their agents' leases expire");
+                            running->stop();
+                            io.stop();
+                          });
+                        });
+  watch.watch_this_thread();
   SchedulerDaemon daemon(io, config, registry, std::move(secret), daemon_options);
+  running = &daemon;
   const tcp::endpoint endpoint = daemon.listen(options.listen.empty() ? config.serve.listen : options.listen);
   // Machine-readable, so scripts and tests learn the port that 0 picked.
   std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
   log_line("tessel serve", "run " + std::to_string(daemon.run_id()) + (daemon.resumed() ? " (resumed)" : "") + " in " +
                                daemon_options.database);
   daemon.start();
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code error, int) {
-    if (error) return;
-    log_line("tessel serve", config.serve.executor == "slurm"
-                                 ? "stopping; its Slurm jobs keep running, for the next `tessel serve` to adopt"
-                                 : "stopping; jobs keep running until their agents' leases expire");
-    daemon.stop();
-    io.stop();
-  });
   try {
-    io.run();
+    io.run();  // the posted stop runs here, once the daemon exists
   } catch (const Interrupted&) {
-    daemon.stop();  // a policy raised KeyboardInterrupt itself: a stop, as Ctrl-C's
+    daemon.stop();  // the policy's code was interrupted, or raised KeyboardInterrupt itself
     throw;
   }
   return 0;

@@ -8,6 +8,7 @@
 // executable's side: each opens the library, checks its table and calls it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,7 +67,8 @@ struct LogsOptions {
 // serve or agent runs, their log lines' stamp and name instead.
 std::string message_prefix();
 
-int serve(const ServeOptions& options);
+// `stop` is set by Ctrl-C (and SIGTERM): the daemon stops, its run marked 'interrupted'.
+int serve(const ServeOptions& options, const std::atomic<bool>& stop);
 int agent(const AgentCommandOptions& options);
 int submit(const ClientOptions& client, const SubmitOptions& options);
 int jobs(const ClientOptions& client, const std::string& format);
@@ -79,14 +81,14 @@ int progress(std::int64_t iteration, std::int64_t total);
 // version and the layout of what crosses over, checked before any is
 // called, so that a library of another build is an error, not a crash.
 // Bump kNodesInterface when a function here or an options struct changes.
-inline constexpr std::uint32_t kNodesInterface = 1;
+inline constexpr std::uint32_t kNodesInterface = 2;
 
 struct NodesCommands {
   std::uint32_t interface;  // kNodesInterface
   std::uint32_t size;       // sizeof(NodesCommands)
   std::uint64_t layout;     // nodes_layout()
   std::string (*message_prefix)();
-  int (*serve)(const ServeOptions&);
+  int (*serve)(const ServeOptions&, const std::atomic<bool>&);
   int (*agent)(const AgentCommandOptions&);
   int (*submit)(const ClientOptions&, const SubmitOptions&);
   int (*jobs)(const ClientOptions&, const std::string&);

@@ -22,6 +22,7 @@
 #include "config/toml_document.hpp"
 #include "engine/errors.hpp"
 #include "plugins/composition.hpp"
+#include "plugins/hosted_code.hpp"
 #include "plugins/registry.hpp"
 #include "results/explain.hpp"
 #include "results/plot.hpp"
@@ -143,7 +144,7 @@ int run_on_slurm(const RunOptions& options, ExperimentPlan plan, const std::atom
 
 int run(const RunOptions& options, const std::atomic<bool>& stop) {
   ExperimentPlan plan = plan_experiment(
-      {options.config, options.overrides, options.database, options.parallel, options.resume, options.point});
+      {options.config, options.overrides, options.database, options.parallel, options.resume, options.point}, &stop);
   if (options.list_points) {
     for (const PlannedRun& run : plan.runs) std::cout << run.point << "\t" << axes_text(run.info.axes) << "\n";
     return 0;
@@ -187,7 +188,10 @@ int merge(const std::string& output, const std::vector<std::string>& shards) {
   return 0;
 }
 
-int validate(const std::string& path, const std::vector<std::string>& overrides) {
+int validate(const std::string& path, const std::vector<std::string>& overrides, const std::atomic<bool>& stop) {
+  // Reading and composing each point imports its policies' modules, whose code may loop.
+  HostedCodeWatch watch([&] { return stop.load(); });
+  watch.watch_this_thread();
   ExperimentOptions options;
   options.config = path;
   options.overrides = overrides;

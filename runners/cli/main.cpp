@@ -299,14 +299,14 @@ int main(int argc, char** argv) {
   try {
     if (*run_cmd) return tessel::cli::run(run, stop_requested);
     if (*merge_cmd) return tessel::cli::merge(merge_output, merge_shards);
-    if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides);
+    if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides, stop_requested);
     if (*plugins_cmd) return tessel::cli::plugins(plugins);
     if (*price_cmd) return tessel::cli::price(price_file, price_format);
     if (*report_cmd) return tessel::cli::report(report);
     if (*compare_cmd) return tessel::cli::compare(compare_db, compare_a, compare_b);
     if (*explain_cmd) return tessel::cli::explain(explain_db, explain_job, explain_run, explain_from, explain_to, explain_stage);
     if (*plot_cmd) return tessel::cli::plot(plot);
-    if (*serve_cmd) return tessel::cli::serve(serve);
+    if (*serve_cmd) return tessel::cli::serve(serve, stop_requested);
     if (*agent_cmd) return tessel::cli::agent(agent);
     if (*submit_cmd) {
       if (!submit_words.empty() && submit_words.front().ends_with(".toml")) {
@@ -328,8 +328,8 @@ int main(int argc, char** argv) {
   } catch (const tessel::UserError& e) {
     std::cerr << tessel::cli::message_prefix() << e.what() << "\n";
     return 2;
-  } catch (const tessel::Interrupted&) {
-    std::cerr << "tessel: interrupted; the run is marked 'interrupted'\n";
+  } catch (const tessel::Interrupted& e) {
+    std::cerr << tessel::cli::message_prefix() << e.what() << "\n";
     return 130;
   } catch (const tessel::PluginContractError& e) {
     std::cerr << tessel::cli::message_prefix() << e.what() << "\n";  // the plugin's bug, not tessel's

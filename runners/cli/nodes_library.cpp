@@ -71,7 +71,9 @@ int call(const Args&... args) {
 
 std::string message_prefix() { return opened == nullptr ? "tessel: " : opened->message_prefix(); }
 
-int serve(const ServeOptions& options) { return call<&NodesCommands::serve>(options); }
+int serve(const ServeOptions& options, const std::atomic<bool>& stop) {
+  return call<&NodesCommands::serve>(options, stop);
+}
 int agent(const AgentCommandOptions& options) { return call<&NodesCommands::agent>(options); }
 int submit(const ClientOptions& client, const SubmitOptions& options) {
   return call<&NodesCommands::submit>(client, options);

@@ -20,6 +20,8 @@ namespace tessel::cluster {
 
 namespace {
 
+// The note of a run that serve stopped: it is not over.
+constexpr const char* kStoppedNote = "the scheduler stopped; `tessel serve` on this database resumes the run";
 constexpr double kHandshakeSeconds = 5;
 constexpr double kWatchSeconds = 0.1;
 // A failed accept (no descriptors left) is tried again this much later: as
@@ -79,8 +81,14 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
       decisions_(config.output.decisions), round_timer_(io), watch_timer_(io), accept_timer_(io),
       buffer_budget_(std::make_shared<BufferBudget>(
           BufferBudget{static_cast<std::size_t>(config.serve.max_buffered_mib) * 1024 * 1024, 0})) {
-  ComposedScheduler plugins =
-      compose_scheduler(config.scheduler, registry, 0, config.document->base_directory().string());
+  ComposedScheduler plugins = [&] {
+    try {
+      return compose_scheduler(config.scheduler, registry, 0, config.document->base_directory().string());
+    } catch (const Interrupted& e) {  // Ctrl-C as a policy's module or constructor ran
+      journal_.mark_run("interrupted", kStoppedNote);
+      throw Interrupted(e.what() + std::string("; the run is marked 'interrupted'"));
+    }
+  }();
   SchedulerSettings settings = config.scheduler.settings;
   settings.restart_seconds = 0;  // on real nodes a restart costs what it really costs
   // The model's arguments and data files are checked here, before anything listens.
@@ -267,7 +275,7 @@ void SchedulerDaemon::stop() {
   if (slurm_) slurm_->stop();  // its jobs go on, for the next `tessel serve` to adopt
   save_running_jobs();
   journal_.run_ended(totals());
-  journal_.mark_run("interrupted", "the scheduler stopped; `tessel serve` on this database resumes the run");
+  journal_.mark_run("interrupted", kStoppedNote);
   if (!journal_.retry())
     log("stopping with " + std::to_string(journal_.unwritten()) +
         " writes unsaved; the next `tessel serve` recovers from what the database holds");

@@ -1,14 +1,12 @@
 #include "experiment_runner.hpp"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -16,6 +14,7 @@
 #include "config/experiment.hpp"
 #include "config/sweep.hpp"
 #include "engine/errors.hpp"
+#include "plugins/hosted_code.hpp"
 #include "plugins/registry.hpp"
 #include "results/report.hpp"
 #include "results/store.hpp"
@@ -62,7 +61,12 @@ void check_schedulers(const std::vector<PlannedRun>& runs, PluginRegistry& regis
   if (!problems.empty()) throw ConfigError(std::move(problems));
 }
 
-ExperimentPlan plan_experiment(const ExperimentOptions& options) {
+ExperimentPlan plan_experiment(const ExperimentOptions& options, const std::atomic<bool>* stop) {
+  std::optional<HostedCodeWatch> watch;
+  if (stop != nullptr) {
+    watch.emplace([stop] { return stop->load(); });
+    watch->watch_this_thread();
+  }
   const TomlDocument base = TomlDocument::load(options.config, options.overrides);
   std::vector<SweepPoint> points = expand_sweep(base);
   if (options.point) {
@@ -127,6 +131,17 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   ExperimentOutcome outcome;
   outcome.points = runs.size();
   outcome.database = plan.database;
+  std::atomic<bool> abort{false};  // a run failed: the others stop too
+  std::atomic<bool> combined_stop{false};
+  // Ctrl-C reaches the simulations through combined_stop, which they read
+  // at every event, and the user's code that a plugin hosts (a Python
+  // policy, which may loop for as long as it likes, in a call or in the
+  // module it imports) through the watch, until the runs have stopped.
+  HostedCodeWatch watch([&] {
+    if (stop != nullptr && stop->load()) combined_stop = true;
+    return combined_stop.load();
+  });
+  watch.watch_this_thread();
   // One registry for every point: each plugin is found and opened once,
   // by the first run that names it (lookups are locked).
   PluginRegistry registry(runs.front().config.scheduler.plugin_path);
@@ -145,26 +160,24 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       options.parallel ? options.parallel : std::max(1u, std::thread::hardware_concurrency()),
       static_cast<unsigned>(runs.size())));
   std::atomic<std::size_t> next{0};
-  std::atomic<bool> abort{false};  // a run failed: the others stop too
-  std::atomic<bool> combined_stop{false};
-  std::mutex mutex;  // guards progress, first_error, watching, workers
+  std::mutex mutex;  // guards progress, first_error and first_interruption
   ExperimentProgress progress{0, runs.size(), outcome.skipped, 0};
   std::exception_ptr first_error;
-  std::vector<std::uint64_t> workers;  // their threads, for interrupt_hosted_code
+  std::exception_ptr first_interruption;  // what it says: a run marked, or a plugin stopped as it loaded
   const auto started = std::chrono::steady_clock::now();
 
   auto work = [&] {
-    {
-      std::lock_guard lock(mutex);
-      workers.push_back(static_cast<std::uint64_t>(pthread_self()));
-    }
+    watch.watch_this_thread();
     while (true) {
       const std::size_t i = next++;
       if (i >= runs.size() || combined_stop.load()) return;
       try {
         outcome.runs[i] = run_simulation(runs[i].config, registry, store, runs[i].info, combined_stop);
       } catch (const Interrupted&) {
-        combined_stop = true;  // hosted code stopped itself (a policy raised KeyboardInterrupt): all stop
+        // Ctrl-C, or hosted code that stopped itself (a policy raised KeyboardInterrupt): all stop.
+        std::lock_guard lock(mutex);
+        if (!first_interruption) first_interruption = std::current_exception();
+        combined_stop = true;
         return;
       } catch (...) {
         std::lock_guard lock(mutex);
@@ -180,28 +193,6 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       if (on_progress) on_progress(progress);
     }
   };
-  // Ctrl-C reaches the simulations through combined_stop, which they read
-  // at every event, and the user's code that a plugin hosts (a Python
-  // policy, which may loop for as long as it likes) through its plugin's
-  // interrupter, until the runs have stopped. The watcher waits on
-  // `finished` rather than sleeping, so that the end of the runs ends it at
-  // once instead of after its next poll.
-  bool watching = true;  // guarded by mutex
-  std::condition_variable finished;
-  std::thread watcher([&] {
-    std::unique_lock lock(mutex);
-    while (watching) {
-      if (stop != nullptr && stop->load()) combined_stop = true;
-      if (combined_stop.load()) {
-        const std::vector<std::uint64_t> threads = workers;
-        lock.unlock();  // the interrupter waits for Python's GIL, which a worker may hold
-        interrupt_hosted_code(threads);
-        lock.lock();
-        if (!watching) break;
-      }
-      finished.wait_for(lock, std::chrono::milliseconds(20));
-    }
-  });
   // This thread is one of the workers: a single run starts no thread for
   // its simulation, and allocates from memory that reading its
   // configuration has already touched.
@@ -209,16 +200,13 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
-  {
-    std::lock_guard lock(mutex);
-    watching = false;
-  }
-  finished.notify_all();
-  watcher.join();
 
   if (first_error) std::rethrow_exception(first_error);
   // A Ctrl-C that came as the last run was being stored interrupted nothing.
-  if (combined_stop.load() && !abort.load() && progress.done < runs.size()) throw Interrupted();
+  if (combined_stop.load() && !abort.load() && progress.done < runs.size()) {
+    if (first_interruption) std::rethrow_exception(first_interruption);
+    throw Interrupted();
+  }
   return outcome;
 }
 

@@ -363,6 +363,83 @@ def test_a_policy_that_raises_keyboardinterrupt_interrupts_the_experiment(tmp_pa
     assert query(tmp_path / "c.db", "SELECT status FROM runs") == [("interrupted",)]
 
 
+# Where a policy's code can loop before any run exists: as its module is
+# imported (to read the class's arguments, then to compose), and in its
+# constructor, which a sweep runs for every point before the first run.
+# Each touches the file MARKER first, so that the test knows it is stuck.
+STUCK_WHILE_LOADING = {
+    "module": """\
+        import tessel
+        open(MARKER, "w").close()
+        while True:
+            pass
+        class Loading:
+            def allocate(self, view):
+                return tessel.AllocationPlan([])
+        """,
+    "constructor": """\
+        import tessel
+        class Loading:
+            def __init__(self):
+                open(MARKER, "w").close()
+                while True:
+                    pass
+            def allocate(self, view):
+                return tessel.AllocationPlan([])
+        """,
+}
+
+
+def interrupt_when(marker, child, seconds=60):
+    """Sends Ctrl-C once `marker` exists; returns stderr and how long the child took after."""
+    deadline = time.monotonic() + seconds
+    while not marker.exists() and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), child.communicate(timeout=5)
+    time.sleep(0.2)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    try:
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        child.kill()  # still looping: leave no process behind
+    return stderr, time.monotonic() - sent
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "validate", "python"])
+@pytest.mark.parametrize("where", list(STUCK_WHILE_LOADING))
+def test_ctrl_c_stops_a_policy_stuck_while_it_loads(tmp_path, write, where, command):
+    # Only a running simulation's policy calls could be interrupted: Ctrl-C
+    # as the module was imported or the class constructed hung, and an
+    # interrupted import was reported as the module failing to load (exit 2).
+    marker = tmp_path / "stuck"
+    write("policies/loading.py", STUCK_WHILE_LOADING[where].replace("MARKER", repr(str(marker))))
+    sweep = "[sweep]\nseeds = [1, 2]" if command == "sweep" else ""
+    experiment = write("loading.toml", small_cluster(jobs=10, allocation=python_stage("policies/loading.py", "Loading"),
+                                                     extra=sweep))
+    database = tmp_path / "loading.db"
+    tessel_cli = str(BUILD / "runners/cli/tessel")
+    command_line = {
+        "run": [tessel_cli, "run", str(experiment), "--db", str(database), "-q"],
+        "sweep": [tessel_cli, "run", str(experiment), "--db", str(database), "-q", "-j", "2"],
+        "validate": [tessel_cli, "validate", str(experiment)],
+        "python": [sys.executable, "-c", f"import tessel; tessel.run({str(experiment)!r}, db={str(database)!r})"],
+    }[command]
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    child = subprocess.Popen(command_line, env=env, stderr=subprocess.PIPE, text=True)
+    stderr, took = interrupt_when(marker, child)
+    assert took < 5, stderr
+    if command == "python":
+        assert child.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
+    else:
+        assert child.returncode == 130, stderr
+    line = 3 if where == "module" else 5
+    assert f"interrupted while allocation plugin 'python' loaded (in {tmp_path}/policies/loading.py:{line})" in stderr, \
+        stderr
+    if database.exists():
+        assert query(database, "SELECT COUNT(*) FROM runs") == [(0,)]
+
+
 # An elasticity answer the run cannot use: an endless cost never ended the
 # run (its memory growing), NaN failed in SQLite, and the rest were stored.
 ELASTICITY_MISTAKES = {

@@ -4,9 +4,11 @@ jobs that run real processes; a policy that stops itself stops `serve`."""
 
 import json
 import os
+import signal
 import subprocess
 import time
 
+import pytest
 from conftest import BUILD, EXAMPLES, TESSEL, python_stage, query
 
 
@@ -97,4 +99,77 @@ def test_serve_stops_as_for_ctrl_c_when_a_policy_raises_keyboardinterrupt(tmp_pa
         serve.kill()
     assert serve.returncode == 130, stderr
     assert "interrupted; the run is marked 'interrupted'" in stderr
+    assert query(tmp_path / "cluster.db", "SELECT status FROM runs") == [("interrupted",)]
+
+
+STUCK_IN_ALLOCATE = """\
+    import tessel
+    class Stuck:
+        def allocate(self, view):
+            if len(view.active()) > 0:
+                open(MARKER, "w").close()
+                while True:  # never returns to the daemon's loop
+                    pass
+            return tessel.AllocationPlan([])
+    """
+
+STUCK_IN_IMPORT = """\
+    import tessel
+    open(MARKER, "w").close()
+    while True:  # the daemon is composing its scheduler
+        pass
+    class Stuck:
+        def allocate(self, view):
+            return tessel.AllocationPlan([])
+    """
+
+
+@pytest.mark.parametrize("policy", ["allocate", "import"])
+def test_ctrl_c_stops_serve_while_its_policy_is_stuck(tmp_path, write, policy):
+    # The stop was handled on the daemon's own thread, between its
+    # handlers: a policy that never returned kept `serve` running for good.
+    secret = write("secret", "a secret shared by the daemon and its agents\n")
+    secret.chmod(0o600)
+    marker = tmp_path / "stuck"
+    source = STUCK_IN_ALLOCATE if policy == "allocate" else STUCK_IN_IMPORT
+    write("policies/stuck.py", source.replace("MARKER", repr(str(marker))))
+    config = write("cluster.toml", f"""
+        [scheduler]
+        round_seconds = 1
+        allocation = {python_stage("policies/stuck.py", "Stuck")}
+        placement = {{ plugin = "first_fit" }}
+
+        [serve]
+        listen = "127.0.0.1:0"
+
+        [output]
+        database = "cluster.db"
+        """)
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), TESSEL_SECRET_FILE=str(secret))
+    serve = subprocess.Popen([TESSEL, "serve", str(config)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        if policy == "allocate":
+            env["TESSEL_SCHEDULER"] = serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
+            submitted = subprocess.run([TESSEL, "submit", "--gpus", "1", "--", "true"], cwd=tmp_path, env=env,
+                                       capture_output=True, text=True, timeout=30)
+            assert submitted.returncode == 0, submitted.stderr
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline and serve.poll() is None:
+            time.sleep(0.05)
+        assert marker.exists()
+        time.sleep(0.2)
+        sent = time.monotonic()
+        serve.send_signal(signal.SIGINT)
+        _, stderr = serve.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        serve.kill()
+    assert took < 5, stderr
+    assert serve.returncode == 130, stderr
+    if policy == "allocate":
+        assert "interrupted; the run is marked 'interrupted'" in stderr
+    else:
+        assert "interrupted while allocation plugin 'python' loaded (in " in stderr, stderr
+        assert "stuck.py:3); the run is marked 'interrupted'" in stderr, stderr
     assert query(tmp_path / "cluster.db", "SELECT status FROM runs") == [("interrupted",)]

@@ -193,9 +193,10 @@
   FIELD(ArgDeclaration, default_value, 40) \
   FIELD(ArgDeclaration, help, 80) \
   FIELD(ArgDeclaration, choices, 112) \
-  TYPE(FactoryError, 64, 8) \
+  TYPE(FactoryError, 72, 8) \
   FIELD(FactoryError, argument, 0) \
   FIELD(FactoryError, message, 32) \
+  FIELD(FactoryError, interrupted, 64) \
   TYPE(PluginArgs, 48, 8) \
   TYPE(ArgValue, 56, 8) \
   TYPE(PluginContext, 56, 8) \
@@ -203,8 +204,8 @@
 
 namespace tessel {
 
-static_assert(kAbiVersion == 13,
-              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 13; check that they describe the new "
+static_assert(kAbiVersion == 14,
+              "tessel ABI: the pins in tessel/abi_layout.hpp describe ABI 14; check that they describe the new "
               "version's structs and change this number with kAbiVersion");
 
 // The records the loader reads from the library file are plain data, with no

@@ -41,7 +41,7 @@ namespace tessel {
 // A plugin's record carries the version and the layout fingerprint
 // (kAbiLayout) of the headers it was built against; the loader refuses it
 // unless both are this tessel's.
-inline constexpr std::uint32_t kAbiVersion = 13;
+inline constexpr std::uint32_t kAbiVersion = 14;
 
 enum class PluginKind : std::uint32_t { admission = 1, allocation = 2, placement = 3, elasticity = 4 };
 std::string_view to_string(PluginKind kind);
@@ -306,10 +306,13 @@ class TESSEL_VISIBLE Plugin {
 };
 
 // Filled by a factory that fails. `argument` names the offending argument
-// when the failure was an ArgumentError.
+// when the failure was an ArgumentError; `interrupted` says the hosted code
+// was stopped by the user (HostedCodeInterrupted, as the module it imports
+// loops): the core then stops, as for Ctrl-C, instead of reporting an error.
 struct FactoryError {
   std::string argument;
   std::string message;
+  bool interrupted = false;
 };
 
 using PluginFactory = Plugin* (*)(const PluginContext&, FactoryError&) noexcept;
@@ -329,6 +332,9 @@ Result reported(FactoryError& error, Result failed, Call&& call) noexcept {
     return call();
   } catch (const ArgumentError& e) {
     error.argument = e.argument();
+    error.message = e.what();
+  } catch (const HostedCodeInterrupted& e) {
+    error.interrupted = true;
     error.message = e.what();
   } catch (const std::exception& e) {
     error.message = e.what();

@@ -86,9 +86,11 @@ class PluginContractError : public std::logic_error {
 
 // The user stopped the run (Ctrl-C), or a run of the same experiment
 // failed and stopped the others.
+// What it says is the whole story for the user ("interrupted; ...").
 class Interrupted : public std::runtime_error {
  public:
-  Interrupted() : std::runtime_error("interrupted") {}
+  Interrupted() : std::runtime_error("interrupted; the run is marked 'interrupted'") {}
+  explicit Interrupted(const std::string& what) : std::runtime_error(what) {}
 };
 
 // The same failure of a plugin that hosts the user's own code (a Python

@@ -196,6 +196,7 @@ PluginArgs check_arguments(const StageConfig& stage, const PluginEntry& entry,
   std::vector<ArgDeclaration> hosted;
   FactoryError error;
   if (!entry.declare_arguments(PluginContext(args, 0, no_slots, config_directory), hosted, error)) {
+    if (error.interrupted) throw Interrupted(interrupted_loading(entry.info, error));
     diagnostics.error(error.argument.empty() ? stage.where : where_of(stage, error.argument),
                       who(entry.info) + ": " + error.message);
     return args;

@@ -1,6 +1,11 @@
 // How runs that are being stopped stop the user's code that a plugin hosts
-// (tessel/plugin.hpp: set_hosted_code_interrupter).
+// (tessel/plugin.hpp: set_hosted_code_interrupter; hosted_code.hpp).
+#include "plugins/hosted_code.hpp"
+
+#include <pthread.h>
+
 #include <atomic>
+#include <chrono>
 
 #include "tessel/plugin.hpp"
 
@@ -18,6 +23,42 @@ void set_hosted_code_interrupter(void (*interrupt)(const std::vector<std::uint64
 
 void interrupt_hosted_code(const std::vector<std::uint64_t>& threads) {
   if (auto* interrupt = interrupter.load()) interrupt(threads);
+}
+
+HostedCodeWatch::HostedCodeWatch(std::function<bool()> stopping, std::function<void()> on_stop)
+    : stopping_(std::move(stopping)), on_stop_(std::move(on_stop)), thread_([this] { watch(); }) {}
+
+HostedCodeWatch::~HostedCodeWatch() {
+  {
+    std::lock_guard lock(mutex_);
+    ended_ = true;
+  }
+  ended_changed_.notify_all();  // at once, rather than after the next poll
+  thread_.join();
+}
+
+void HostedCodeWatch::watch_this_thread() {
+  std::lock_guard lock(mutex_);
+  threads_.push_back(static_cast<std::uint64_t>(pthread_self()));
+}
+
+void HostedCodeWatch::watch() {
+  bool stopped = false;
+  std::unique_lock lock(mutex_);
+  while (!ended_) {
+    if (!stopped && stopping_()) {
+      stopped = true;
+      if (on_stop_) on_stop_();
+    }
+    if (stopped) {
+      const std::vector<std::uint64_t> threads = threads_;
+      lock.unlock();  // the interrupter waits for Python's GIL, which a watched thread may hold
+      interrupt_hosted_code(threads);
+      lock.lock();
+      if (ended_) break;
+    }
+    ended_changed_.wait_for(lock, std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace tessel

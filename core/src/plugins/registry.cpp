@@ -434,10 +434,16 @@ const PluginEntry& PluginRegistry::open(const std::string& path, PluginKind kind
   return opened_.back();
 }
 
+std::string interrupted_loading(const PluginInfo& plugin, const FactoryError& error) {
+  return "interrupted while " + std::string(to_string(plugin.kind)) + " plugin '" + plugin.name + "' loaded" +
+         (error.message.empty() ? "" : " (in " + error.message + ")");
+}
+
 PluginPtr<Plugin> PluginRegistry::create(const PluginEntry& entry, const PluginContext& context) {
   FactoryError error;
   Plugin* plugin = entry.factory(context, error);
   if (plugin == nullptr) {
+    if (error.interrupted) throw Interrupted(interrupted_loading(entry.info, error));
     if (!error.argument.empty()) throw ArgumentError(error.argument, error.message);
     fail(LoadError::factory_threw, entry.path,
          std::string(to_string(entry.info.kind)) + " plugin '" + entry.info.name +

@@ -63,6 +63,10 @@ enum class LoadError {
 
 std::string_view describe(LoadError error);
 
+// What Interrupted says when the user stopped the code a plugin hosts while
+// it loaded (its factory or its argument declarer reported `interrupted`).
+std::string interrupted_loading(const PluginInfo& plugin, const FactoryError& error);
+
 // A file that belongs with the libtessel this process loaded: `in_build_tree`
 // when that library is the build tree's, else `beside` it (a path relative
 // to libtessel's directory, in a system install or a Python wheel); empty
