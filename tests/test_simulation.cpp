@@ -341,7 +341,14 @@ TEST_CASE("a clock pushed past 1e12 s by a number no experiment means is refused
   };
   std::string rounds = experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })");
   rounds.replace(rounds.find("round_seconds = 100"), 19, "round_seconds = 1e308");
-  CHECK(error_of(rounds) == "the next round would come at t=1e+308 s, past the 1e12 s (31,700 years) a simulation "
+  // Refused as it is read, so that `tessel validate` says so too.
+  CHECK(error_of(rounds) == (dir.path() / "experiment.toml").string() +
+                                ":10:17: 'round_seconds' in [scheduler] must be at most 1e12 s (31,700 years), "
+                                "where a simulation's clock ends");
+  // A round of its own length can still reach past the end.
+  rounds.replace(rounds.find("round_seconds = 1e308"), 21, "round_seconds = 6e11");
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n9.5e11,1,100\n");
+  CHECK(error_of(rounds) == "the next round would come at t=1.2e+12 s, past the 1e12 s (31,700 years) a simulation "
                             "runs: see [scheduler] round_seconds");
   dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n2e12,1,100\n");
   CHECK(error_of(experiment(R"({ plugin = "fifo" })", R"({ plugin = "first_fit" })")) ==

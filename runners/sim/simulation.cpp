@@ -17,11 +17,6 @@ namespace tessel {
 
 namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
-// The simulated clock's end: past it a double keeps less than a
-// millisecond's resolution, and only a number no experiment means gets
-// there (a round of 1e308 s, 1e-300 jobs an hour).
-constexpr double kLastSimulatedSecond = 1e12;  // 31,700 years
-
 // " at t=1e+13 s, past the ...": for the errors at the clock's end.
 std::string past_the_clock(double now) {
   char t[32];

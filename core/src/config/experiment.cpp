@@ -42,6 +42,10 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
   if (config.settings.round_seconds <= 0) {
     reader.error("round_seconds", "'round_seconds' in [scheduler] must be > 0");
     config.settings.round_seconds = 300;
+  } else if (config.settings.round_seconds > kLastSimulatedSecond) {
+    reader.error("round_seconds", "'round_seconds' in [scheduler] must be at most 1e12 s (31,700 years), "
+                                  "where a simulation's clock ends");
+    config.settings.round_seconds = 300;
   }
   const auto service = reader.choice("attained_service", {"gpu_seconds", "seconds"}, "gpu_seconds");
   config.settings.service = service == "seconds" ? ServiceUnit::seconds : ServiceUnit::gpu_seconds;

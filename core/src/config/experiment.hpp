@@ -61,6 +61,12 @@ struct RoundRules {
   bool place_every_round = false;
 };
 
+// The simulated clock's end: past it a double keeps less than a
+// millisecond's resolution, and only a number no experiment means gets
+// there (a round of 1e308 s, 1e-300 jobs an hour). A round longer than
+// that is refused as the configuration is read; the rest when a run gets there.
+inline constexpr double kLastSimulatedSecond = 1e12;  // 31,700 years
+
 struct SchedulerConfig {
   SchedulerSettings settings;
   RoundRules rules;
