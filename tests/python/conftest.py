@@ -9,10 +9,12 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from contextlib import closing
 
 import pytest
@@ -80,6 +82,25 @@ def cli(*args, cwd=None):
 def query(database, sql, *params):
     with closing(sqlite3.connect(database)) as connection:
         return connection.execute(sql, params).fetchall()
+
+
+def wait_for_file(path, child, seconds=60):
+    """Returns once `path` exists (a policy's sign that it is stuck); fails if `child` ends first."""
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.05)
+    assert path.exists(), child.communicate(timeout=5)
+
+
+def ctrl_c(child, seconds=60):
+    """Sends Ctrl-C to `child` and waits for it; returns its stderr and the seconds it took to stop."""
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    try:
+        _, stderr = child.communicate(timeout=seconds)
+    finally:
+        child.kill()  # still looping: leave no process behind
+    return stderr, time.monotonic() - sent
 
 
 def slurm_reachable():

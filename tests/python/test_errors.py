@@ -4,7 +4,6 @@ wrong; the run is marked failed and keeps no half-written rows."""
 
 import os
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import time
 
 import pytest
 import tessel
-from conftest import BUILD, EXAMPLES, cli, python_stage, query, small_cluster
+from conftest import BUILD, EXAMPLES, cli, ctrl_c, python_stage, query, small_cluster, wait_for_file
 
 GOOD = """\
 import tessel
@@ -260,8 +259,7 @@ def test_ctrl_c_in_python_raises_keyboardinterrupt_and_leaves_no_run_half_writte
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     child = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE, text=True)
     wait_until_running(database)
-    child.send_signal(signal.SIGINT)
-    _, stderr = child.communicate(timeout=60)
+    stderr, _ = ctrl_c(child)
     assert child.returncode != 0
     assert "KeyboardInterrupt" in stderr
     statuses = query(database, "SELECT id, status FROM runs")
@@ -288,10 +286,8 @@ def test_ctrl_c_stops_a_slow_policy_within_a_call_or_two(tmp_path, write):
                              stderr=subprocess.PIPE, text=True)
     wait_until_running(database)
     time.sleep(0.5)
-    sent = time.monotonic()
-    child.send_signal(signal.SIGINT)
-    child.communicate(timeout=60)
-    assert time.monotonic() - sent < 5
+    _, took = ctrl_c(child)
+    assert took < 5
     assert child.returncode == 130
     assert query(database, "SELECT status FROM runs") == [("interrupted",)]
 
@@ -325,13 +321,8 @@ def test_ctrl_c_stops_a_policy_stuck_in_a_loop(tmp_path, write, host):
     child = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     wait_until_running(database)
     time.sleep(0.5)
-    sent = time.monotonic()
-    child.send_signal(signal.SIGINT)
-    try:
-        _, stderr = child.communicate(timeout=60)
-    finally:
-        child.kill()  # still looping: leave no process behind
-    assert time.monotonic() - sent < 5
+    stderr, took = ctrl_c(child)
+    assert took < 5
     assert child.returncode == 130 if host == "cli" else child.returncode != 0, stderr
     assert ("KeyboardInterrupt" in stderr) == (host == "python")
     assert query(database, "SELECT status, note FROM runs") == [("interrupted", "stopped by the user")]
@@ -390,22 +381,6 @@ STUCK_WHILE_LOADING = {
 }
 
 
-def interrupt_when(marker, child, seconds=60):
-    """Sends Ctrl-C once `marker` exists; returns stderr and how long the child took after."""
-    deadline = time.monotonic() + seconds
-    while not marker.exists() and time.monotonic() < deadline and child.poll() is None:
-        time.sleep(0.05)
-    assert marker.exists(), child.communicate(timeout=5)
-    time.sleep(0.2)
-    sent = time.monotonic()
-    child.send_signal(signal.SIGINT)
-    try:
-        _, stderr = child.communicate(timeout=60)
-    finally:
-        child.kill()  # still looping: leave no process behind
-    return stderr, time.monotonic() - sent
-
-
 @pytest.mark.parametrize("command", ["run", "sweep", "validate", "python"])
 @pytest.mark.parametrize("where", list(STUCK_WHILE_LOADING))
 def test_ctrl_c_stops_a_policy_stuck_while_it_loads(tmp_path, write, where, command):
@@ -427,7 +402,9 @@ def test_ctrl_c_stops_a_policy_stuck_while_it_loads(tmp_path, write, where, comm
     }[command]
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     child = subprocess.Popen(command_line, env=env, stderr=subprocess.PIPE, text=True)
-    stderr, took = interrupt_when(marker, child)
+    wait_for_file(marker, child)
+    time.sleep(0.2)
+    stderr, took = ctrl_c(child)
     assert took < 5, stderr
     if command == "python":
         assert child.returncode != 0 and "KeyboardInterrupt" in stderr, stderr

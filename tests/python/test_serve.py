@@ -4,12 +4,11 @@ jobs that run real processes; a policy that stops itself stops `serve`."""
 
 import json
 import os
-import signal
 import subprocess
 import time
 
 import pytest
-from conftest import BUILD, EXAMPLES, TESSEL, python_stage, query
+from conftest import BUILD, EXAMPLES, TESSEL, ctrl_c, python_stage, query, wait_for_file
 
 
 def test_serve_runs_jobs_under_python_policies(tmp_path, write):
@@ -61,23 +60,16 @@ def test_serve_runs_jobs_under_python_policies(tmp_path, write):
                 process.wait(timeout=30)
 
 
-def test_serve_stops_as_for_ctrl_c_when_a_policy_raises_keyboardinterrupt(tmp_path, write):
-    # The interrupt escaped the daemon's loop: `serve` said the run was
-    # marked 'interrupted' and left it 'running'.
+def serve_python_allocation(tmp_path, write, module, cls):
+    """Starts `tessel serve` with `cls` of `module` as its allocation policy;
+    returns the process and the environment its clients need (add
+    TESSEL_SCHEDULER from the process's first line to submit)."""
     secret = write("secret", "a secret shared by the daemon and its agents\n")
     secret.chmod(0o600)
-    write("policies/quits.py", """\
-        import tessel
-        class Quits:
-            def allocate(self, view):
-                if len(view.active()) > 0:
-                    raise KeyboardInterrupt
-                return tessel.AllocationPlan([])
-        """)
     config = write("cluster.toml", f"""
         [scheduler]
         round_seconds = 1
-        allocation = {python_stage("policies/quits.py", "Quits")}
+        allocation = {python_stage(module, cls)}
         placement = {{ plugin = "first_fit" }}
 
         [serve]
@@ -89,11 +81,31 @@ def test_serve_stops_as_for_ctrl_c_when_a_policy_raises_keyboardinterrupt(tmp_pa
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), TESSEL_SECRET_FILE=str(secret))
     serve = subprocess.Popen([TESSEL, "serve", str(config)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
+    return serve, env
+
+
+def submit_one_job(tmp_path, serve, env):
+    """Submits a one-GPU job to `serve`, once it listens."""
+    env["TESSEL_SCHEDULER"] = serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
+    submitted = subprocess.run([TESSEL, "submit", "--gpus", "1", "--", "true"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=30)
+    assert submitted.returncode == 0, submitted.stderr
+
+
+def test_serve_stops_as_for_ctrl_c_when_a_policy_raises_keyboardinterrupt(tmp_path, write):
+    # The interrupt escaped the daemon's loop: `serve` said the run was
+    # marked 'interrupted' and left it 'running'.
+    write("policies/quits.py", """\
+        import tessel
+        class Quits:
+            def allocate(self, view):
+                if len(view.active()) > 0:
+                    raise KeyboardInterrupt
+                return tessel.AllocationPlan([])
+        """)
+    serve, env = serve_python_allocation(tmp_path, write, "policies/quits.py", "Quits")
     try:
-        env["TESSEL_SCHEDULER"] = serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
-        submitted = subprocess.run([TESSEL, "submit", "--gpus", "1", "--", "true"], cwd=tmp_path, env=env,
-                                   capture_output=True, text=True, timeout=30)
-        assert submitted.returncode == 0, submitted.stderr
+        submit_one_job(tmp_path, serve, env)
         _, stderr = serve.communicate(timeout=30)
     finally:
         serve.kill()
@@ -128,41 +140,16 @@ STUCK_IN_IMPORT = """\
 def test_ctrl_c_stops_serve_while_its_policy_is_stuck(tmp_path, write, policy):
     # The stop was handled on the daemon's own thread, between its
     # handlers: a policy that never returned kept `serve` running for good.
-    secret = write("secret", "a secret shared by the daemon and its agents\n")
-    secret.chmod(0o600)
     marker = tmp_path / "stuck"
     source = STUCK_IN_ALLOCATE if policy == "allocate" else STUCK_IN_IMPORT
     write("policies/stuck.py", source.replace("MARKER", repr(str(marker))))
-    config = write("cluster.toml", f"""
-        [scheduler]
-        round_seconds = 1
-        allocation = {python_stage("policies/stuck.py", "Stuck")}
-        placement = {{ plugin = "first_fit" }}
-
-        [serve]
-        listen = "127.0.0.1:0"
-
-        [output]
-        database = "cluster.db"
-        """)
-    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), TESSEL_SECRET_FILE=str(secret))
-    serve = subprocess.Popen([TESSEL, "serve", str(config)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    serve, env = serve_python_allocation(tmp_path, write, "policies/stuck.py", "Stuck")
     try:
         if policy == "allocate":
-            env["TESSEL_SCHEDULER"] = serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
-            submitted = subprocess.run([TESSEL, "submit", "--gpus", "1", "--", "true"], cwd=tmp_path, env=env,
-                                       capture_output=True, text=True, timeout=30)
-            assert submitted.returncode == 0, submitted.stderr
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline and serve.poll() is None:
-            time.sleep(0.05)
-        assert marker.exists()
+            submit_one_job(tmp_path, serve, env)
+        wait_for_file(marker, serve)
         time.sleep(0.2)
-        sent = time.monotonic()
-        serve.send_signal(signal.SIGINT)
-        _, stderr = serve.communicate(timeout=60)
-        took = time.monotonic() - sent
+        stderr, took = ctrl_c(serve)
     finally:
         serve.kill()
     assert took < 5, stderr
