@@ -60,6 +60,15 @@ Database Database::immutable(const std::string& path) {
 }
 
 Database::Database(const std::string& path, const std::string& uri, int flags) {
+  // SQLite's allocation statistics take a global mutex on every allocation,
+  // and tessel reads none of them (0.9% of a Figure 6 point's instructions).
+  // It takes this only before it initialises; a process that used SQLite
+  // first (Python's sqlite3) is refused, harmlessly.
+  static const bool configured = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)configured;
   flags |= SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(uri.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const int code = db_ ? sqlite3_extended_errcode(db_) : SQLITE_NOMEM;
