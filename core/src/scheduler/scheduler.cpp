@@ -680,7 +680,8 @@ void Scheduler::place_whole_from(const SchedulerView& v, const AllocationPlan& p
   // victim, and a kept job's rank among them changed nothing. From the job
   // at `stopped` on, victims matter: the whole plan ranks them.
   AllocationPlan whole = whole_plan(v, outcome);
-  if (whole.keep_running) whole = with_kept_listed(whole);
+  // The jobs an incremental whole plan keeps go unvisited, as in place_plan.
+  if (whole.keep_running && looks_at_every_running_job(whole)) whole = with_kept_listed(whole);
   for (const Grant& grant : provisional.ranked) books_[grant.job].ranked_in = 0;  // the whole plan's ranks now
   stamp_ranks(whole);
   check_agrees(provisional, stopped, whole);
@@ -688,11 +689,18 @@ void Scheduler::place_whole_from(const SchedulerView& v, const AllocationPlan& p
   walked.clear();
   for (std::size_t i = 0; i < stopped; ++i) walked.push_back(provisional.ranked[i].job);
   std::sort(walked.begin(), walked.end());
-  // The victims: running jobs not protected yet (the walked ones that run are).
+  // The victims: running jobs not protected yet (the walked ones that run
+  // are), and with an incremental plan only the listed ones.
   round_running_.clear();
   reclaimable_gpus_ = 0;
-  for (JobState* job : active_)
-    if (job->running() && books_[job->spec.id].protected_in != round_) may_be_victim(*job);
+  auto unless_protected = [&](JobState& job) {
+    if (job.running() && books_[job.spec.id].protected_in != round_) may_be_victim(job);
+  };
+  if (whole.keep_running) {
+    for (const Grant& grant : whole.ranked) unless_protected(*all_[grant.job]);
+  } else {
+    for (JobState* job : active_) unless_protected(*job);
+  }
   walk_plan(v, whole, /*provisional=*/false, outcome, walked);
 }
 
