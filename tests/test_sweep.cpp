@@ -1,14 +1,20 @@
 // Sweeps: expansion, parallel runs into one database, resume, Ctrl-C.
 #include <doctest/doctest.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "config/sweep.hpp"
+#include "plugins/hosted_code.hpp"
 #include "results/sqlite.hpp"
 #include "support.hpp"
 
@@ -398,4 +404,48 @@ TEST_CASE("Ctrl-C stops a sweep and leaves no run half-marked") {
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'running'") == 0);
   CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'") >= 1);
   CHECK(count(db, "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id WHERE r.status != 'complete'") == 0);
+}
+
+namespace {
+
+// What the interrupter was asked to interrupt, for the watch's test.
+std::mutex interrupted_mutex;
+std::vector<std::uint64_t> interrupted_threads;
+void record_interrupted(const std::vector<std::uint64_t>& threads) {
+  std::lock_guard lock(interrupted_mutex);
+  interrupted_threads.insert(interrupted_threads.end(), threads.begin(), threads.end());
+}
+std::size_t times_interrupted(std::uint64_t thread) {
+  std::lock_guard lock(interrupted_mutex);
+  return std::count(interrupted_threads.begin(), interrupted_threads.end(), thread);
+}
+
+}  // namespace
+
+TEST_CASE("a hosted code watch interrupts the threads it watches, once stopping, and only while they are watched") {
+  set_hosted_code_interrupter(record_interrupted);
+  std::atomic<bool> stop{false};
+  std::atomic<int> stops{0};
+  std::uint64_t left = 0, stayed = 0;
+  {
+    HostedCodeWatch watch([&] { return stop.load(); }, [&] { ++stops; });
+    std::thread([&] {  // watched, then gone before the stop
+      const HostedCodeWatch::Watching watching = watch.watch_this_thread();
+      left = static_cast<std::uint64_t>(pthread_self());
+    }).join();
+    const HostedCodeWatch::Watching watching = watch.watch_this_thread();
+    stayed = static_cast<std::uint64_t>(pthread_self());
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    CHECK(times_interrupted(stayed) == 0);  // nothing before the stop
+    stop = true;
+    for (int i = 0; i < 500 && times_interrupted(stayed) < 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::size_t after_end = times_interrupted(stayed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  set_hosted_code_interrupter(nullptr);
+  CHECK(after_end >= 2);                         // at every poll while stopping
+  CHECK(times_interrupted(stayed) == after_end);  // and never after the watch ended
+  CHECK(times_interrupted(left) == 0);
+  CHECK(stops == 1);
 }

@@ -59,7 +59,7 @@ RunOutcome run(const std::string& config, const std::vector<std::string>& overri
     py::gil_scoped_release release;
     runner = std::thread([&] {
       try {
-        ExperimentPlan plan = plan_experiment({config, overrides, database, parallel, resume, std::nullopt}, &stop);
+        ExperimentPlan plan = plan_experiment({config, overrides, database, parallel, resume, std::nullopt});
         outcome = run_experiment(std::move(plan), &stop);
       } catch (...) {
         error = std::current_exception();

@@ -95,21 +95,24 @@ int serve(const ServeOptions& options, const std::atomic<bool>& stop) {
   // handlers, on this thread. A policy stuck in its own code never returns
   // to them, so the watch also interrupts the user's code here: from before
   // the daemon exists, since composing it imports the policies' modules.
-  SchedulerDaemon* running = nullptr;
+  // Either way the daemon stops the same, and its run is 'interrupted'.
+  SchedulerDaemon* daemon_made = nullptr;  // set before io.run(), where the posted stop runs
+  auto stop_daemon = [&] {
+    log_line("tessel serve", config.serve.executor == "slurm"
+                                 ? "stopping; its Slurm jobs keep running, for the next `tessel serve` to adopt"
+                                 : "stopping; jobs keep running until their agents' leases expire");
+    daemon_made->stop();
+  };
   HostedCodeWatch watch([&] { return stop.load(); },
                         [&] {
                           asio::post(io, [&] {
-                            log_line("tessel serve",
-                                     config.serve.executor == "slurm"
-                                         ? "stopping; its Slurm jobs keep running, for the next `tessel serve` to adopt"
-                                         : "stopping; jobs keep running until their agents' leases expire");
-                            running->stop();
+                            stop_daemon();
                             io.stop();
                           });
                         });
-  watch.watch_this_thread();
+  const HostedCodeWatch::Watching watching = watch.watch_this_thread();
   SchedulerDaemon daemon(io, config, registry, std::move(secret), daemon_options);
-  running = &daemon;
+  daemon_made = &daemon;
   const tcp::endpoint endpoint = daemon.listen(options.listen.empty() ? config.serve.listen : options.listen);
   // Machine-readable, so scripts and tests learn the port that 0 picked.
   std::cout << "listening on " << endpoint.address().to_string() << ":" << endpoint.port() << std::endl;
@@ -117,11 +120,12 @@ int serve(const ServeOptions& options, const std::atomic<bool>& stop) {
                                daemon_options.database);
   daemon.start();
   try {
-    io.run();  // the posted stop runs here, once the daemon exists
+    io.run();  // until the posted stop
   } catch (const Interrupted&) {
-    daemon.stop();  // the policy's code was interrupted, or raised KeyboardInterrupt itself
+    stop_daemon();  // the policy's code was interrupted, or raised KeyboardInterrupt itself
     throw;
   }
+  if (stop.load()) throw Interrupted();
   return 0;
 }
 

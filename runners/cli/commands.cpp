@@ -144,7 +144,7 @@ int run_on_slurm(const RunOptions& options, ExperimentPlan plan, const std::atom
 
 int run(const RunOptions& options, const std::atomic<bool>& stop) {
   ExperimentPlan plan = plan_experiment(
-      {options.config, options.overrides, options.database, options.parallel, options.resume, options.point}, &stop);
+      {options.config, options.overrides, options.database, options.parallel, options.resume, options.point});
   if (options.list_points) {
     for (const PlannedRun& run : plan.runs) std::cout << run.point << "\t" << axes_text(run.info.axes) << "\n";
     return 0;
@@ -189,18 +189,25 @@ int merge(const std::string& output, const std::vector<std::string>& shards) {
 }
 
 int validate(const std::string& path, const std::vector<std::string>& overrides, const std::atomic<bool>& stop) {
-  // Reading and composing each point imports its policies' modules, whose code may loop.
+  // Composing each point imports its policies' modules, whose code may loop.
   HostedCodeWatch watch([&] { return stop.load(); });
-  watch.watch_this_thread();
+  const HostedCodeWatch::Watching watching = watch.watch_this_thread();
+  // Ctrl-C between points, or caught by a policy's code, stops the check
+  // too: nothing was checked whole, so nothing is said to be ok.
+  auto unless_stopped = [&] {
+    if (stop.load()) throw Interrupted("interrupted; " + path + " was not checked whole");
+  };
   ExperimentOptions options;
   options.config = path;
   options.overrides = overrides;
   const ExperimentPlan plan = plan_experiment(options);  // every point of the sweep read
+  unless_stopped();
   PluginRegistry registry(plan.runs.front().config.scheduler.plugin_path);
   if (plan.runs.size() > 1) check_schedulers(plan.runs, registry);  // each problem once, as `run` says them
   std::set<std::string> noted;
   std::string first;  // what the first point runs
   for (const PlannedRun& run : plan.runs) {
+    unless_stopped();
     Simulation simulation(run.config, registry);  // composes the plugins and reads the workload
     for (const std::string& note : simulation.notes())
       if (noted.insert(note).second) std::cerr << "note: " << note << "\n";
@@ -209,6 +216,7 @@ int validate(const std::string& path, const std::vector<std::string>& overrides,
                                     : std::to_string(simulation.job_count()) + " jobs") +
               " on " + cluster_text(run.config) + ", " + composition_text(run.config.scheduler);
   }
+  unless_stopped();
   std::cout << path << ": ok: "
             << (plan.runs.size() == 1 ? first
                                       : std::to_string(plan.runs.size()) +
@@ -248,11 +256,14 @@ std::vector<std::string> python_classes(const std::string& path) {
 
 // A plugin that hosts code (the Python bridge): the classes of `files` it
 // can run, with the arguments each declares.
-void print_hosted(const PluginEntry& plugin, const std::vector<std::string>& files) {
+void print_hosted(const PluginEntry& plugin, const std::vector<std::string>& files, const std::atomic<bool>& stop) {
   if (files.empty()) {
     std::cout << "      and the arguments its hosted code declares (--python FILE lists them)\n";
     return;
   }
+  // Declaring the arguments imports each file, whose module's code may loop.
+  HostedCodeWatch watch([&] { return stop.load(); });
+  const HostedCodeWatch::Watching watching = watch.watch_this_thread();
   for (const std::string& file : files)
     for (const std::string& name : python_classes(file)) {
       PluginArgs args;
@@ -262,6 +273,7 @@ void print_hosted(const PluginEntry& plugin, const std::vector<std::string>& fil
       std::vector<ArgDeclaration> declared;
       FactoryError error;
       if (!plugin.declare_arguments(PluginContext(args, 0, no_slots), declared, error)) {
+        if (error.interrupted) throw Interrupted(interrupted_loading(plugin.info, error));
         if (error.message.find("has no method") == std::string::npos)  // not a policy of this stage
           std::cerr << "tessel: " << error.message << "\n";
         continue;
@@ -274,7 +286,7 @@ void print_hosted(const PluginEntry& plugin, const std::vector<std::string>& fil
 
 }  // namespace
 
-int plugins(const PluginsOptions& options) {
+int plugins(const PluginsOptions& options, const std::atomic<bool>& stop) {
   PluginRegistry registry(options.directories);
   const auto& all = registry.plugins();
   std::size_t name_width = 4;
@@ -297,7 +309,7 @@ int plugins(const PluginsOptions& options) {
       if (!options.verbose) continue;
       std::cout << "      file: " << p->path << "\n";
       print_arguments(p->arguments, "      ");
-      if (p->declare_arguments != nullptr) print_hosted(*p, options.python_files);
+      if (p->declare_arguments != nullptr) print_hosted(*p, options.python_files, stop);
     }
   }
   if (!options.kind.empty() && !any)

@@ -56,7 +56,7 @@ int run(const RunOptions& options, const std::atomic<bool>& stop);
 // Copies the runs of `shards` into `output` (results/merge.hpp).
 int merge(const std::string& output, const std::vector<std::string>& shards);
 int validate(const std::string& config, const std::vector<std::string>& overrides, const std::atomic<bool>& stop);
-int plugins(const PluginsOptions& options);
+int plugins(const PluginsOptions& options, const std::atomic<bool>& stop);
 int report(const ReportOptions& options);
 int compare(const std::string& database, std::int64_t run_a, std::int64_t run_b);
 int explain(const std::string& database, std::int64_t job, std::optional<std::int64_t> run,

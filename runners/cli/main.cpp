@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return tessel::cli::run(run, stop_requested);
     if (*merge_cmd) return tessel::cli::merge(merge_output, merge_shards);
     if (*validate_cmd) return tessel::cli::validate(validate_config, validate_overrides, stop_requested);
-    if (*plugins_cmd) return tessel::cli::plugins(plugins);
+    if (*plugins_cmd) return tessel::cli::plugins(plugins, stop_requested);
     if (*price_cmd) return tessel::cli::price(price_file, price_format);
     if (*report_cmd) return tessel::cli::report(report);
     if (*compare_cmd) return tessel::cli::compare(compare_db, compare_a, compare_b);

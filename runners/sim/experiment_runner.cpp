@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -61,12 +60,7 @@ void check_schedulers(const std::vector<PlannedRun>& runs, PluginRegistry& regis
   if (!problems.empty()) throw ConfigError(std::move(problems));
 }
 
-ExperimentPlan plan_experiment(const ExperimentOptions& options, const std::atomic<bool>* stop) {
-  std::optional<HostedCodeWatch> watch;
-  if (stop != nullptr) {
-    watch.emplace([stop] { return stop->load(); });
-    watch->watch_this_thread();
-  }
+ExperimentPlan plan_experiment(const ExperimentOptions& options) {
   const TomlDocument base = TomlDocument::load(options.config, options.overrides);
   std::vector<SweepPoint> points = expand_sweep(base);
   if (options.point) {
@@ -141,7 +135,7 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
     if (stop != nullptr && stop->load()) combined_stop = true;
     return combined_stop.load();
   });
-  watch.watch_this_thread();
+  const HostedCodeWatch::Watching watching = watch.watch_this_thread();  // and as a worker, below
   // One registry for every point: each plugin is found and opened once,
   // by the first run that names it (lookups are locked).
   PluginRegistry registry(runs.front().config.scheduler.plugin_path);
@@ -167,7 +161,6 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   const auto started = std::chrono::steady_clock::now();
 
   auto work = [&] {
-    watch.watch_this_thread();
     while (true) {
       const std::size_t i = next++;
       if (i >= runs.size() || combined_stop.load()) return;
@@ -197,7 +190,11 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   // its simulation, and allocates from memory that reading its
   // configuration has already touched.
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back([&] {
+      const HostedCodeWatch::Watching watching = watch.watch_this_thread();
+      work();
+    });
   work();
   for (std::thread& t : pool) t.join();
 

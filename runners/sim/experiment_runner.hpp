@@ -72,10 +72,8 @@ struct ExperimentPlan {
 };
 
 // Reads every point's config. Throws ConfigError listing each problem once;
-// UserError for a `point` the sweep does not have. Reading a point imports
-// its Python policies' modules: once `stop` is set, their code is
-// interrupted (Interrupted is thrown).
-ExperimentPlan plan_experiment(const ExperimentOptions& options, const std::atomic<bool>* stop = nullptr);
+// UserError for a `point` the sweep does not have. No plugin is opened yet.
+ExperimentPlan plan_experiment(const ExperimentOptions& options);
 
 // Composes each run's scheduler (check_scheduler). Throws ConfigError
 // listing each problem once.

@@ -8,6 +8,7 @@ by hand it assumes ./build: PYTHONPATH=build/python python3 -m pytest tests/pyth
 import json
 import os
 import pathlib
+import select
 import shutil
 import signal
 import sqlite3
@@ -98,9 +99,22 @@ def ctrl_c(child, seconds=60):
     child.send_signal(signal.SIGINT)
     try:
         _, stderr = child.communicate(timeout=seconds)
-    finally:
+    except subprocess.TimeoutExpired:
         child.kill()  # still looping: leave no process behind
+        child.communicate()
+        raise
     return stderr, time.monotonic() - sent
+
+
+def listening_address(serve, seconds=60, log=None):
+    """HOST:PORT from `tessel serve`'s first line ("listening on HOST:PORT"),
+    waiting at most `seconds` for it; on failure the text of `log` (its
+    stderr's file) is shown."""
+    ready, _, _ = select.select([serve.stdout], [], [], seconds)
+    line = serve.stdout.readline() if ready else ""
+    assert line.startswith("listening on "), \
+        f"serve's first line within {seconds} s: {line!r}" + ("\n" + log.read_text() if log else "")
+    return line.split()[-1]
 
 
 def slurm_reachable():

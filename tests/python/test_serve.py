@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import BUILD, EXAMPLES, TESSEL, ctrl_c, python_stage, query, wait_for_file
+from conftest import BUILD, EXAMPLES, TESSEL, ctrl_c, listening_address, python_stage, query, wait_for_file
 
 
 def test_serve_runs_jobs_under_python_policies(tmp_path, write):
@@ -34,8 +34,7 @@ def test_serve_runs_jobs_under_python_policies(tmp_path, write):
                              stderr=subprocess.PIPE, text=True)
     agent = None
     try:
-        address = serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
-        env["TESSEL_SCHEDULER"] = address
+        env["TESSEL_SCHEDULER"] = listening_address(serve)
         agent = subprocess.Popen([TESSEL, "agent", "--fake-gpus", "4", "--name", "n0", "--log-dir", str(tmp_path / "logs")],
                                  cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         ids = []
@@ -86,7 +85,7 @@ def serve_python_allocation(tmp_path, write, module, cls):
 
 def submit_one_job(tmp_path, serve, env):
     """Submits a one-GPU job to `serve`, once it listens."""
-    env["TESSEL_SCHEDULER"] = serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
+    env["TESSEL_SCHEDULER"] = listening_address(serve)
     submitted = subprocess.run([TESSEL, "submit", "--gpus", "1", "--", "true"], cwd=tmp_path, env=env,
                                capture_output=True, text=True, timeout=30)
     assert submitted.returncode == 0, submitted.stderr

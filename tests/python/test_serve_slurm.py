@@ -18,7 +18,7 @@ from contextlib import closing
 
 import pytest
 
-from conftest import BUILD, TESSEL, need_slurm
+from conftest import BUILD, TESSEL, listening_address, need_slurm
 
 TRAIN = BUILD / "examples" / "jobs" / "train"
 
@@ -56,9 +56,7 @@ class Serve:
         self.err = open(tmp_path / "serve.err", "a")
         self.process = subprocess.Popen([TESSEL, "serve", str(config_path)], cwd=tmp_path, env=self.env,
                                         stdout=subprocess.PIPE, stderr=self.err, text=True)
-        line = self.process.stdout.readline()
-        assert line.startswith("listening on "), line + (tmp_path / "serve.err").read_text()
-        self.env["TESSEL_SCHEDULER"] = line.split()[-1]
+        self.env["TESSEL_SCHEDULER"] = listening_address(self.process, log=tmp_path / "serve.err")
 
     def run(self, *args):
         return subprocess.run([TESSEL, *map(str, args)], cwd=self.tmp_path, env=self.env, capture_output=True,

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TESSEL, query
+from conftest import ROOT, TESSEL, listening_address, query
 
 torch = pytest.importorskip("torch")
 
@@ -34,7 +34,7 @@ class Cluster:
         self.serve_err = open(tmp_path / "serve.err", "w")
         self.serve = subprocess.Popen([TESSEL, "serve", str(config), "--listen", "127.0.0.1:0"], cwd=tmp_path,
                                       env=self.env, stdout=subprocess.PIPE, stderr=self.serve_err, text=True)
-        self.env["TESSEL_SCHEDULER"] = self.serve.stdout.readline().split()[-1]  # "listening on HOST:PORT"
+        self.env["TESSEL_SCHEDULER"] = listening_address(self.serve, log=tmp_path / "serve.err")
         self.agents = {}
 
     def add_agent(self, name, gpus):

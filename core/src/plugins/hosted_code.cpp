@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -33,13 +34,20 @@ HostedCodeWatch::~HostedCodeWatch() {
     std::lock_guard lock(mutex_);
     ended_ = true;
   }
-  ended_changed_.notify_all();  // at once, rather than after the next poll
+  ending_.notify_all();
   thread_.join();
 }
 
-void HostedCodeWatch::watch_this_thread() {
+HostedCodeWatch::Watching HostedCodeWatch::watch_this_thread() {
+  const auto thread = static_cast<std::uint64_t>(pthread_self());
   std::lock_guard lock(mutex_);
-  threads_.push_back(static_cast<std::uint64_t>(pthread_self()));
+  threads_.push_back(thread);
+  return Watching(*this, thread);
+}
+
+void HostedCodeWatch::forget(std::uint64_t thread) {
+  std::lock_guard lock(mutex_);
+  threads_.erase(std::find(threads_.begin(), threads_.end(), thread));
 }
 
 void HostedCodeWatch::watch() {
@@ -57,7 +65,7 @@ void HostedCodeWatch::watch() {
       lock.lock();
       if (ended_) break;
     }
-    ended_changed_.wait_for(lock, std::chrono::milliseconds(20));
+    ending_.wait_for(lock, std::chrono::milliseconds(20));
   }
 }
 

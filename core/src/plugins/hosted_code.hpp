@@ -16,8 +16,9 @@ namespace tessel {
 // says yes, `on_stop` runs (once, on that thread), and from then on each
 // poll interrupts the hosted code running on the watched threads
 // (interrupt_hosted_code) until the watch ends. The runners make one around
-// whatever may run hosted code: a sweep's runs, `serve`'s daemon, loading
-// an experiment.
+// whatever may compose plugins, which imports a Python policy's module and
+// constructs it, or run them: a sweep's runs, `validate`, `plugins --python`
+// and `serve`'s daemon.
 class HostedCodeWatch {
  public:
   explicit HostedCodeWatch(std::function<bool()> stopping, std::function<void()> on_stop = {});
@@ -25,16 +26,30 @@ class HostedCodeWatch {
   HostedCodeWatch(const HostedCodeWatch&) = delete;
   HostedCodeWatch& operator=(const HostedCodeWatch&) = delete;
 
-  // Adds the calling thread to those interrupted once stopping.
-  void watch_this_thread();
+  // The calling thread is among those interrupted while this lives: a
+  // thread that ended is forgotten before its id can be another's.
+  class Watching {
+   public:
+    ~Watching() { watch_.forget(thread_); }
+    Watching(const Watching&) = delete;
+    Watching& operator=(const Watching&) = delete;
+
+   private:
+    friend class HostedCodeWatch;
+    Watching(HostedCodeWatch& watch, std::uint64_t thread) : watch_(watch), thread_(thread) {}
+    HostedCodeWatch& watch_;
+    std::uint64_t thread_;
+  };
+  [[nodiscard]] Watching watch_this_thread();
 
  private:
   void watch();
+  void forget(std::uint64_t thread);
 
   std::function<bool()> stopping_;
   std::function<void()> on_stop_;
   std::mutex mutex_;  // guards threads_ and ended_
-  std::condition_variable ended_changed_;
+  std::condition_variable ending_;  // the watch ends: its thread stops polling at once
   std::vector<std::uint64_t> threads_;
   bool ended_ = false;
   std::thread thread_;  // last: starts once the rest exists
