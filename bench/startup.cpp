@@ -75,7 +75,17 @@
 // instructions, 0.94x; LAS 19.7 ms, 0.92x, 152.9 million, 0.89x. A second
 // run at the end of that turn (load 0.3, the two builds each slower):
 // FIFO 19.4 ms, 0.95x; LAS 21.0 ms, 0.92x. FIFO is under 20 ms; LAS is at
-// its edge, under it in one run of two.
+// its edge, under it in one run of two. With the kept jobs of a whole plan
+// after a provisional one left unvisited (LAS's 216 rounds where an arrival
+// preempts) and SQLite's allocation statistics off: LAS 142.7 million
+// instructions, 0.93x of 153.3; FIFO 132.2 million, 0.99x (`--callgrind`);
+// `-n 31 --baseline` the build before, twice (load 0.2-0.3): FIFO 18.1 and
+// 19.8 ms, 0.99x; LAS 19.5 and 20.6 ms, 0.96x and 0.97x. Both points sit
+// within a millisecond of 20 ms, the machine's state moving them more than
+// this did. What is left (perf, callgrind) is SQLite's work on each row,
+// half of a point, and 2,000 page faults of 1.2 us each: the rows could only
+// be written while the simulation runs by holding the database's write lock
+// for the whole run, against DESIGN.md's one transaction at a run's end.
 //
 // Run from the repository root after building:
 //   build/bench/startup [-n N] [--baseline OTHER_TESSEL] [--callgrind]
