@@ -170,7 +170,7 @@ class LoadedClass {
       const PolicyCode running;
       return instance.attr(method)(std::forward<Args>(args)...);
     } catch (py::error_already_set& error) {
-      if (error.matches(PyExc_KeyboardInterrupt)) throw HostedCodeInterrupted(describe(bridge, error, path));
+      if (error.matches(PyExc_KeyboardInterrupt)) throw HostedCodeInterrupted(interrupted_at(bridge, error, path));
       throw HostedCodeError(describe(bridge, error, path));
     }
   }

@@ -121,11 +121,11 @@ int serve(const ServeOptions& options, const std::atomic<bool>& stop) {
   daemon.start();
   try {
     io.run();  // until the posted stop
-  } catch (const Interrupted&) {
+  } catch (const Interrupted& e) {
     stop_daemon();  // the policy's code was interrupted, or raised KeyboardInterrupt itself
-    throw;
+    throw e.marking(1);
   }
-  if (stop.load()) throw Interrupted();
+  if (stop.load()) throw Interrupted("interrupted", 1);
   return 0;
 }
 

@@ -86,7 +86,7 @@ SchedulerDaemon::SchedulerDaemon(asio::io_context& io, const ExperimentConfig& c
       return compose_scheduler(config.scheduler, registry, 0, config.document->base_directory().string());
     } catch (const Interrupted& e) {  // Ctrl-C as a policy's module or constructor ran
       journal_.mark_run("interrupted", kStoppedNote);
-      throw Interrupted(e.what() + std::string("; the run is marked 'interrupted'"));
+      throw e.marking(1);
     }
   }();
   SchedulerSettings settings = config.scheduler.settings;

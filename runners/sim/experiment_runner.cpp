@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -154,10 +155,12 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       options.parallel ? options.parallel : std::max(1u, std::thread::hardware_concurrency()),
       static_cast<unsigned>(runs.size())));
   std::atomic<std::size_t> next{0};
-  std::mutex mutex;  // guards progress, first_error and first_interruption
+  std::mutex mutex;  // guards progress, first_error and interruption
   ExperimentProgress progress{0, runs.size(), outcome.skipped, 0};
   std::exception_ptr first_error;
-  std::exception_ptr first_interruption;  // what it says: a run marked, or a plugin stopped as it loaded
+  // What stopped first (a run, or a plugin as it loaded), with every run the
+  // stop marked 'interrupted' counted.
+  std::optional<Interrupted> interruption;
   const auto started = std::chrono::steady_clock::now();
 
   auto work = [&] {
@@ -166,10 +169,10 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       if (i >= runs.size() || combined_stop.load()) return;
       try {
         outcome.runs[i] = run_simulation(runs[i].config, registry, store, runs[i].info, combined_stop);
-      } catch (const Interrupted&) {
+      } catch (const Interrupted& e) {
         // Ctrl-C, or hosted code that stopped itself (a policy raised KeyboardInterrupt): all stop.
         std::lock_guard lock(mutex);
-        if (!first_interruption) first_interruption = std::current_exception();
+        interruption = interruption ? interruption->marking(interruption->runs_marked() + e.runs_marked()) : e;
         combined_stop = true;
         return;
       } catch (...) {
@@ -201,8 +204,10 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   if (first_error) std::rethrow_exception(first_error);
   // A Ctrl-C that came as the last run was being stored interrupted nothing.
   if (combined_stop.load() && !abort.load() && progress.done < runs.size()) {
-    if (first_interruption) std::rethrow_exception(first_interruption);
-    throw Interrupted();
+    if (interruption) throw *interruption;
+    // Between runs: none was under way.
+    throw Interrupted("interrupted after " + std::to_string(progress.done) + " of " + std::to_string(runs.size()) +
+                      " runs");
   }
   return outcome;
 }

@@ -840,10 +840,10 @@ std::int64_t run_simulation(const ExperimentConfig& config, PluginRegistry& regi
   RunResults results;
   try {
     results = simulation.run(&stop);
-  } catch (const Interrupted&) {
+  } catch (const Interrupted& e) {
     // If the row could not be written, that stopped the run: its error is the one thrown.
     store.get().abandon_run(row.get(), "interrupted", "stopped by the user");
-    throw;
+    throw e.marking(1);
   } catch (const std::exception& e) {
     mark_failed(store, row, e.what());
     throw;

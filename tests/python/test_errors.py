@@ -325,6 +325,9 @@ def test_ctrl_c_stops_a_policy_stuck_in_a_loop(tmp_path, write, host):
     assert took < 5
     assert child.returncode == 130 if host == "cli" else child.returncode != 0, stderr
     assert ("KeyboardInterrupt" in stderr) == (host == "python")
+    # Where the policy was: its plugin, the time and its loop's line.
+    assert re.search(r"allocation plugin 'python' \(.*\) interrupted at t=\S+ s \(in .*policies/stuck\.py:[5-8]\); "
+                     r"the run is marked 'interrupted'", stderr), stderr
     assert query(database, "SELECT status, note FROM runs") == [("interrupted", "stopped by the user")]
     assert query(database, "SELECT COUNT(*) FROM jobs") == [(0,)]
 

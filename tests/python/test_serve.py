@@ -109,7 +109,8 @@ def test_serve_stops_as_for_ctrl_c_when_a_policy_raises_keyboardinterrupt(tmp_pa
     finally:
         serve.kill()
     assert serve.returncode == 130, stderr
-    assert "interrupted; the run is marked 'interrupted'" in stderr
+    assert "tessel serve: allocation plugin 'python' (" in stderr, stderr
+    assert "policies/quits.py:5); the run is marked 'interrupted'" in stderr, stderr
     assert query(tmp_path / "cluster.db", "SELECT status FROM runs") == [("interrupted",)]
 
 
@@ -153,8 +154,8 @@ def test_ctrl_c_stops_serve_while_its_policy_is_stuck(tmp_path, write, policy):
         serve.kill()
     assert took < 5, stderr
     assert serve.returncode == 130, stderr
-    if policy == "allocate":
-        assert "interrupted; the run is marked 'interrupted'" in stderr
+    if policy == "allocate":  # where the policy was, at its loop's line
+        assert "stuck.py:6); the run is marked 'interrupted'" in stderr, stderr
     else:
         assert "interrupted while allocation plugin 'python' loaded (in " in stderr, stderr
         assert "stuck.py:3); the run is marked 'interrupted'" in stderr, stderr

@@ -254,7 +254,8 @@ class TESSEL_VISIBLE HostedCodeError : public std::runtime_error {
 
 // Thrown instead when that code was stopped because the user stopped the
 // run (Ctrl-C: a Python policy raised KeyboardInterrupt). The run is
-// 'interrupted', not 'failed'.
+// 'interrupted', not 'failed'. The message says where the user's code was
+// ("policies/sf.py:17").
 class TESSEL_VISIBLE HostedCodeInterrupted : public HostedCodeError {
  public:
   using HostedCodeError::HostedCodeError;

@@ -84,13 +84,27 @@ class PluginContractError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-// The user stopped the run (Ctrl-C), or a run of the same experiment
-// failed and stopped the others.
-// What it says is the whole story for the user ("interrupted; ...").
+// The user stopped the work (Ctrl-C), or code a plugin hosts stopped itself
+// (a Python policy raised KeyboardInterrupt). What it says is the whole
+// story for the user: what was stopped (its cause), then how many runs the
+// stop marked 'interrupted', if any.
 class Interrupted : public std::runtime_error {
  public:
-  Interrupted() : std::runtime_error("interrupted; the run is marked 'interrupted'") {}
-  explicit Interrupted(const std::string& what) : std::runtime_error(what) {}
+  explicit Interrupted(std::string cause = "interrupted", std::size_t runs_marked = 0)
+      : std::runtime_error(told(cause, runs_marked)), cause_(std::move(cause)), runs_marked_(runs_marked) {}
+  const std::string& cause() const { return cause_; }
+  std::size_t runs_marked() const { return runs_marked_; }
+  // The same stop, once it has marked `runs` runs in all.
+  Interrupted marking(std::size_t runs) const { return Interrupted(cause_, runs); }
+
+ private:
+  static std::string told(const std::string& cause, std::size_t runs) {
+    if (runs == 0) return cause;
+    return cause + (runs == 1 ? std::string("; the run is marked 'interrupted'")
+                              : "; " + std::to_string(runs) + " runs are marked 'interrupted'");
+  }
+  std::string cause_;
+  std::size_t runs_marked_;
 };
 
 // The same failure of a plugin that hosts the user's own code (a Python

@@ -324,7 +324,8 @@ void Scheduler::threw(PluginKind stage, double now, const std::exception& error)
   if (const auto* argument = dynamic_cast<const ArgumentError*>(&error))
     throw UserError(plugin_named(stage) + " at " + time_text(now) + ": argument '" + argument->argument() +
                     "': " + error.what());
-  if (dynamic_cast<const HostedCodeInterrupted*>(&error) != nullptr) throw Interrupted();
+  if (dynamic_cast<const HostedCodeInterrupted*>(&error) != nullptr)
+    throw Interrupted(plugin_named(stage) + " interrupted at " + time_text(now) + " (in " + error.what() + ")");
   if (dynamic_cast<const HostedCodeError*>(&error) != nullptr)
     throw HostedCodeFailure(plugin_named(stage) + " failed at " + time_text(now) + ": " + error.what());
   throw PluginContractError(plugin_named(stage) + " threw at " + time_text(now) + ": " + error.what());
