@@ -87,6 +87,7 @@ TEST_CASE("a whole plan that disagrees with the provisional one breaks the contr
       {"after", "in its whole plan, and after it in its provisional plan"},
       {"started_last", "in its whole plan, and before it in its provisional plan"},
       {"leave_out", "out of its whole plan, and ranks it in its provisional plan"},
+      {"resize_kept", "as it is in its whole plan, and changes what it holds in its provisional plan"},
   };
   for (const auto& [mode, message] : cases) {
     CAPTURE(mode);

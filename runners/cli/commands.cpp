@@ -262,8 +262,12 @@ void print_hosted(const PluginEntry& plugin, const std::vector<std::string>& fil
     return;
   }
   // Declaring the arguments imports each file, whose module's code may loop.
+  // Ctrl-C, even one the module caught, stops the listing where it is.
   HostedCodeWatch watch([&] { return stop.load(); });
   const HostedCodeWatch::Watching watching = watch.watch_this_thread();
+  auto unless_stopped = [&] {
+    if (stop.load()) throw Interrupted("interrupted; the Python files' classes were not all listed");
+  };
   for (const std::string& file : files)
     for (const std::string& name : python_classes(file)) {
       PluginArgs args;
@@ -272,8 +276,10 @@ void print_hosted(const PluginEntry& plugin, const std::vector<std::string>& fil
       SlotRegistry no_slots;
       std::vector<ArgDeclaration> declared;
       FactoryError error;
-      if (!plugin.declare_arguments(PluginContext(args, 0, no_slots), declared, error)) {
-        if (error.interrupted) throw Interrupted(interrupted_loading(plugin.info, error));
+      const bool declared_them = plugin.declare_arguments(PluginContext(args, 0, no_slots), declared, error);
+      if (!declared_them && error.interrupted) throw Interrupted(interrupted_loading(plugin.info, error));
+      unless_stopped();
+      if (!declared_them) {
         if (error.message.find("has no method") == std::string::npos)  // not a policy of this stage
           std::cerr << "tessel: " << error.message << "\n";
         continue;

@@ -12,6 +12,7 @@
 #include "cluster_commands.hpp"
 #include "commands.hpp"
 #include "engine/errors.hpp"
+#include "results/sqlite.hpp"
 #include "simulation.hpp"
 
 namespace {
@@ -24,6 +25,7 @@ extern "C" void on_interrupt(int) { stop_requested.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessel::sql::configure_own_process();
   CLI::App app{"tessel: compose, simulate and run schedulers for GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", tessel::kVersion);

@@ -158,8 +158,9 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
   std::mutex mutex;  // guards progress, first_error and interruption
   ExperimentProgress progress{0, runs.size(), outcome.skipped, 0};
   std::exception_ptr first_error;
-  // What stopped first (a run, or a plugin as it loaded), with every run the
-  // stop marked 'interrupted' counted.
+  // What stopped (the first cause that says more than "interrupted": a
+  // policy's code, a plugin as it loaded), with every run the stop marked
+  // 'interrupted' counted.
   std::optional<Interrupted> interruption;
   const auto started = std::chrono::steady_clock::now();
 
@@ -172,7 +173,9 @@ ExperimentOutcome run_experiment(ExperimentPlan plan, const std::atomic<bool>* s
       } catch (const Interrupted& e) {
         // Ctrl-C, or hosted code that stopped itself (a policy raised KeyboardInterrupt): all stop.
         std::lock_guard lock(mutex);
-        interruption = interruption ? interruption->marking(interruption->runs_marked() + e.runs_marked()) : e;
+        const bool keep_cause = interruption && (interruption->says_what_stopped() || !e.says_what_stopped());
+        const Interrupted& told = keep_cause ? *interruption : e;
+        interruption = told.marking((interruption ? interruption->runs_marked() : 0) + e.runs_marked());
         combined_stop = true;
         return;
       } catch (...) {

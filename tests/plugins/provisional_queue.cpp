@@ -17,6 +17,9 @@
 //   regrant_kept       the whole plan also lists the running jobs, each
 //                      with one more CPU than it holds
 //   leave_out          the whole plan ranks nothing
+//   resize_kept        the provisional plan also lists the running jobs,
+//                      each with one more CPU, last; the whole plan keeps
+//                      them (keep_running) without listing them
 #include <algorithm>
 #include <string>
 
@@ -26,7 +29,8 @@ namespace {
 
 constexpr tessel::ArgSpec kArgs[] = {
     {"mode", tessel::ArgType::string, "\"agree\"", "how the whole plan agrees with the provisional one",
-     "agree|whole_provisional|no_override|no_keep|ahead|after|started_last|deny_listed|regrant_kept|leave_out"},
+     "agree|whole_provisional|no_override|no_keep|ahead|after|started_last|deny_listed|regrant_kept|leave_out|"
+     "resize_kept"},
 };
 
 class ProvisionalQueue final : public tessel::AllocationPolicy {
@@ -41,6 +45,7 @@ class ProvisionalQueue final : public tessel::AllocationPolicy {
     const auto waiting = view.waiting();
     for (auto it = waiting.rbegin(); it != waiting.rend(); ++it)
       if (mode_ != "ahead" || it + 1 != waiting.rend()) plan.ranked.push_back(grant(**it));
+    if (mode_ == "resize_kept") add_running_with_a_cpu_more(view, plan);
     return plan;
   }
 
@@ -49,6 +54,7 @@ class ProvisionalQueue final : public tessel::AllocationPolicy {
     if (mode_ == "no_override") return AllocationPolicy::allocate_whole(view);  // as if not overridden
     tessel::AllocationPlan plan;
     if (mode_ == "leave_out") return plan;
+    if (mode_ == "resize_kept") plan.keep_running = tessel::Reason("running; kept");
     // view.waiting() is the round's: jobs the provisional plan started since
     // are still listed, and run.
     const auto waiting = view.waiting();
@@ -64,19 +70,22 @@ class ProvisionalQueue final : public tessel::AllocationPolicy {
         if ((*it)->running()) plan.ranked.push_back({(*it)->spec.id, (*it)->spec.request(), tessel::Reason("started")});
     if (mode_ == "deny_listed")
       for (tessel::Grant& g : plan.ranked) g.resources.gpus = 0;
-    if (mode_ == "regrant_kept")
-      for (const tessel::JobState* job : view.active())
-        if (job->running() && !job->waiting()) {
-          tessel::Resources more = job->held();
-          more.cpus += 1;
-          plan.ranked.push_back({job->spec.id, more, tessel::Reason("one more CPU")});
-        }
+    if (mode_ == "regrant_kept") add_running_with_a_cpu_more(view, plan);
     if (mode_ == "ahead" && !plan.ranked.empty())
       std::rotate(plan.ranked.begin(), plan.ranked.end() - 1, plan.ranked.end());
     return plan;
   }
 
  private:
+  static void add_running_with_a_cpu_more(const tessel::SchedulerView& view, tessel::AllocationPlan& plan) {
+    for (const tessel::JobState* job : view.active())
+      if (job->running() && !job->waiting()) {
+        tessel::Resources more = job->held();
+        more.cpus += 1;
+        plan.ranked.push_back({job->spec.id, more, tessel::Reason("one more CPU")});
+      }
+  }
+
   static tessel::Grant grant(const tessel::JobState& job) {
     return {job.spec.id, job.spec.request(), tessel::Reason("newest waiting first")};
   }

@@ -357,6 +357,29 @@ def test_a_policy_that_raises_keyboardinterrupt_interrupts_the_experiment(tmp_pa
     assert query(tmp_path / "c.db", "SELECT status FROM runs") == [("interrupted",)]
 
 
+
+def test_ctrl_c_in_a_sweep_counts_the_runs_it_marks(tmp_path, write):
+    write("policies/stuck.py", STUCK_POLICY)
+    experiment = write("stuck.toml", small_cluster(jobs=50, allocation=python_stage("policies/stuck.py", "Stuck"),
+                                                   extra="[sweep]\nseeds = [1, 2]"))
+    database = tmp_path / "stuck.db"
+    child = subprocess.Popen([str(BUILD / "runners/cli/tessel"), "run", str(experiment), "--db", str(database), "-q",
+                              "-j", "2"], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # both runs under way, then stuck
+        try:
+            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'") == [(2,)]:
+                break
+        except sqlite3.OperationalError:  # not created yet
+            pass
+        time.sleep(0.05)
+    time.sleep(0.5)
+    stderr, _ = ctrl_c(child)
+    assert child.returncode == 130, stderr
+    assert re.search(r"interrupted at t=\S+ s \(in .*policies/stuck\.py:[5-8]\); 2 runs are marked 'interrupted'$",
+                     stderr.strip()), stderr
+    assert query(database, "SELECT status FROM runs") == [("interrupted",), ("interrupted",)]
+
 # Where a policy's code can loop before any run exists: as its module is
 # imported (to read the class's arguments, then to compose), and in its
 # constructor, which a sweep runs for every point before the first run.

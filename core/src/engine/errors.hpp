@@ -90,9 +90,12 @@ class PluginContractError : public std::logic_error {
 // stop marked 'interrupted', if any.
 class Interrupted : public std::runtime_error {
  public:
-  explicit Interrupted(std::string cause = "interrupted", std::size_t runs_marked = 0)
+  static constexpr const char* kStopped = "interrupted";  // the cause when nothing more is known
+
+  explicit Interrupted(std::string cause = kStopped, std::size_t runs_marked = 0)
       : std::runtime_error(told(cause, runs_marked)), cause_(std::move(cause)), runs_marked_(runs_marked) {}
   const std::string& cause() const { return cause_; }
+  bool says_what_stopped() const { return cause_ != kStopped; }
   std::size_t runs_marked() const { return runs_marked_; }
   // The same stop, once it has marked `runs` runs in all.
   Interrupted marking(std::size_t runs) const { return Interrupted(cause_, runs); }

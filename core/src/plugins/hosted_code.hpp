@@ -26,8 +26,8 @@ class HostedCodeWatch {
   HostedCodeWatch(const HostedCodeWatch&) = delete;
   HostedCodeWatch& operator=(const HostedCodeWatch&) = delete;
 
-  // The calling thread is among those interrupted while this lives: a
-  // thread that ended is forgotten before its id can be another's.
+  // The calling thread is among those interrupted while this lives, and
+  // forgotten when it ends: a later thread may take its id.
   class Watching {
    public:
     ~Watching() { watch_.forget(thread_); }

@@ -59,16 +59,15 @@ Database Database::immutable(const std::string& path) {
   return Database(path, uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
 }
 
-Database::Database(const std::string& path, const std::string& uri, int flags) {
+void configure_own_process() {
   // SQLite's allocation statistics take a global mutex on every allocation,
   // and tessel reads none of them (0.9% of a Figure 6 point's instructions).
-  // It takes this only before it initialises; a process that used SQLite
-  // first (Python's sqlite3) is refused, harmlessly.
-  static const bool configured = [] {
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    return true;
-  }();
-  (void)configured;
+  // They also serve the heap limits a host process may set, so this is for
+  // tessel's own processes only, not for Python importing tessel.
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+Database::Database(const std::string& path, const std::string& uri, int flags) {
   flags |= SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(uri.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     const int code = db_ ? sqlite3_extended_errcode(db_) : SQLITE_NOMEM;

@@ -44,6 +44,10 @@ class StorageError : public UserError {
   int code_;
 };
 
+// SQLite's settings for a process that is tessel's own (the command line),
+// before it first uses SQLite: a process that imports tessel keeps its own.
+void configure_own_process();
+
 class Statement;
 
 class Database {

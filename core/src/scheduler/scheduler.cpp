@@ -712,6 +712,19 @@ void Scheduler::check_agrees(const AllocationPlan& provisional, std::size_t stop
   // provisional plan stands would decide otherwise than this one, or the
   // prefix would have been placed otherwise. The placed jobs may be ranked
   // anyhow before the rest, with what they now hold, or be left out.
+  // A running job an incremental whole plan keeps unlisted keeps what it
+  // holds: the provisional plan may not change it after where it stopped.
+  // (stamp_ranks(whole) has stamped exactly the jobs the whole plan lists.)
+  if (whole.keep_running)
+    for (std::size_t i = stopped; i < provisional.ranked.size(); ++i) {
+      const Grant& grant = provisional.ranked[i];
+      const JobState& job = *all_[grant.job];
+      if (!job.running() || books_[grant.job].ranked_in == round_ || grant.resources.gpus == 0) continue;
+      if (grant.share_with != kNoJob || !grants_held(job.allocation, grant.resources))
+        broken(PluginKind::allocation, "keeps " + job_name(grant.job) +
+                                           " as it is in its whole plan, and changes what it holds in its "
+                                           "provisional plan");
+    }
   std::vector<std::pair<JobId, std::size_t>>& listed = listed_;  // (job, index in the provisional plan)
   listed.clear();
   for (std::size_t i = 0; i < provisional.ranked.size(); ++i) listed.emplace_back(provisional.ranked[i].job, i);
