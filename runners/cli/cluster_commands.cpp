@@ -125,7 +125,7 @@ int serve(const ServeOptions& options, const std::atomic<bool>& stop) {
     stop_daemon();  // the policy's code was interrupted, or raised KeyboardInterrupt itself
     throw e.marking(1);
   }
-  if (stop.load()) throw Interrupted("interrupted", 1);
+  if (stop.load()) throw Interrupted(Interrupted::kStopped, 1);
   return 0;
 }
 
