@@ -236,12 +236,12 @@ def test_settings_kept_past_the_run_still_read_true(tmp_path, write, monkeypatch
     assert all(settings.round_seconds == 60 for settings in kept.SETTINGS[first:])
 
 
-def wait_until_running(database, seconds=60):
-    """Returns once `database` holds a run under way (or after `seconds`)."""
+def wait_until_running(database, seconds=60, runs=1):
+    """Returns once `database` holds `runs` runs under way (or after `seconds`)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'")[0][0] > 0:
+            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'")[0][0] >= runs:
                 return
         except sqlite3.OperationalError:  # not created yet
             pass
@@ -357,7 +357,6 @@ def test_a_policy_that_raises_keyboardinterrupt_interrupts_the_experiment(tmp_pa
     assert query(tmp_path / "c.db", "SELECT status FROM runs") == [("interrupted",)]
 
 
-
 def test_ctrl_c_in_a_sweep_counts_the_runs_it_marks(tmp_path, write):
     write("policies/stuck.py", STUCK_POLICY)
     experiment = write("stuck.toml", small_cluster(jobs=50, allocation=python_stage("policies/stuck.py", "Stuck"),
@@ -365,20 +364,14 @@ def test_ctrl_c_in_a_sweep_counts_the_runs_it_marks(tmp_path, write):
     database = tmp_path / "stuck.db"
     child = subprocess.Popen([str(BUILD / "runners/cli/tessel"), "run", str(experiment), "--db", str(database), "-q",
                               "-j", "2"], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # both runs under way, then stuck
-        try:
-            if query(database, "SELECT COUNT(*) FROM runs WHERE status = 'running'") == [(2,)]:
-                break
-        except sqlite3.OperationalError:  # not created yet
-            pass
-        time.sleep(0.05)
-    time.sleep(0.5)
+    wait_until_running(database, runs=2)
+    time.sleep(0.5)  # both runs stuck
     stderr, _ = ctrl_c(child)
     assert child.returncode == 130, stderr
     assert re.search(r"interrupted at t=\S+ s \(in .*policies/stuck\.py:[5-8]\); 2 runs are marked 'interrupted'$",
                      stderr.strip()), stderr
     assert query(database, "SELECT status FROM runs") == [("interrupted",), ("interrupted",)]
+
 
 # Where a policy's code can loop before any run exists: as its module is
 # imported (to read the class's arguments, then to compose), and in its
@@ -449,7 +442,6 @@ def test_ctrl_c_stops_a_policy_stuck_while_it_loads(tmp_path, write, where, comm
     assert not database.exists() or query(database, "SELECT COUNT(*) FROM runs") == [(0,)]
 
 
-
 def test_validate_says_nothing_is_ok_once_interrupted(tmp_path, write):
     # A policy that caught the KeyboardInterrupt and went on let `validate`
     # finish and print "ok", exit code 0, with Ctrl-C ignored.
@@ -478,6 +470,7 @@ def test_validate_says_nothing_is_ok_once_interrupted(tmp_path, write):
     assert child.returncode == 130, stderr
     assert f"interrupted; {experiment} was not checked whole" in stderr
     assert (tmp_path / "validate.out").read_text() == ""
+
 
 # An elasticity answer the run cannot use: an endless cost never ended the
 # run (its memory growing), NaN failed in SQLite, and the rest were stored.
