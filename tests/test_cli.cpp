@@ -147,6 +147,26 @@ TEST_CASE("plugin arguments are checked against the plugin's schema") {
         "bad.toml:12:60: argument 'backfill' of allocation plugin 'fifo' expects boolean, got an integer\n");
 }
 
+TEST_CASE("validate refuses a trace's arrival past the simulated clock's end, as a run would") {
+  TempDir dir;
+  dir.write("trace.csv", "arrival,gpus,duration\n0,1,100\n2e12,1,100\n3e12,1,100\n");
+  std::string toml = kSmall;
+  const std::size_t workload = toml.find("[workload]");
+  toml.replace(workload, toml.find("[scheduler]") - workload, "[workload]\nkind = \"csv\"\npath = \"trace.csv\"\n\n");
+  dir.write("far.toml", toml);
+  const std::string expected =
+      "tessel: job 1 would arrive at t=2e+12 s, past the 1e12 s (31,700 years) a simulation runs: see [workload]'s "
+      "arrivals\n";
+  const auto checked = run_tessel({"validate", "far.toml"}, dir.path());
+  CHECK(checked.code == 2);
+  CHECK(checked.out.empty());
+  CHECK(checked.err == expected);
+  const auto ran = run_tessel({"run", "far.toml"}, dir.path());
+  CHECK(ran.code == 2);
+  CHECK(ran.err.ends_with(expected));
+  CHECK(count(dir.path() / "out/results.db", "SELECT count(*) FROM runs") == 0);  // refused before a run row
+}
+
 TEST_CASE("serve checks its throughput model before it opens the database") {
   TempDir dir;
   const fs::path secret = dir.write("secret", "a-shared-secret-for-the-tests-0123456789\n");
@@ -165,9 +185,9 @@ TEST_CASE("serve checks its throughput model before it opens the database") {
 TEST_CASE("a full disk is the user's to fix: exit 2 naming the database, and no half-written run") {
   TempDir dir;
   dir.write("small.toml", kSmall);
-  const TestMount disk = TestMount::tmpfs(dir.path() / "out", 128 * 1024);
+  const TestMount disk = TestMount::tmpfs(dir.path() / "out", 256 * 1024);
   if (!disk.mounted()) return;  // mounting needs root; CI runs as root
-  // The schema and the run's row fit in 128 KiB; 2,000 jobs' rows do not.
+  // The schema and the run's row fit in 256 KiB (in 8 KiB pages); 2,000 jobs' rows do not.
   const auto result = run_tessel({"run", "small.toml", "--set", "workload.jobs=2000"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err.find((dir.path() / "out/results.db").string() + ": cannot write: the disk is full") !=

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <future>
 #include <limits>
@@ -17,12 +16,6 @@ namespace tessel {
 
 namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
-// " at t=1e+13 s, past the ...": for the errors at the clock's end.
-std::string past_the_clock(double now) {
-  char t[32];
-  std::snprintf(t, sizeof t, "%.3g", now);
-  return " at t=" + std::string(t) + " s, past the 1e12 s (31,700 years) a simulation runs";
-}
 // A stuck time-sensitive scheduler (jobs that can never be placed, nothing
 // running, nothing left to happen) is given this many rounds to change its mind.
 constexpr std::uint64_t kStallRounds = 10'000;
@@ -662,9 +655,9 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     // round past the clock's end comes from a number in the experiment.
     if (now > kLastSimulatedSecond && (now == arrival || now == next_round_)) {
       if (now == arrival)
-        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + past_the_clock(now) +
+        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + past_the_simulated_clock(now) +
                         ": see [workload]'s arrivals");
-      throw UserError("the next round would come" + past_the_clock(now) + ": see [scheduler] round_seconds");
+      throw UserError("the next round would come" + past_the_simulated_clock(now) + ": see [scheduler] round_seconds");
     }
     ++handled_;
 
@@ -707,7 +700,7 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
         if (next.kind == EventKind::node_failure || next.kind == EventKind::node_repair) return false;
         throw UserError(std::string(next.kind == EventKind::cluster_change ? "a planned cluster change"
                                                                            : "a job's completion or rate change") +
-                        " would come" + past_the_clock(now) + ": see " +
+                        " would come" + past_the_simulated_clock(now) + ": see " +
                         (next.kind == EventKind::cluster_change ? "[[cluster.events]]"
                                                                 : "the jobs' durations and the throughput model"));
       }

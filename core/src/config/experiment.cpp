@@ -43,8 +43,8 @@ SchedulerConfig read_scheduler(TableReader reader, const TomlDocument& document)
     reader.error("round_seconds", "'round_seconds' in [scheduler] must be > 0");
     config.settings.round_seconds = 300;
   } else if (config.settings.round_seconds > kLastSimulatedSecond) {
-    reader.error("round_seconds", "'round_seconds' in [scheduler] must be at most 1e12 s (31,700 years), "
-                                  "where a simulation's clock ends");
+    reader.error("round_seconds", std::string("'round_seconds' in [scheduler] must be at most ") +
+                                      kLastSimulatedSecondText + ", where a simulation's clock ends");
     config.settings.round_seconds = 300;
   }
   const auto service = reader.choice("attained_service", {"gpu_seconds", "seconds"}, "gpu_seconds");

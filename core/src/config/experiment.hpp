@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/simulated_clock.hpp"
 #include "config/cluster_config.hpp"
 #include "config/toml_document.hpp"
 #include "config/workload_settings.hpp"
@@ -60,12 +61,6 @@ struct RoundRules {
   // running job keeps its GPUs unless its grant changes. Needs left_out = "stop".
   bool place_every_round = false;
 };
-
-// The simulated clock's end: past it a double keeps less than a
-// millisecond's resolution, and only a number no experiment means gets
-// there (a round of 1e308 s, 1e-300 jobs an hour). A round longer than
-// that is refused as the configuration is read; the rest when a run gets there.
-inline constexpr double kLastSimulatedSecond = 1e12;  // 31,700 years
 
 struct SchedulerConfig {
   SchedulerSettings settings;

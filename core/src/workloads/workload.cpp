@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "common/simulated_clock.hpp"
 #include "models/models.hpp"
 #include "tessel/rng.hpp"
 #include "workloads/kinds.hpp"
@@ -478,6 +479,13 @@ Workload build_workload(const WorkloadSettings& settings, const ClusterState& cl
     std::stable_sort(trace.jobs.begin(), trace.jobs.end(), by_arrival);
   workload.notes = std::move(trace.notes);
   apply_transforms(settings.transforms, settings.seed, cluster.installed_gpus(), trace.jobs, workload.notes);
+  // Said here, not when a run would get there, so that `tessel validate`
+  // says it too; a stream's arrivals are found as they come.
+  const auto far = std::find_if(trace.jobs.begin(), trace.jobs.end(),
+                                [](const TraceJob& job) { return job.spec.arrival > kLastSimulatedSecond; });
+  if (far != trace.jobs.end())
+    throw UserError("job " + std::to_string(far - trace.jobs.begin()) + " would arrive" +
+                    past_the_simulated_clock(far->spec.arrival) + ": see [workload]'s arrivals");
 
   JobPricer pricer(settings, parts.model, cluster, weights, parts.exact_shares);
   workload.jobs.reserve(trace.jobs.size());
