@@ -86,10 +86,10 @@
 // half of a point, and 2,000 page faults of 1.2 us each: the rows could only
 // be written while the simulation runs by holding the database's write lock
 // for the whole run, against DESIGN.md's one transaction at a run's end.
-// With new databases in 8 KiB pages (LAS 141.2 million instructions;
-// `--baseline` the build before, `-n 31` then `-n 41`): FIFO 19.3 and
-// 17.7 ms (0.98x, 0.99x), LAS 19.8 and 18.5 ms (0.99x, 0.99x), both builds
-// 9% faster in the second run. A LAS point, by timestamps in the process:
+// With new databases in 8 KiB pages: FIFO 130.8 million instructions,
+// LAS 141.2 million (0.99x each); medians, `--baseline` the build before,
+// `-n 31` then `-n 41`: FIFO 19.3 and 17.7 ms (0.98x, 0.99x), LAS 19.8 and
+// 18.5 ms (0.99x, 0.99x), both builds 9% faster in the second run. A LAS point, by timestamps in the process:
 // 1.9 ms to main, 1.4 ms to the simulation's start, 8.3 ms simulating,
 // 5.0 ms writing rows, 2.5 ms closing the database (two fdatasyncs of
 // 0.9 ms in its checkpoint), 0.9 ms tearing down.

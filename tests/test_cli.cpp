@@ -164,7 +164,8 @@ TEST_CASE("validate refuses a trace's arrival past the simulated clock's end, as
   const auto ran = run_tessel({"run", "far.toml"}, dir.path());
   CHECK(ran.code == 2);
   CHECK(ran.err.ends_with(expected));
-  CHECK(count(dir.path() / "out/results.db", "SELECT count(*) FROM runs") == 0);  // refused before a run row
+  const fs::path database = dir.path() / "out/results.db";  // opened beside the simulation's making, or not
+  CHECK((!fs::exists(database) || count(database, "SELECT count(*) FROM runs") == 0));  // refused before a run row
 }
 
 TEST_CASE("serve checks its throughput model before it opens the database") {
@@ -185,9 +186,9 @@ TEST_CASE("serve checks its throughput model before it opens the database") {
 TEST_CASE("a full disk is the user's to fix: exit 2 naming the database, and no half-written run") {
   TempDir dir;
   dir.write("small.toml", kSmall);
-  const TestMount disk = TestMount::tmpfs(dir.path() / "out", 256 * 1024);
+  const TestMount disk = TestMount::tmpfs(dir.path() / "out", 192 * 1024);
   if (!disk.mounted()) return;  // mounting needs root; CI runs as root
-  // The schema and the run's row fit in 256 KiB (in 8 KiB pages); 2,000 jobs' rows do not.
+  // The schema and the run's row fit in 192 KiB (in 8 KiB pages; 160 KiB do not hold them); 2,000 jobs' rows do not.
   const auto result = run_tessel({"run", "small.toml", "--set", "workload.jobs=2000"}, dir.path());
   CHECK(result.code == 2);
   CHECK(result.err.find((dir.path() / "out/results.db").string() + ": cannot write: the disk is full") !=

@@ -385,6 +385,35 @@ TEST_CASE("a workload without end stops making jobs exactly when the tracked job
   for (JobId id = 10; id < 20; ++id) CHECK(counted.jobs[id].finish == results.jobs[id].finish);
 }
 
+TEST_CASE("an arrival past the simulated clock's end: refused as a counted workload is built, found as a stream's comes") {
+  TempDir dir;
+  // At 1e-300 jobs an hour the first job comes at 0, the second some 1e303 s later.
+  auto far = [](std::string toml) {
+    toml.replace(toml.find("jobs_per_hour = 4"), 17, "jobs_per_hour = 1e-300");
+    return toml;
+  };
+  auto refusal = [](auto&& attempt) -> std::string {
+    try {
+      attempt();
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  auto workload_of = [&](const std::string& jobs) {
+    const ExperimentConfig config = load_experiment(dir.write("w.toml", far(endless_experiment(jobs))));
+    return build_workload(config.workload, ClusterState(config.cluster.nodes));
+  };
+  const std::string past = " s, past the 1e12 s (31,700 years) a simulation runs: see [workload]'s arrivals";
+  const std::string counted = refusal([&] { workload_of("300"); });
+  CHECK(counted.starts_with("job 1 would arrive at t="));
+  CHECK(counted.ends_with(past));
+  CHECK_NOTHROW(workload_of("\"until_tracked_done\""));
+  const std::string streamed = refusal([&] { simulate(dir, far(endless_experiment("\"until_tracked_done\""))); });
+  CHECK(streamed.starts_with("job 1 would arrive at t="));
+  CHECK(streamed.ends_with(past));
+}
+
 TEST_CASE("a workload without end needs track, and none of the transforms that need the whole trace") {
   TempDir dir;
   const std::string file = (dir.path() / "w.toml").string();

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "common/simulated_clock.hpp"
 #include "config/sweep.hpp"
 #include "plugins/composition.hpp"
 #include "tessel/lab.hpp"

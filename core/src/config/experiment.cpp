@@ -1,5 +1,7 @@
 #include "config/experiment.hpp"
 
+#include "common/simulated_clock.hpp"
+
 namespace tessel {
 
 namespace {

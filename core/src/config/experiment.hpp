@@ -27,7 +27,6 @@
 #include <string>
 #include <vector>
 
-#include "common/simulated_clock.hpp"
 #include "config/cluster_config.hpp"
 #include "config/toml_document.hpp"
 #include "config/workload_settings.hpp"

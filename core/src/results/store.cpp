@@ -389,12 +389,12 @@ void ResultsStore::migrate(bool create) {
   refuse_newer();
   if (version == kSchemaVersion && db_.read_only()) return;  // nothing to set or upgrade
   // A new database's pages are 8 KiB, not SQLite's 4: a run's rows append
-  // to B-trees keyed by (run, job) and (run, time), and SQLite rebalances
-  // such a tree's last pages each time one fills; with pages twice the size
-  // it does so half as often, and a run's end writes and checkpoints half
-  // as many WAL frames (a Figure 6 point, 5,000 job rows: 0.97x the wall
-  // time; 16 KiB bought no more, 64 KiB lost). Only before the first write:
-  // the size of a database with pages is set for good.
+  // to B-trees keyed by (run, job) and (run, time), which SQLite rebalances
+  // at their last pages each time one fills, and a run's end writes and
+  // checkpoints its WAL a frame to a call (a Figure 6 point, 5,000 job
+  // rows: rebalancing 0.90x the instructions, the process 0.98-0.99x the
+  // wall time; 16 KiB no faster, 64 KiB slower; bench/startup.cpp). Only
+  // before the first write: the size of a database with pages is set for good.
   if (version == 0) db_.exec("PRAGMA page_size=8192");
   // Synchronous first: switching a new database to WAL is itself a
   // rollback-journal transaction, which NORMAL commits with one sync of the
