@@ -657,14 +657,7 @@ void Scheduler::place_plan(const SchedulerView& v, const AllocationPlan& plan,
   if (shares_gpus(plan)) split_groups(v, plan, outcome);
 
   if (rules_.stop_left_out) stop_left_out(v, plan, outcome);
-  round_running_.clear();
-  reclaimable_gpus_ = 0;
-  if (plan.keep_running) {  // only the listed running jobs: the others are kept
-    for (const Grant& grant : plan.ranked) may_be_victim(*all_[grant.job]);
-  } else {
-    for (JobState* job : active_) may_be_victim(*job);
-  }
-
+  gather_victims(plan);
   const std::size_t stopped = walk_plan(v, plan, plan.provisional, outcome);
   if (stopped < plan.ranked.size()) return place_whole_from(v, plan, stopped, outcome);
   if (log_ != nullptr && log_->enabled())
@@ -690,18 +683,7 @@ void Scheduler::place_whole_from(const SchedulerView& v, const AllocationPlan& p
   walked.clear();
   for (std::size_t i = 0; i < stopped; ++i) walked.push_back(provisional.ranked[i].job);
   std::sort(walked.begin(), walked.end());
-  // The victims: running jobs not protected yet (the walked ones that run
-  // are), and with an incremental plan only the listed ones.
-  round_running_.clear();
-  reclaimable_gpus_ = 0;
-  auto unless_protected = [&](JobState& job) {
-    if (job.running() && books_[job.spec.id].protected_in != round_) may_be_victim(job);
-  };
-  if (whole.keep_running) {
-    for (const Grant& grant : whole.ranked) unless_protected(*all_[grant.job]);
-  } else {
-    for (JobState* job : active_) unless_protected(*job);
-  }
+  gather_victims(whole);  // the walked jobs that run are protected already
   walk_plan(v, whole, /*provisional=*/false, outcome, walked);
 }
 
@@ -818,6 +800,22 @@ void Scheduler::stamp_ranks(const AllocationPlan& plan) {
                std::string(model_->name()) + "' prices at most " + std::to_string(model_->max_colocated()) +
                " on one GPU");
     }
+  }
+}
+
+void Scheduler::gather_victims(const AllocationPlan& plan) {
+  round_running_.clear();
+  reclaimable_gpus_ = 0;
+  // A job protected already (kept by stop_left_out or a group, placed by a
+  // provisional plan's prefix) is nobody's victim; an incremental plan's
+  // unlisted jobs are kept.
+  auto unless_protected = [&](JobState& job) {
+    if (books_[job.spec.id].protected_in != round_) may_be_victim(job);
+  };
+  if (plan.keep_running) {
+    for (const Grant& grant : plan.ranked) unless_protected(*all_[grant.job]);
+  } else {
+    for (JobState* job : active_) unless_protected(*job);
   }
 }
 

@@ -282,6 +282,9 @@ class Scheduler {
   void check_agrees(const AllocationPlan& provisional, std::size_t stopped, const AllocationPlan& whole);
   // Checks a plan's grants and stamps each job's rank for the preemption order.
   void stamp_ranks(const AllocationPlan& plan);
+  // The running jobs `plan`'s placements may preempt this round, and the
+  // GPUs they hold (round_running_, reclaimable_gpus_).
+  void gather_victims(const AllocationPlan& plan);
   // A running job a higher-ranked job may preempt this round.
   void may_be_victim(JobState& job);
   // Places `plan`'s jobs in rank order, skipping those in `walked` (sorted).
