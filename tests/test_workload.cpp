@@ -385,7 +385,7 @@ TEST_CASE("a workload without end stops making jobs exactly when the tracked job
   for (JobId id = 10; id < 20; ++id) CHECK(counted.jobs[id].finish == results.jobs[id].finish);
 }
 
-TEST_CASE("an arrival past the simulated clock's end: refused as a counted workload is built, found as a stream's comes") {
+TEST_CASE("an arrival past the clock's end: refused as a counted workload is built, found as a stream's comes") {
   TempDir dir;
   // At 1e-300 jobs an hour the first job comes at 0, the second some 1e303 s later.
   auto far = [](std::string toml) {
