@@ -529,6 +529,15 @@ TEST_CASE("an empty file is not a database to read, and a new database is create
   CHECK_THROWS_WITH_AS(ResultsStore(empty, /*create=*/false), (empty + ": an empty file, not a results database").c_str(),
                        UserError);
   CHECK(fs::file_size(empty) == 0);
+  // A database whose schema a full disk stopped: SQLite's first page alone.
+  const std::string bare = (dir.path() / "bare.db").string();
+  {
+    sql::Database db(bare);
+    db.exec("PRAGMA journal_mode=WAL");
+  }
+  REQUIRE(fs::file_size(bare) > 0);
+  CHECK_THROWS_WITH_AS(ResultsStore(bare, /*create=*/false),
+                       (bare + ": a database without tables, not a results database").c_str(), UserError);
 
   const std::string path = (dir.path() / "new.db").string();
   std::vector<std::thread> openers;

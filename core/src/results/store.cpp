@@ -380,7 +380,14 @@ std::int64_t schema_version(sql::Database& db, const std::string& path) {
 void ResultsStore::migrate(bool create) {
   std::int64_t version = schema_version(db_, path_);
   // A file that exists, empty, is a database only if this call may create one.
-  if (version == 0 && !create) throw UserError(path_ + ": an empty file, not a results database");
+  if (version == 0 && !create) {
+    // An SQLite database without tables: one a full disk stopped before its
+    // schema, or one another program made.
+    std::error_code error;
+    const bool empty_file = std::filesystem::file_size(path_, error) == 0 && !error;
+    throw UserError(path_ + (empty_file ? ": an empty file" : ": a database without tables") +
+                    ", not a results database");
+  }
   const auto refuse_newer = [&] {
     if (version > kSchemaVersion)
       throw UserError(path_ + ": written by a newer tessel (schema " + std::to_string(version) +
