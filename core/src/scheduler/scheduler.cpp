@@ -806,9 +806,9 @@ void Scheduler::stamp_ranks(const AllocationPlan& plan) {
 void Scheduler::gather_victims(const AllocationPlan& plan) {
   round_running_.clear();
   reclaimable_gpus_ = 0;
-  // A job protected already (kept by stop_left_out or a group, placed by a
-  // provisional plan's prefix) is nobody's victim; an incremental plan's
-  // unlisted jobs are kept.
+  // Jobs are protected already only when the whole plan follows a
+  // provisional one (its prefix's placed and kept jobs): nobody's victims.
+  // An incremental plan's unlisted jobs are kept.
   auto unless_protected = [&](JobState& job) {
     if (books_[job.spec.id].protected_in != round_) may_be_victim(job);
   };
