@@ -656,8 +656,7 @@ bool Simulation::advance(double until, const std::atomic<bool>* stop) {
     // round past the clock's end comes from a number in the experiment.
     if (now > kLastSimulatedSecond && (now == arrival || now == next_round_)) {
       if (now == arrival)
-        throw UserError("job " + std::to_string(next_job->id) + " would arrive" + past_the_simulated_clock(now) +
-                        ": see [workload]'s arrivals");
+        throw UserError(arrival_past_the_simulated_clock(next_job->id, next_job->name, now));
       throw UserError("the next round would come" + past_the_simulated_clock(now) + ": see [scheduler] round_seconds");
     }
     ++handled_;

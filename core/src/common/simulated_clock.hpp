@@ -3,6 +3,7 @@
 // and the simulation (what a run reaches).
 #pragma once
 
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -19,6 +20,13 @@ inline std::string past_the_simulated_clock(double t) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", t);
   return " at t=" + std::string(text) + " s, past the " + kLastSimulatedSecondText + " a simulation runs";
+}
+
+// The same for job `id` (`name`: the trace's own identifier, if any), said
+// as its workload is built or, for a stream's, as a run reaches it.
+inline std::string arrival_past_the_simulated_clock(std::size_t id, const std::string& name, double arrival) {
+  return "job " + std::to_string(id) + (name.empty() ? "" : " ('" + name + "')") + " would arrive" +
+         past_the_simulated_clock(arrival) + ": see [workload]'s arrivals";
 }
 
 }  // namespace tessel

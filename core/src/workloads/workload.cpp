@@ -483,11 +483,8 @@ Workload build_workload(const WorkloadSettings& settings, const ClusterState& cl
   // says it too; a stream's arrivals are found as they come.
   const auto far = std::find_if(trace.jobs.begin(), trace.jobs.end(),
                                 [](const TraceJob& job) { return job.spec.arrival > kLastSimulatedSecond; });
-  if (far != trace.jobs.end()) {
-    const std::string& name = far->spec.name;  // the trace's own identifier: ids count in arrival order
-    throw UserError("job " + std::to_string(far - trace.jobs.begin()) + (name.empty() ? "" : " ('" + name + "')") +
-                    " would arrive" + past_the_simulated_clock(far->spec.arrival) + ": see [workload]'s arrivals");
-  }
+  if (far != trace.jobs.end())  // ids count in arrival order
+    throw UserError(arrival_past_the_simulated_clock(far - trace.jobs.begin(), far->spec.name, far->spec.arrival));
 
   JobPricer pricer(settings, parts.model, cluster, weights, parts.exact_shares);
   workload.jobs.reserve(trace.jobs.size());
